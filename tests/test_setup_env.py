@@ -1,0 +1,230 @@
+"""scripts/setup_env.py: the pure parts (device choice, stamp, error parsing, uninstall decision), no venv, no network."""
+from __future__ import annotations
+
+import ast
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from helpers.paths import REPO_ROOT
+
+SCRIPT = REPO_ROOT / "scripts" / "setup_env.py"
+
+
+def _load() -> ModuleType:
+    """Import scripts/setup_env.py as a module."""
+    spec = importlib.util.spec_from_file_location("setup_env", SCRIPT)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+se = _load()
+
+TORCHVISION_STDERR = """\
+/venv/lib/python3.11/site-packages/torchvision/io/image.py:14: UserWarning: Failed to load image Python extension
+  warn(
+Traceback (most recent call last):
+  File "<string>", line 1, in <module>
+  File "/venv/lib/python3.11/site-packages/torchvision/__init__.py", line 10, in <module>
+    from torchvision import _meta_registrations, datasets, io, models, ops, transforms, utils  # usort:skip
+  File "/venv/lib/python3.11/site-packages/torchvision/_meta_registrations.py", line 163, in <module>
+    @torch.library.register_fake("torchvision::nms")
+     ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+  File "/venv/lib/python3.11/site-packages/torch/library.py", line 1023, in register
+    use_lib._register_fake(op_name, func, _stacklevel=stacklevel + 1)
+RuntimeError: operator torchvision::nms does not exist
+"""
+
+TORCHAUDIO_STDERR = """\
+Traceback (most recent call last):
+  File "/venv/lib/python3.11/site-packages/torchaudio/_extension/utils.py", line 60, in _load_lib
+    torch.ops.load_library(path)
+OSError: /venv/lib/python3.11/site-packages/torchaudio/lib/libtorchaudio.so: undefined symbol: _ZN3c104cuda9SetDeviceEi
+
+The above exception was the direct cause of the following exception:
+
+Traceback (most recent call last):
+  File "<string>", line 1, in <module>
+  File "/venv/lib/python3.11/site-packages/torchaudio/__init__.py", line 2, in <module>
+    from . import _extension  # noqa  # usort: skip
+RuntimeError: Could not load this library: /venv/lib/python3.11/site-packages/torchaudio/lib/_torchaudio.so
+"""
+
+
+def test_script_uses_only_the_standard_library() -> None:
+    tree = ast.parse(SCRIPT.read_text())
+    modules = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+    modules |= {node.module.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
+    assert modules, "found no imports at all"
+    assert modules <= set(sys.stdlib_module_names) | {"__future__"}, modules - set(sys.stdlib_module_names)
+
+
+@pytest.mark.parametrize("version", [(3, 10, 0), (3, 11, 7), (3, 13, 1), (4, 0, 0)])
+def test_python_version_accepted(version: tuple[int, int, int]) -> None:
+    assert se.python_version_error(version) is None
+
+
+@pytest.mark.parametrize("version", [(3, 9, 18), (3, 6, 0), (2, 7, 18)])
+def test_python_version_rejected_in_one_line(version: tuple[int, int, int]) -> None:
+    message = se.python_version_error(version, executable="/usr/bin/python3")
+    assert message is not None and "\n" not in message
+    assert ">= 3.10" in message and ".".join(map(str, version)) in message and "/usr/bin/python3" in message
+
+
+@pytest.mark.parametrize(
+    ("result", "has_gpu"),
+    [
+        ((0, "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-1234)\n"), True),
+        ((0, "GPU 0: NVIDIA A10G (UUID: GPU-a)\nGPU 1: NVIDIA A10G (UUID: GPU-b)\n"), True),
+        ((0, "No devices found.\n"), False),
+        ((0, ""), False),
+        ((9, "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\n"), False),
+        ((6, "GPU 0: stale line\n"), False),
+        ((None, ""), False),
+    ],
+)
+def test_smi_lists_gpu(result: tuple[int | None, str], has_gpu: bool) -> None:
+    assert se.smi_lists_gpu(result) is has_gpu
+
+
+def _must_not_run() -> tuple[int | None, str]:
+    raise AssertionError("nvidia-smi must not be consulted when WORKBOOK_DEVICE is set")
+
+
+@pytest.mark.parametrize(("value", "device"), [("cpu", "cpu"), ("gpu", "gpu"), (" GPU ", "gpu"), ("CPU", "cpu")])
+def test_device_override_wins_without_probing(value: str, device: str) -> None:
+    assert se.choose_device({"WORKBOOK_DEVICE": value}, smi=_must_not_run) == device
+
+
+def test_device_override_rejects_unknown_value() -> None:
+    with pytest.raises(se.SetupError, match="cpu\\|gpu"):
+        se.choose_device({"WORKBOOK_DEVICE": "cuda"}, smi=_must_not_run)
+
+
+def test_device_from_nvidia_smi() -> None:
+    assert se.choose_device({}, smi=lambda: (0, "GPU 0: NVIDIA L4 (UUID: x)\n")) == "gpu"
+    assert se.choose_device({"WORKBOOK_DEVICE": ""}, smi=lambda: (None, "")) == "cpu"
+    assert se.choose_device({}, smi=lambda: (9, "failed")) == "cpu"
+
+
+def test_requirements_files_exist_for_both_devices() -> None:
+    assert se.requirements_file("cpu").is_file()
+    assert se.requirements_file("gpu").is_file()
+
+
+def _fake_tree(root: Path) -> Path:
+    """A repo-shaped folder with requirements/ and pyproject.toml."""
+    (root / "requirements").mkdir(parents=True)
+    (root / "requirements" / "common.txt").write_text("transformers==5.12.1\n")
+    (root / "requirements" / "cpu.txt").write_text("-r common.txt\ntorch==2.13.0\n")
+    (root / "pyproject.toml").write_text("[project]\nname = 'x'\n")
+    return root
+
+
+def test_stamp_is_deterministic_and_hex(tmp_path: Path) -> None:
+    root = _fake_tree(tmp_path)
+    stamp = se.compute_stamp(root, "cpu")
+    assert stamp == se.compute_stamp(root, "cpu")
+    assert len(stamp) == 64 and int(stamp, 16) >= 0
+    assert len(se.compute_stamp(REPO_ROOT, "cpu")) == 64
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda r: (r / "requirements" / "common.txt").write_text("transformers==5.12.2\n"),
+        lambda r: (r / "requirements" / "gpu.txt").write_text("vllm==0.31.0\n"),
+        lambda r: (r / "pyproject.toml").write_text("[project]\nname = 'y'\n"),
+        lambda r: (r / "requirements" / "cpu.txt").rename(r / "requirements" / "cpu2.txt"),
+    ],
+    ids=["edit-common", "new-file", "edit-pyproject", "rename"],
+)
+def test_stamp_changes_with_inputs(tmp_path: Path, change) -> None:  # noqa: ANN001
+    root = _fake_tree(tmp_path)
+    before = se.compute_stamp(root, "cpu")
+    change(root)
+    assert se.compute_stamp(root, "cpu") != before
+
+
+def test_stamp_ignores_other_files_but_not_device(tmp_path: Path) -> None:
+    root = _fake_tree(tmp_path)
+    before = se.compute_stamp(root, "cpu")
+    (root / "README.md").write_text("docs\n")
+    (root / "requirements" / "notes.md").write_text("not a requirements file\n")
+    assert se.compute_stamp(root, "cpu") == before
+    assert se.compute_stamp(root, "gpu") != before
+
+
+def test_stamp_is_current(tmp_path: Path) -> None:
+    stamp = tmp_path / ".workbook-stamp"
+    assert not se.stamp_is_current(stamp, "abc")
+    stamp.write_text("abc\n")
+    assert se.stamp_is_current(stamp, "abc")
+    assert not se.stamp_is_current(stamp, "abd")
+
+
+@pytest.mark.parametrize(
+    ("stderr", "reason"),
+    [
+        (TORCHVISION_STDERR, "RuntimeError: operator torchvision::nms does not exist"),
+        (
+            TORCHAUDIO_STDERR,
+            "RuntimeError: Could not load this library: /venv/lib/python3.11/site-packages/torchaudio/lib/_torchaudio.so",
+        ),
+        (
+            "Traceback (most recent call last):\n  File \"<string>\", line 1, in <module>\n"
+            "ModuleNotFoundError: No module named 'torchcodec'\n",
+            "ModuleNotFoundError: No module named 'torchcodec'",
+        ),
+        (
+            "Traceback (most recent call last):\n  File \"<string>\", line 1, in <module>\n"
+            "huggingface_hub.errors.OfflineModeIsEnabled: Cannot reach https://huggingface.co\n",
+            "huggingface_hub.errors.OfflineModeIsEnabled: Cannot reach https://huggingface.co",
+        ),
+        ("Segmentation fault\n", "Segmentation fault"),
+        ("", "no error message (import exited non-zero)"),
+    ],
+    ids=["torchvision", "torchaudio-chained", "missing-module", "dotted-name", "no-traceback", "empty"],
+)
+def test_import_failure_reason(stderr: str, reason: str) -> None:
+    assert se.import_failure_reason(stderr) == reason
+
+
+def test_import_failure_reason_is_shortened() -> None:
+    reason = se.import_failure_reason("OSError: " + "x" * 1000)
+    assert reason.startswith("OSError: x") and len(reason) <= 240
+
+
+def test_uninstall_decision() -> None:
+    installed = {"torchvision": "0.28.0", "torchaudio": "2.10.0", "torchcodec": "0.9.0"}
+    import_ok = {"torchaudio": False, "torchvision": False, "torchcodec": True}
+    assert se.extensions_to_uninstall(installed, import_ok) == ["torchvision", "torchaudio"]
+    assert se.extensions_to_uninstall({}, {"torchvision": False}) == []
+    assert se.extensions_to_uninstall({"torchvision": "0.28.0"}, {"torchvision": True}) == []
+    assert se.extensions_to_uninstall({"torchcodec": "0.9.0"}, {}) == []
+
+
+def test_main_is_a_no_op_when_stamp_matches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:  # noqa: ANN001
+    root = _fake_tree(tmp_path / "repo")
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "python").write_text("#!/bin/false\n")
+    (venv / se.STAMP_NAME).write_text(se.compute_stamp(root, "cpu") + "\n")
+    monkeypatch.setattr(se, "REPO_ROOT", root)
+    monkeypatch.setattr(se, "VENV_DIR", venv)
+    monkeypatch.setenv("WORKBOOK_DEVICE", "cpu")
+    monkeypatch.setattr(se, "run", lambda *a, **k: pytest.fail("must not run anything when up to date"))
+    assert se.main([]) == 0
+    assert "environment up to date" in capsys.readouterr().out
+
+
+def test_main_rejects_bad_device_in_one_line(monkeypatch: pytest.MonkeyPatch, capsys) -> None:  # noqa: ANN001
+    monkeypatch.setenv("WORKBOOK_DEVICE", "tpu")
+    assert se.main([]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("[setup] error:") and "\n" not in err
