@@ -209,8 +209,9 @@ def test_aux_layer_id_out_of_range(tiny_pair) -> None:
 def test_max_model_len_beyond_drafter_positions(tiny_pair) -> None:
     limit = read_json(tiny_pair.drafter)["transformer_layer_config"]["max_position_embeddings"]
     report = validate_pair(tiny_pair.verifier, tiny_pair.drafter, max_model_len=2 * limit)
-    message = only(report, "max_model_len_exceeds_drafter").message
-    assert f"max_model_len {2 * limit} > drafter max_position_embeddings {limit}" in message
+    problem = only(report, "max_model_len_exceeds_drafter")
+    assert f"max_model_len {2 * limit} > drafter max_position_embeddings {limit}" in problem.message
+    assert problem.severity == "warning" and report.ok  # vLLM 0.31 stretches the drafter itself
 
 
 def test_other_verifier_name_is_only_a_warning(tiny_pair) -> None:
@@ -231,8 +232,7 @@ def test_check_pair_lists_every_error_one_per_line(tiny_pair) -> None:
     with pytest.raises(PairingError) as err:
         check_pair(tiny_pair.verifier, tiny_pair.drafter, method="eagle", max_model_len=10**6)
     lines = str(err.value).splitlines()
-    assert [line.split(":")[0] for line in lines] == [
-        "method_not_eagle3", "target_hidden_size_mismatch", "max_model_len_exceeds_drafter"]
+    assert [line.split(":")[0] for line in lines] == ["method_not_eagle3", "target_hidden_size_mismatch"]
 
 
 def test_hub_config_offline_is_one_line(tiny_pair, monkeypatch) -> None:

@@ -84,9 +84,26 @@ def shutdown_engine(llm: Any | None = None) -> None:
     gc.collect()
 
 
+def validate_speculative_pair(kwargs: dict[str, Any]) -> None:
+    """Run the pairing validator on an eagle3 speculative_config before any weights load.
+
+    Errors raise PairingError (one line each); warnings are printed, one line each.
+    """
+    spec = kwargs.get("speculative_config") or {}
+    if not spec.get("model") or spec.get("method") not in (None, "eagle", "eagle3"):
+        return
+    from helpers.pairing import check_pair
+
+    report = check_pair(kwargs["model"], spec["model"], spec.get("method"), kwargs.get("max_model_len"),
+                        verifier_name=kwargs["model"])
+    for problem in report.warnings:
+        print(f"pairing warning: {problem.code}: {problem.message}")
+
+
 def start_engine(**kwargs: Any) -> Any:
-    """Start `vllm.LLM(**kwargs)` after shutting down any engine this module started before."""
+    """Validate the pair, then start `vllm.LLM(**kwargs)` after shutting down any earlier engine."""
     global _current
+    validate_speculative_pair(kwargs)
     shutdown_engine()
     from vllm import LLM
 

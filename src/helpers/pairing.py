@@ -356,14 +356,19 @@ def check_aux_layer_ids(
 
 
 def check_max_model_len(drafter: dict[str, Any], max_model_len: int | None) -> list[Problem]:
-    """6. max_model_len must not exceed the positions the drafter was trained for."""
+    """6. max_model_len beyond the drafter's trained positions: a warning.
+
+    vLLM 0.31 raises the drafter's max_position_embeddings to max_model_len by itself (it only
+    logs it), so nothing crashes; but the drafter never saw those positions, so acceptance can
+    fall on long contexts.
+    """
     limit = layer_config(drafter).get("max_position_embeddings")
     if max_model_len is None or limit is None or max_model_len <= limit:
         return []
-    return [_error(
+    return [_warning(
         "max_model_len_exceeds_drafter",
-        f"max_model_len {max_model_len} > drafter max_position_embeddings {limit}: lower "
-        f"max_model_len to {limit} or use a drafter trained on longer contexts",
+        f"max_model_len {max_model_len} > drafter max_position_embeddings {limit}: vLLM stretches "
+        f"the drafter, but positions past {limit} were never trained; expect lower acceptance there",
     )]
 
 
