@@ -7,16 +7,10 @@ import psutil
 import pytest
 
 from helpers import engine
-from helpers.engine import engine_kwargs, shutdown_engine, start_engine
+from helpers.engine import engine_kwargs, engine_processes, shutdown_engine, start_engine
 from helpers.pairing import PairingError
 from helpers.profiles import load_profile
 from helpers.tiny_pair import local_profile
-
-
-def engine_processes() -> list[psutil.Process]:
-    """Live vLLM engine-core processes started by this test process."""
-    return [p for p in psutil.Process().children(recursive=True)
-            if p.is_running() and p.status() != psutil.STATUS_ZOMBIE and "EngineCore" in p.name()]
 
 
 def test_cpu_defaults_plain_and_speculative() -> None:

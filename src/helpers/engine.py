@@ -70,6 +70,14 @@ def engine_kwargs(
     return kwargs
 
 
+def engine_processes() -> list[Any]:
+    """Live vLLM engine-core processes started from this Python process."""
+    import psutil
+
+    return [p for p in psutil.Process().children(recursive=True)
+            if p.is_running() and p.status() != psutil.STATUS_ZOMBIE and "EngineCore" in p.name()]
+
+
 def shutdown_engine(llm: Any | None = None) -> None:
     """Shut an engine down (default: the current one) and free its process and memory."""
     global _current

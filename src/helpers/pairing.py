@@ -449,3 +449,17 @@ def check_pair(
     if not report.ok:
         raise PairingError("\n".join(f"{p.code}: {p.message}" for p in report.errors))
     return report
+
+
+def edited_copy(src: str | Path, dst: str | Path, **config_changes: Any) -> Path:
+    """Copy a model folder to dst with some config.json keys changed: a broken pair to validate."""
+    import shutil
+
+    dst = Path(dst)
+    if dst.exists():
+        shutil.rmtree(dst)
+    shutil.copytree(src, dst)
+    config = json.loads((dst / "config.json").read_text())
+    config.update(config_changes)
+    (dst / "config.json").write_text(json.dumps(config, indent=2))
+    return dst

@@ -1,0 +1,40 @@
+"""helpers.corpus: seeded categories and held-out prompts."""
+from __future__ import annotations
+
+import json
+
+from helpers.corpus import CATEGORIES, build_corpus, generate, held_out_prompts, load_prompts, save_prompts
+from helpers.paths import DATA_DIR
+
+
+def test_generation_is_seeded_and_per_category() -> None:
+    for cat in CATEGORIES:
+        a, b = generate(cat, 5, seed=3), generate(cat, 5, seed=3)
+        assert a == b and all(ex.category == cat for ex in a)
+        assert generate(cat, 5, seed=4) != a
+
+
+def test_structured_answers_are_json_copied_from_the_request() -> None:
+    for ex in generate("structured", 20, 0):
+        for record in json.loads(ex.assistant):
+            assert record["name"] in ex.user and f"age {record['age']}" in ex.user
+
+
+def test_code_answers_define_the_requested_function() -> None:
+    for ex in generate("code", 20, 0):
+        name = ex.user.split("`")[1]
+        assert f"def {name}(" in ex.assistant
+
+
+def test_held_out_prompts_exclude_training_requests(tmp_path) -> None:
+    train = build_corpus(200, seed=0)
+    seen = {ex.user for ex in train}
+    prompts = held_out_prompts(8, exclude=seen)
+    assert all(len(v) == 8 and not (set(v) & seen) for v in prompts.values())
+    save_prompts(prompts, tmp_path)
+    assert load_prompts(tmp_path, 3) == {c: v[:3] for c, v in prompts.items()}
+
+
+def test_shipped_prompts_have_every_category() -> None:
+    prompts = load_prompts(DATA_DIR / "prompts")
+    assert set(prompts) == set(CATEGORIES) and all(len(v) >= 8 for v in prompts.values())
