@@ -18,7 +18,7 @@ export TRANSFORMERS_OFFLINE := 1
 endif
 
 .DEFAULT_GOAL := help
-.PHONY: help venv run test lab tiny-models bench clean FORCE
+.PHONY: help venv preflight run test lab tiny-models bench clean FORCE
 
 help: ## list the targets
 	@echo "make <target> [PROFILE=tiny|qwen3-30b-a3b]   (PROFILE=$(PROFILE))"
@@ -30,10 +30,15 @@ venv: $(STAMP) ## create/refresh .venv from requirements/ (a no-op when up to da
 $(STAMP): FORCE
 	$(PYTHON) scripts/setup_env.py
 
-run: venv ## execute all notebooks headless -> build/*.ipynb, build/*.html, build/run-summary.json
+# Seconds, not minutes: hub reachable, GPUs and memory, pairing (hub profiles); data/ present (tiny).
+# A failure is one line and exit 2, so `make test`/`make run` stop before pytest or the notebooks start.
+preflight: venv ## check this machine can run PROFILE (hub, GPUs, pairing; tiny: data/ present)
+	$(VPY) -m helpers.preflight --profile $(PROFILE)
+
+run: venv preflight ## execute all notebooks headless -> build/*.ipynb, build/*.html, build/run-summary.json
 	$(VPY) -m helpers.runner $(NOTEBOOKS)
 
-test: venv ## pytest tests/ plus every notebook via nbval
+test: venv preflight ## pytest tests/ plus every notebook via nbval
 	$(VPY) -m pytest tests --nbval-lax --nbval-current-env notebooks
 
 lab: venv ## JupyterLab on notebooks/ with the venv's kernel
