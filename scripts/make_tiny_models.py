@@ -1,6 +1,6 @@
 """Rebuild the embedded default in data/: tokenizer, held-out prompts, tiny verifier and drafter.
 
-usage: python scripts/make_tiny_models.py [--out DIR] [--smoke]
+usage: python scripts/make_tiny_models.py [--out DIR] [--smoke] [--resume-drafter]
 """
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import argparse
 from pathlib import Path
 
 from helpers.paths import DATA_DIR
-from helpers.tiny_pair import SMOKE, RecipeConfig, build_tiny_pair
+from helpers.tiny_pair import SMOKE, RecipeConfig, build_tiny_pair, resume_drafter
 
 
 def parse_args() -> argparse.Namespace:
@@ -16,13 +16,20 @@ def parse_args() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", type=Path, default=DATA_DIR, help="folder to write into (default: data/)")
     p.add_argument("--smoke", action="store_true", help="a few steps of everything (seconds, not minutes)")
+    p.add_argument("--resume-drafter", action="store_true",
+                   help="keep the verifier in --out; redo only self-distillation and the drafter")
     return p.parse_args()
 
 
 def main(args: argparse.Namespace) -> None:
     """Build the pair and print where it went."""
-    log = build_tiny_pair(args.out, SMOKE if args.smoke else RecipeConfig())
-    print(f"done in {log['total_seconds']} s -> {args.out}")
+    cfg = SMOKE if args.smoke else RecipeConfig()
+    if args.resume_drafter:
+        log = resume_drafter(args.out, cfg)
+        print(f"drafter rebuilt in {log['drafter']['seconds']} s -> {args.out}")
+    else:
+        log = build_tiny_pair(args.out, cfg)
+        print(f"done in {log['total_seconds']} s -> {args.out}")
 
 
 if __name__ == "__main__":

@@ -42,10 +42,15 @@ def render(tok: PreTrainedTokenizerBase, messages: Messages, add_generation_prom
     return tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=add_generation_prompt)
 
 
+def special_ids(tok: PreTrainedTokenizerBase) -> set[int]:
+    """Ids of every special token: the named ones (eos, pad) and added tokens marked special (<|im_start|>)."""
+    return set(tok.all_special_ids) | {i for i, t in tok.added_tokens_decoder.items() if t.special}
+
+
 def token_table(tok: PreTrainedTokenizerBase, text: str) -> pd.DataFrame:
     """One row per token of `text`: position, id, the text it stands for, and whether it is special."""
     ids = tok(text, add_special_tokens=False)["input_ids"]
-    special = set(tok.all_special_ids)
+    special = special_ids(tok)
     return pd.DataFrame({
         "pos": range(len(ids)),
         "id": ids,

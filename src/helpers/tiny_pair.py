@@ -68,8 +68,7 @@ def _log(msg: str, t0: float) -> None:
 def build_tiny_pair(out_dir: Path = DATA_DIR, cfg: RecipeConfig = RecipeConfig()) -> dict[str, Any]:
     """Build tokenizer, prompts, verifier and drafter into out_dir; return what was measured."""
     t0, log = time.time(), {"config": asdict(cfg)}
-    torch.set_num_threads(max(1, torch.get_num_threads()))
-    tok_dir, ver_dir, dr_dir = out_dir / "tiny-tokenizer", out_dir / VERIFIER_NAME, out_dir / DRAFTER_NAME
+    tok_dir, ver_dir = out_dir / "tiny-tokenizer", out_dir / VERIFIER_NAME
     tok = build_tokenizer(tok_dir)
     tok = AutoTokenizer.from_pretrained(tok_dir)
     _log(f"tokenizer: {len(tok)} tokens -> {tok_dir}", t0)
@@ -91,15 +90,24 @@ def build_tiny_pair(out_dir: Path = DATA_DIR, cfg: RecipeConfig = RecipeConfig()
     verifier.save_pretrained(ver_dir)
     tok.save_pretrained(ver_dir)
     _log(f"verifier: {log['verifier']} -> {ver_dir}", t0)
+    (out_dir / RECIPE_LOG).write_text(json.dumps(log, indent=2) + "\n")
+    log.update(build_drafter(out_dir, cfg, verifier, encoded))
+    log["total_seconds"] = round(time.time() - t0, 1)
+    (out_dir / RECIPE_LOG).write_text(json.dumps(log, indent=2) + "\n")
+    return log
 
+
+def build_drafter(
+    out_dir: Path, cfg: RecipeConfig, verifier: Qwen3MoeForCausalLM, encoded: list[list[int]],
+) -> dict[str, Any]:
+    """Self-distil the saved verifier with vLLM, then train and save its EAGLE-3 drafter."""
+    t0, log = time.time(), {}
     distill_prompts = [ex.user for c in CATEGORIES for ex in generate(c, cfg.distill_per_category, cfg.seed + 1)]
-    ts = time.time()
     with open_engine(**engine_kwargs(local_profile(out_dir), k=None, gpu=False)) as llm:
         distilled = self_distill(llm, distill_prompts)
-    log["self_distill"] = {"seconds": round(time.time() - ts, 1), "exchanges": len(distilled),
+    log["self_distill"] = {"seconds": round(time.time() - t0, 1), "exchanges": len(distilled),
                            "tokens": sum(map(len, distilled))}
     _log(f"self-distillation: {log['self_distill']}", t0)
-
     ts = time.time()
     drafter = new_drafter(verifier, cfg.aux_layers, cfg.seed)
     sampler = MixedSampler(distilled, encoded, cfg.seq_len, cfg.corpus_share, cfg.seed)
@@ -109,10 +117,20 @@ def build_tiny_pair(out_dir: Path = DATA_DIR, cfg: RecipeConfig = RecipeConfig()
     log["drafter"] = {"seconds": round(time.time() - ts, 1), "params": sum(p.numel() for p in drafter.parameters()),
                       "loss_last10": round(sum(hist.loss[-10:]) / len(hist.loss[-10:]), 3),
                       "top1_agreement_last10": [round(sum(a[j] for a in tail) / len(tail), 3) for j in range(cfg.ttt_steps)]}
-    save_drafter(drafter, dr_dir, drafter_config(drafter.shape, list(cfg.aux_layers), f"data/{VERIFIER_NAME}"))
-    _log(f"drafter: {log['drafter']} -> {dr_dir}", t0)
-    log["total_seconds"] = round(time.time() - t0, 1)
-    (out_dir / RECIPE_LOG).write_text(json.dumps(log, indent=2) + "\n")
+    save_drafter(drafter, out_dir / DRAFTER_NAME,
+                 drafter_config(drafter.shape, list(cfg.aux_layers), f"data/{VERIFIER_NAME}"))
+    _log(f"drafter: {log['drafter']} -> {out_dir / DRAFTER_NAME}", t0)
+    return log
+
+
+def resume_drafter(out_dir: Path = DATA_DIR, cfg: RecipeConfig = RecipeConfig()) -> dict[str, Any]:
+    """Redo only the drafter stage on the verifier already saved in out_dir (updates the recipe log)."""
+    tok = AutoTokenizer.from_pretrained(out_dir / VERIFIER_NAME)
+    encoded = encode_examples(tok, build_corpus(cfg.n_per_category, cfg.seed))
+    log_path = out_dir / RECIPE_LOG
+    log = json.loads(log_path.read_text()) if log_path.is_file() else {"config": asdict(cfg)}
+    log.update(build_drafter(out_dir, cfg, load_verifier(out_dir / VERIFIER_NAME), encoded))
+    log_path.write_text(json.dumps(log, indent=2) + "\n")
     return log
 
 
