@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from typing import Any
 
 os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
+# vLLM's spawned engine processes inherit this: keeps library deprecation noise out of notebooks.
+os.environ.setdefault("PYTHONWARNINGS", "ignore::FutureWarning,ignore::DeprecationWarning")
 
 from helpers.profiles import Profile, load_profile  # noqa: E402
 
