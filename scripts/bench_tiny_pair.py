@@ -15,6 +15,7 @@ import json
 import platform
 import time
 from datetime import date
+from pathlib import Path
 from typing import Any
 
 from helpers.corpus import CATEGORIES, load_prompts
@@ -24,6 +25,7 @@ from helpers.experiments import CategoryRun, lossless_check, pooled_stats, run_c
 from helpers.model_cards import TARGETS, check_targets, write_model_cards
 from helpers.paths import DATA_DIR, build_path
 from helpers.profiles import load_profile
+from helpers.tiny_pair import local_profile
 from helpers.text_quality import quality_summary
 
 TAU = "spec_decode_acceptance_length"
@@ -38,6 +40,8 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--ks", default="1,2,3,4,5", help="numbers of speculative tokens to sweep")
     p.add_argument("--throughput-k", type=int, default=3)
     p.add_argument("--write-cards", action="store_true", help="save data/tiny-pair-bench.json + model cards")
+    p.add_argument("--pair-dir", type=Path, default=None,
+                   help="benchmark a pair built elsewhere (make_tiny_models.py --out DIR) instead of data/")
     return p.parse_args()
 
 
@@ -58,8 +62,9 @@ def measure_throughput(llm: Any, prompts: list[str], max_tokens: int) -> dict[st
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Every measurement, one engine at a time."""
-    profile = load_profile("tiny")
-    prompts = load_prompts(DATA_DIR / "prompts", args.prompts)
+    pair_dir = args.pair_dir or DATA_DIR
+    profile = local_profile(pair_dir) if args.pair_dir else load_profile("tiny")
+    prompts = load_prompts(pair_dir / "prompts", args.prompts)
     mixed = [p for group in zip(*prompts.values()) for p in group]
     greedy = sampling(args.max_tokens)
     t0 = time.time()
@@ -116,7 +121,7 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
     res["targets"] = check_targets(res)
     print_report(res)
     build_path("bench", "tiny-pair.json").write_text(json.dumps(res, indent=2) + "\n")
-    if args.write_cards:
+    if args.write_cards and args.pair_dir is None:
         (DATA_DIR / "tiny-pair-bench.json").write_text(json.dumps(res, indent=2) + "\n")
         write_model_cards(res)
         print("wrote data/tiny-pair-bench.json and the model cards")

@@ -93,6 +93,12 @@ seed {c['seed']}: {v['seconds']:.0f} s; loss {v['loss_first']} → {v['loss_last
 |---|---|---|---|
 {quality}
 
+**Limits.** It is a toy: it often copies JSON fields wrongly, its greedy poems can repeat a line,
+and on its four synthetic tasks prose turned out slightly more predictable than code (see the
+drafter's card), unlike real workloads. A second corpus that drew poem and prose words without
+replacement (to make the creative task harder) gave looping poems and the highest τ on them,
+so it was not shipped.
+
 Its drafter is `../{DRAFTER_NAME}`.
 """
 
