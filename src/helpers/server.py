@@ -315,8 +315,10 @@ class VllmServer:
             raise RuntimeError(f"port {self.port} on {HOST} is already in use: stop what holds it, "
                                f"or pass port=None to pick a free one")
         build_path("logs", f"{self.name}.log")
-        env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
-               "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1", **self.env,
+        # Local model folders never need the hub; hub models keep the caller's setting (first downloads).
+        local = any((REPO_ROOT / arg / "config.json").is_file() for arg in self.argv if not arg.startswith("-"))
+        offline = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"} if local else {}
+        env = {**os.environ, **offline, "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1", **self.env,
                OWNER_ENV: _owner_token(self.name)}
         t0 = time.perf_counter()
         with self.log_path.open("w") as log:
