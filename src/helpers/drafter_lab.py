@@ -46,8 +46,7 @@ def ci_scaled(steps: int, eval_at: Sequence[int], factor: float = 0.5) -> tuple[
     """Training steps and checkpoint steps, scaled by `factor` under CI (unchanged otherwise)."""
     if not in_ci():
         return steps, tuple(eval_at)
-    scale = lambda s: round(s * factor)  # noqa: E731
-    return scale(steps), tuple(sorted({scale(s) for s in eval_at}))
+    return round(steps * factor), tuple(sorted({round(s * factor) for s in eval_at}))
 
 
 # --------------------------------------------------------------------------- training data
@@ -258,8 +257,7 @@ def plot_learning_curve(
     x = range(1, len(history.loss) + 1)
     ax_loss.plot(x, smooth(history.loss, window), color=COLORS["correction"])
     ax_loss.set(xlabel="training step", ylabel="TTT loss", title=f"training loss ({window}-step mean)")
-    k = len(history.agreement[0]) if history.agreement else 0
-    for j in range(k):
+    for j in range(len(history.agreement[0]) if history.agreement else 0):
         ax_agree.plot(x, smooth([a[j] for a in history.agreement], window), label=f"draft step {j + 1}",
                       alpha=1.0 - 0.18 * j, color=COLORS["spec"] if j == 0 else None)
     ax_agree.set(xlabel="training step", ylabel="top-1 agreement", title="agreement with the verifier", ylim=(0, 1))
