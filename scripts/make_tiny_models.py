@@ -2,22 +2,30 @@
 
 usage: python scripts/make_tiny_models.py [--out DIR] [--smoke] [--resume-drafter]
 """
+
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
-from helpers.paths import DATA_DIR
-from helpers.tiny_pair import SMOKE, RecipeConfig, build_tiny_pair, resume_drafter
+from helpers.common.paths import DATA_DIR
+from helpers.tiny.recipe import SMOKE, RecipeConfig, build_tiny_pair, resume_drafter
 
 
 def parse_args() -> argparse.Namespace:
     """Command-line flags."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--out", type=Path, default=DATA_DIR, help="folder to write into (default: data/)")
-    p.add_argument("--smoke", action="store_true", help="a few steps of everything (seconds, not minutes)")
-    p.add_argument("--resume-drafter", action="store_true",
-                   help="keep the verifier in --out; redo only self-distillation and the drafter")
+    p.add_argument(
+        "--out", type=Path, default=DATA_DIR, help="folder to write into (default: data/)"
+    )
+    p.add_argument(
+        "--smoke", action="store_true", help="a few steps of everything (seconds, not minutes)"
+    )
+    p.add_argument(
+        "--resume-drafter",
+        action="store_true",
+        help="keep the verifier in --out; redo only self-distillation and the drafter",
+    )
     return p.parse_args()
 
 

@@ -4,6 +4,7 @@
 Stdlib only, run by the system python3 (`make venv` does it). Re-running is a no-op unless
 requirements/*.txt, pyproject.toml or the device (WORKBOOK_DEVICE=cpu|gpu, else nvidia-smi) changed.
 """
+
 # No `from __future__ import annotations` (3.7+) and typing-module generics only, so that even
 # Python 3.6 gets as far as the one-line version check instead of a SyntaxError.
 import argparse
@@ -14,25 +15,27 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 REPO_ROOT: Path = Path(__file__).resolve().parent.parent
 VENV_DIR: Path = REPO_ROOT / ".venv"
 STAMP_NAME = ".workbook-stamp"
 DEVICE_ENV_VAR = "WORKBOOK_DEVICE"
 DEVICES = ("cpu", "gpu")
-MIN_PYTHON: Tuple[int, int] = (3, 10)
+MIN_PYTHON: tuple[int, int] = (3, 10)
 #: Pulled in by vllm(-cpu) from PyPI, often built against another torch; removed if they fail to import.
 TORCH_EXTENSIONS = ("torchvision", "torchaudio", "torchcodec")
 #: What the workbook needs to import; checked in the venv after every install.
 REQUIRED_IMPORTS = ("from transformers import Qwen3MoeForCausalLM", "import vllm")
 
 #: (returncode or None when nvidia-smi is missing or hung, stdout)
-SmiResult = Tuple[Optional[int], str]
+SmiResult = tuple[int | None, str]
 
 _T0 = time.monotonic()
-_ERROR_LINE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)|[A-Za-z_][\w.]*\.\w+):\s?(.*)$")
+_ERROR_LINE = re.compile(
+    r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)|[A-Za-z_][\w.]*\.\w+):\s?(.*)$"
+)
 
 
 class SetupError(RuntimeError):
@@ -44,7 +47,7 @@ def log(message: str) -> None:
     print(f"[setup] {time.monotonic() - _T0:6.1f}s  {message}", flush=True)
 
 
-def python_version_error(version: Sequence[int], executable: str = sys.executable) -> Optional[str]:
+def python_version_error(version: Sequence[int], executable: str = sys.executable) -> str | None:
     """A one-line complaint if `version` is older than MIN_PYTHON, else None."""
     if tuple(version[:2]) >= MIN_PYTHON:
         return None
@@ -89,7 +92,7 @@ def requirements_file(device: str, root: Path = REPO_ROOT) -> Path:
     return root / "requirements" / f"{device}.txt"
 
 
-def stamp_inputs(root: Path = REPO_ROOT) -> List[Path]:
+def stamp_inputs(root: Path = REPO_ROOT) -> list[Path]:
     """The files whose content decides whether the venv is current: requirements/*.txt, pyproject.toml."""
     return sorted((root / "requirements").glob("*.txt")) + [root / "pyproject.toml"]
 
@@ -125,9 +128,13 @@ def _shorten(line: str, limit: int = 240) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
-def extensions_to_uninstall(installed: Mapping[str, str], import_ok: Mapping[str, bool]) -> List[str]:
+def extensions_to_uninstall(
+    installed: Mapping[str, str], import_ok: Mapping[str, bool]
+) -> list[str]:
     """The torch extensions that are installed and fail to import, in TORCH_EXTENSIONS order."""
-    return [name for name in TORCH_EXTENSIONS if name in installed and not import_ok.get(name, True)]
+    return [
+        name for name in TORCH_EXTENSIONS if name in installed and not import_ok.get(name, True)
+    ]
 
 
 def venv_python(venv: Path = VENV_DIR) -> Path:
@@ -138,12 +145,14 @@ def venv_python(venv: Path = VENV_DIR) -> Path:
 def run(cmd: Sequence[str], what: str, quiet: bool = True) -> None:
     """Run `cmd`; on failure raise SetupError naming `what` (pip's own error output is shown)."""
     log(what)
-    done = subprocess.run(list(cmd), stdout=subprocess.DEVNULL if quiet else None, stdin=subprocess.DEVNULL)
+    done = subprocess.run(
+        list(cmd), stdout=subprocess.DEVNULL if quiet else None, stdin=subprocess.DEVNULL
+    )
     if done.returncode != 0:
         raise SetupError(f"{what} failed (exit {done.returncode}): {' '.join(cmd)}")
 
 
-def try_import(python: Path, statement: str) -> Tuple[bool, str]:
+def try_import(python: Path, statement: str) -> tuple[bool, str]:
     """Run `statement` in a fresh `python`; (ok, key error line or '')."""
     done = subprocess.run(
         [str(python), "-c", statement], capture_output=True, text=True, stdin=subprocess.DEVNULL
@@ -153,7 +162,7 @@ def try_import(python: Path, statement: str) -> Tuple[bool, str]:
     return False, import_failure_reason(done.stderr)
 
 
-def installed_versions(python: Path, names: Sequence[str]) -> Dict[str, str]:
+def installed_versions(python: Path, names: Sequence[str]) -> dict[str, str]:
     """{name: version} for those of `names` installed in the venv of `python`."""
     code = (
         "import importlib.metadata as m, sys\n"
@@ -162,7 +171,11 @@ def installed_versions(python: Path, names: Sequence[str]) -> Dict[str, str]:
         "    except m.PackageNotFoundError: pass\n"
     )
     done = subprocess.run(
-        [str(python), "-c", code, *names], capture_output=True, text=True, check=True, stdin=subprocess.DEVNULL
+        [str(python), "-c", code, *names],
+        capture_output=True,
+        text=True,
+        check=True,
+        stdin=subprocess.DEVNULL,
     )
     return dict(line.split(" ", 1) for line in done.stdout.splitlines() if " " in line)
 
@@ -192,7 +205,7 @@ def install(python: Path, device: str, root: Path, verbose: bool) -> None:
     )
 
 
-def remove_broken_extensions(python: Path) -> List[str]:
+def remove_broken_extensions(python: Path) -> list[str]:
     """Import each installed torch extension in the venv; uninstall those that fail. Returns their names."""
     installed = installed_versions(python, TORCH_EXTENSIONS)
     import_ok = {}  # type: Dict[str, bool]
@@ -207,7 +220,10 @@ def remove_broken_extensions(python: Path) -> List[str]:
             log(f"{name} {installed[name]} is broken beside this torch ({reason}); uninstalling")
     broken = extensions_to_uninstall(installed, import_ok)
     if broken:
-        run([str(python), "-m", "pip", "uninstall", "-y", "-q", *broken], f"uninstalling {' '.join(broken)}")
+        run(
+            [str(python), "-m", "pip", "uninstall", "-y", "-q", *broken],
+            f"uninstalling {' '.join(broken)}",
+        )
     return broken
 
 
@@ -225,8 +241,12 @@ def verify_imports(python: Path) -> None:
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     """Command-line options (--force, --verbose)."""
-    parser = argparse.ArgumentParser(prog="python3 scripts/setup_env.py", description=__doc__.splitlines()[0])
-    parser.add_argument("--force", action="store_true", help="reinstall even if the stamp says up to date")
+    parser = argparse.ArgumentParser(
+        prog="python3 scripts/setup_env.py", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument(
+        "--force", action="store_true", help="reinstall even if the stamp says up to date"
+    )
     parser.add_argument("-v", "--verbose", action="store_true", help="show pip's output")
     return parser.parse_args(list(argv))
 

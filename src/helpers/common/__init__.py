@@ -1,0 +1,20 @@
+"""What every other package stands on: where files live, which profile runs, the one CI switch,
+environment facts (one `has_gpu`, one `vllm_version`), config.json reading, held-out prompts and the
+one-message chat, Qwen chat markers, spec-decode counters, tables, figures, threads, and the explicit
+`setup_notebook()` each notebook calls first. No vLLM import here.
+"""
+
+__all__ = [
+    "chat",
+    "ci",
+    "configs",
+    "counters",
+    "envinfo",
+    "figures",
+    "notebook",
+    "paths",
+    "profiles",
+    "prompts",
+    "tables",
+    "threads",
+]

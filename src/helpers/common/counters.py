@@ -1,0 +1,112 @@
+"""Speculative-decoding counters: snapshots, deltas and acceptance statistics (notebooks 02–04).
+
+vLLM's spec-decode counters are cumulative over the engine's life, so every experiment takes a
+snapshot before and after and works on the difference. Names and formulas follow vLLM's
+`examples/offline_inference/spec_decode.py` and the JSON of `vllm bench serve`:
+acceptance length τ = 1 + accepted / drafts; per-position rate = accepted_at_pos / drafts;
+acceptance rate (%) = 100 · accepted / draft_tokens.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "PREFIX",
+    "SpecCounters",
+    "counters_from_values",
+    "snapshot",
+    "acceptance_stats",
+    "Meter",
+]
+
+PREFIX = "vllm:spec_decode_"
+
+
+@dataclass(frozen=True)
+class SpecCounters:
+    """Cumulative (or differenced) spec-decode counters of one engine."""
+
+    num_drafts: int = 0
+    num_draft_tokens: int = 0
+    num_accepted_tokens: int = 0
+    accepted_per_pos: tuple[int, ...] = field(default_factory=tuple)
+
+    def _combine(self, other: SpecCounters, sign: int) -> SpecCounters:
+        """Element-wise self + sign * other (per-position lists padded with zeros)."""
+        n = max(len(self.accepted_per_pos), len(other.accepted_per_pos))
+        a = list(self.accepted_per_pos) + [0] * (n - len(self.accepted_per_pos))
+        b = list(other.accepted_per_pos) + [0] * (n - len(other.accepted_per_pos))
+        return SpecCounters(
+            self.num_drafts + sign * other.num_drafts,
+            self.num_draft_tokens + sign * other.num_draft_tokens,
+            self.num_accepted_tokens + sign * other.num_accepted_tokens,
+            tuple(x + sign * y for x, y in zip(a, b)),
+        )
+
+    def __sub__(self, before: SpecCounters) -> SpecCounters:
+        """The counts accumulated between `before` and this snapshot."""
+        return self._combine(before, -1)
+
+    def __add__(self, other: SpecCounters) -> SpecCounters:
+        """Counts of two experiments pooled (for an overall τ across categories)."""
+        return self._combine(other, +1)
+
+
+def counters_from_values(values: dict[str, Any]) -> SpecCounters:
+    """Build counters from metric name -> value (names with or without the `vllm:` prefix)."""
+    v = {name.split(":")[-1].removeprefix("spec_decode_"): val for name, val in values.items()}
+    per_pos = v.get("num_accepted_tokens_per_pos") or ()
+    return SpecCounters(
+        int(v.get("num_drafts") or 0),
+        int(v.get("num_draft_tokens") or 0),
+        int(v.get("num_accepted_tokens") or 0),
+        tuple(int(x) for x in per_pos),
+    )
+
+
+def snapshot(llm: Any) -> SpecCounters:
+    """The spec-decode counters of an in-process `vllm.LLM` now (all zero without a drafter)."""
+    values = {}
+    for m in llm.get_metrics():
+        if m.name.startswith(PREFIX):
+            values[m.name] = m.values if hasattr(m, "values") else m.value
+    return counters_from_values(values)
+
+
+def acceptance_stats(c: SpecCounters) -> dict[str, Any]:
+    """The statistics `vllm bench serve` reports, computed from a counter delta."""
+    drafts = c.num_drafts
+    return {
+        "spec_decode_num_drafts": drafts,
+        "spec_decode_draft_tokens": c.num_draft_tokens,
+        "spec_decode_accepted_tokens": c.num_accepted_tokens,
+        "spec_decode_acceptance_length": 1 + c.num_accepted_tokens / drafts if drafts else 0.0,
+        "spec_decode_acceptance_rate": 100 * c.num_accepted_tokens / c.num_draft_tokens
+        if c.num_draft_tokens
+        else 0.0,
+        "spec_decode_per_position_acceptance_rates": [a / drafts for a in c.accepted_per_pos]
+        if drafts
+        else [],
+    }
+
+
+class Meter:
+    """Measure the counters accumulated by a block: `with Meter(llm) as m: ...; m.stats`."""
+
+    def __init__(self, llm: Any) -> None:
+        self.llm = llm
+        self.delta = SpecCounters()
+
+    def __enter__(self) -> Meter:
+        self.before = snapshot(self.llm)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.delta = snapshot(self.llm) - self.before
+
+    @property
+    def stats(self) -> dict[str, Any]:
+        """acceptance_stats of the measured block."""
+        return acceptance_stats(self.delta)

@@ -1,0 +1,125 @@
+"""Profiles: which verifier/drafter pair the workbook runs on (data/profiles/*.json).
+
+`tiny` (the default) ships in data/ and runs on a laptop CPU; the hub profiles name the real
+Qwen3-MoE pairings and what they need (hub access, GPUs, GPU memory). Pick one with
+`make run PROFILE=…`, $WORKBOOK_PROFILE, or the `PROFILE` parameter cell of a notebook.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from helpers.common.paths import DATA_DIR, resolve_model_ref
+
+__all__ = [
+    "PROFILE_ENV_VAR",
+    "DEFAULT_PROFILE",
+    "PROFILES_DIR",
+    "Profile",
+    "FIELD_NAMES",
+    "available_profiles",
+    "profile_name",
+    "profile_from_dict",
+    "load_profile",
+]
+
+PROFILE_ENV_VAR = "WORKBOOK_PROFILE"
+DEFAULT_PROFILE = "tiny"
+PROFILES_DIR: Path = DATA_DIR / "profiles"
+
+
+@dataclass(frozen=True)
+class Profile:
+    """One verifier + EAGLE-3 drafter pairing with its engine and sampling defaults.
+
+    `needs` says what running it takes: `hub` (downloads from the Hugging Face hub), `gpus`
+    (CUDA devices), `gpu_memory_gib` (total memory of EACH of those GPUs, in GiB as
+    torch.cuda reports it: an "80 GB" H100 reports ~79.2 GiB) and optionally
+    `min_compute_capability` (e.g. "8.9" for native FP8). `verifier_layers` and
+    `verifier_hidden_size` record the verifier's shape so figures and checks need no download;
+    `notes` are the reasons behind the numbers; `sources` where the model ids were confirmed.
+    """
+
+    name: str
+    description: str
+    verifier: str
+    drafter: str
+    num_speculative_tokens: int
+    engine: dict[str, Any] = field(default_factory=dict)
+    sampling: dict[str, Any] = field(default_factory=dict)
+    needs: dict[str, Any] = field(default_factory=dict)
+    verifier_layers: int | None = None
+    verifier_hidden_size: int | None = None
+    notes: tuple[str, ...] = ()
+    sources: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def is_local(self) -> bool:
+        """True when both models ship in this repo (no hub, no GPU needed)."""
+        return self.needs.get("hub", True) is False
+
+    @property
+    def gpus_needed(self) -> int:
+        """CUDA devices the profile needs (0: runs on a CPU)."""
+        return int(self.needs.get("gpus", 0))
+
+    @property
+    def gpu_memory_gib(self) -> float:
+        """Memory each of those GPUs must have, in GiB as torch reports it (0: no requirement)."""
+        return float(self.needs.get("gpu_memory_gib", 0))
+
+    @property
+    def tensor_parallel_size(self) -> int:
+        """The engine's tensor parallelism (1 unless the profile says otherwise)."""
+        return int(self.engine.get("tensor_parallel_size", 1))
+
+    def verifier_path(self) -> str:
+        """The verifier as vLLM/transformers should load it (local paths checked)."""
+        return resolve_model_ref(self.verifier)
+
+    def drafter_path(self) -> str:
+        """The drafter as vLLM should load it (local paths checked)."""
+        return resolve_model_ref(self.drafter)
+
+
+FIELD_NAMES: frozenset[str] = frozenset(f.name for f in dataclasses.fields(Profile))
+
+
+def available_profiles() -> list[str]:
+    """Names of the profiles shipped in data/profiles/."""
+    return sorted(p.stem for p in PROFILES_DIR.glob("*.json"))
+
+
+def profile_name(name: str | None = None) -> str:
+    """The profile to use: the argument, else $WORKBOOK_PROFILE, else 'tiny'."""
+    return name or os.environ.get(PROFILE_ENV_VAR) or DEFAULT_PROFILE
+
+
+def profile_from_dict(raw: dict[str, Any], source: str = "profile") -> Profile:
+    """A Profile from parsed JSON; unknown or missing fields fail in one line."""
+    unknown = sorted(set(raw) - FIELD_NAMES)
+    if unknown:
+        raise ValueError(f"{source}: unknown field(s) {unknown}; known: {sorted(FIELD_NAMES)}")
+    raw = dict(raw)
+    if "notes" in raw:
+        raw["notes"] = tuple(raw["notes"])
+    try:
+        return Profile(**raw)
+    except TypeError as err:  # a missing required field
+        raise ValueError(f"{source}: {err}") from None
+
+
+def load_profile(name: str | None = None) -> Profile:
+    """Load a profile by name (see profile_name); unknown names fail in one line."""
+    chosen = profile_name(name)
+    path = PROFILES_DIR / f"{chosen}.json"
+    if not path.is_file():
+        raise ValueError(f"unknown profile {chosen!r}: choose one of {available_profiles()}")
+    return profile_from_dict(
+        json.loads(path.read_text()), source=str(path.relative_to(DATA_DIR.parent))
+    )

@@ -1,0 +1,52 @@
+"""Held-out prompts by task category (data/prompts/*.json) and the one-message chat they are sent as."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from helpers.common.paths import DATA_DIR
+
+__all__ = [
+    "CATEGORIES",
+    "PROMPTS_DIR",
+    "Messages",
+    "as_messages",
+    "save_prompts",
+    "load_prompts",
+    "interleaved",
+]
+
+#: The four task categories of the tiny pair, from most to least predictable by design.
+CATEGORIES: tuple[str, ...] = ("structured", "code", "prose", "creative")
+PROMPTS_DIR: Path = DATA_DIR / "prompts"
+Messages = list[dict[str, str]]
+
+
+def as_messages(prompt: str) -> Messages:
+    """A user prompt as a one-message chat (how every prompt of the workbook is sent)."""
+    return [{"role": "user", "content": prompt}]
+
+
+def save_prompts(prompts: dict[str, list[str]], out_dir: Path = PROMPTS_DIR) -> None:
+    """Write one JSON list of prompts per category."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for cat, items in prompts.items():
+        (out_dir / f"{cat}.json").write_text(json.dumps(items, indent=1) + "\n")
+
+
+def load_prompts(n: int | None = None, prompts_dir: Path = PROMPTS_DIR) -> dict[str, list[str]]:
+    """The first n prompts of each category (all when n is None or 0), in CATEGORIES order."""
+    out = {}
+    for cat in CATEGORIES:
+        items = json.loads((Path(prompts_dir) / f"{cat}.json").read_text())
+        out[cat] = items[:n] if n else items
+    return out
+
+
+def interleaved(prompts: dict[str, list[str]], n: int) -> list[str]:
+    """n prompts taken round-robin across categories (repeating when n exceeds the pool)."""
+    pool = [p for group in zip(*prompts.values()) for p in group]
+    if not pool:
+        raise ValueError("no prompts found: run `make tiny-models` to rebuild data/prompts")
+    return [pool[i % len(pool)] for i in range(n)]

@@ -1,0 +1,115 @@
+"""Checkpoints: an EAGLE-3 drafter in the speculators format vLLM loads (config.json + safetensors), a local verifier."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors.torch import load_file, save_file
+
+from helpers.common.configs import read_config
+from helpers.eagle3.drafter import DrafterShape, Eagle3Drafter
+
+__all__ = [
+    "WEIGHTS_FILE",
+    "drafter_config",
+    "shape_from_config",
+    "save_drafter",
+    "load_drafter",
+    "param_count",
+    "load_verifier",
+]
+
+WEIGHTS_FILE = "model.safetensors"
+
+
+def drafter_config(
+    shape: DrafterShape,
+    aux_layer_ids: list[int],
+    verifier_name: str,
+    num_speculative_tokens: int = 3,
+    dtype: str = "float32",
+) -> dict[str, Any]:
+    """The speculators `config.json` of an eagle3 drafter with a Llama midlayer and full vocabulary."""
+    layer = {
+        "model_type": "llama",
+        "vocab_size": shape.vocab_size,
+        "hidden_size": shape.hidden_size,
+        "intermediate_size": shape.intermediate_size,
+        "num_hidden_layers": 1,
+        "num_attention_heads": shape.num_attention_heads,
+        "num_key_value_heads": shape.num_key_value_heads,
+        "head_dim": shape.head_dim,
+        "rms_norm_eps": shape.rms_norm_eps,
+        "rope_theta": shape.rope_theta,
+        "max_position_embeddings": shape.max_position_embeddings,
+        "hidden_act": "silu",
+        "tie_word_embeddings": False,
+    }
+    return {
+        "architectures": ["Eagle3Speculator"],
+        "speculators_model_type": "eagle3",
+        "transformer_layer_config": layer,
+        "draft_vocab_size": shape.vocab_size,
+        "norm_before_residual": True,
+        "target_hidden_size": shape.target_hidden_size or shape.hidden_size,
+        "eagle_aux_hidden_state_layer_ids": list(aux_layer_ids),
+        "speculators_config": {
+            "algorithm": "eagle3",
+            "default_proposal_method": "greedy",
+            "proposal_methods": [
+                {"proposal_type": "greedy", "speculative_tokens": num_speculative_tokens}
+            ],
+            "verifier": {"name_or_path": verifier_name, "architectures": ["Qwen3MoeForCausalLM"]},
+        },
+        "torch_dtype": dtype,
+    }
+
+
+def shape_from_config(config: dict[str, Any]) -> DrafterShape:
+    """Rebuild the drafter's shape from its speculators config."""
+    layer = config["transformer_layer_config"]
+    return DrafterShape(
+        hidden_size=layer["hidden_size"],
+        vocab_size=config.get("draft_vocab_size", layer["vocab_size"]),
+        num_attention_heads=layer["num_attention_heads"],
+        num_key_value_heads=layer["num_key_value_heads"],
+        head_dim=layer.get("head_dim", layer["hidden_size"] // layer["num_attention_heads"]),
+        intermediate_size=layer["intermediate_size"],
+        num_aux_layers=len(config["eagle_aux_hidden_state_layer_ids"]),
+        target_hidden_size=config.get("target_hidden_size"),
+        rms_norm_eps=layer.get("rms_norm_eps", 1e-6),
+        rope_theta=layer.get("rope_theta", 10000.0),
+        max_position_embeddings=layer.get("max_position_embeddings", 2048),
+    )
+
+
+def save_drafter(drafter: Eagle3Drafter, out_dir: Path, config: dict[str, Any]) -> None:
+    """Write config.json and model.safetensors (fc, midlayer.*, norm, lm_head; no embed_tokens)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    weights = {k: v.detach().contiguous().clone() for k, v in drafter.state_dict().items()}
+    save_file(weights, str(out_dir / WEIGHTS_FILE), metadata={"format": "pt"})
+    (out_dir / "config.json").write_text(json.dumps(config, indent=2) + "\n")
+
+
+def load_drafter(model_dir: Path) -> tuple[Eagle3Drafter, dict[str, Any]]:
+    """Load a drafter saved by save_drafter (or any full-vocabulary speculators eagle3 checkpoint)."""
+    config = read_config(model_dir)
+    drafter = Eagle3Drafter(shape_from_config(config))
+    state = load_file(str(Path(model_dir) / WEIGHTS_FILE))
+    drafter.load_state_dict(state, strict=True)
+    return drafter.eval(), config
+
+
+def param_count(module: torch.nn.Module) -> int:
+    """Number of parameters of a module."""
+    return sum(p.numel() for p in module.parameters())
+
+
+def load_verifier(model_dir: str | Path) -> Any:
+    """A local Qwen3-MoE verifier in float32, eval mode, through transformers (CPU)."""
+    from transformers import Qwen3MoeForCausalLM
+
+    return Qwen3MoeForCausalLM.from_pretrained(model_dir, dtype=torch.float32).eval()

@@ -1,0 +1,262 @@
+"""Speculative decoding from scratch: greedy EAGLE-3 draft-and-verify in PyTorch on the tiny pair (notebook 03).
+
+One request at a time, no KV cache (at this size recomputing over the prefix is cheap):
+
+1. the verifier runs over the prompt; its argmax at the last position is the first output token
+   (no draft existed yet: vLLM's prefill step, labelled "prefill");
+2. a round: the drafter proposes k tokens greedily from the last *root* -- the position before the
+   newest token -- fed, as in vLLM's `SpecDecodeBaseProposer.set_inputs_first_pass`, the verifier's
+   aux hidden states at every position p <= root paired with the embedding of token p + 1;
+3. the verifier scores prefix + k drafts in one forward; drafts are accepted while each equals the
+   verifier's argmax; the verifier's own token at the first mismatch is emitted as a *correction*,
+   or after k accepted drafts as a *bonus* token (k + 1 tokens from one verifier step).
+
+Counting follows vLLM's scheduler (`update_from_output` -> `SpecDecodingStats.observe_draft`): every
+round counts one draft of k tokens and all its accepted drafts, even the ones past `max_tokens` or
+an end-of-sequence token that the output then drops; the prefill step counts nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import torch
+
+from helpers.common.counters import SpecCounters, acceptance_stats
+from helpers.common.profiles import Profile
+from helpers.common.prompts import as_messages
+from helpers.common.threads import torch_threads
+from helpers.eagle3.checkpoint import load_drafter, load_verifier
+from helpers.eagle3.drafter import Eagle3Drafter, draft_chain, greedy_feedback
+from helpers.eagle3.taps import drafter_aux_layer_ids, verifier_taps
+
+__all__ = [
+    "LABELS",
+    "Round",
+    "ReferenceOutput",
+    "ReferencePair",
+    "load_pair",
+    "stop_ids",
+    "chat_prompt_ids",
+    "verify",
+    "draft",
+    "accept_greedy",
+    "speculative_generate",
+    "generate_all",
+    "total_counters",
+    "agreement_table",
+    "reference_stats",
+    "label_table",
+    "rounds_table",
+]
+
+#: How each output token was produced (the first one by the prefill step, before any draft).
+LABELS: tuple[str, ...] = ("prefill", "accepted", "correction", "bonus")
+
+
+@dataclass(frozen=True)
+class Round:
+    """One draft-and-verify step: the k drafted tokens, how many were accepted, what was emitted."""
+
+    drafted: tuple[int, ...]
+    accepted: int
+    emitted: tuple[int, ...]
+
+    @property
+    def labels(self) -> list[str]:
+        """One label per emitted token: accepted drafts, then a correction or a bonus token."""
+        last = "bonus" if self.accepted == len(self.drafted) else "correction"
+        return ["accepted"] * self.accepted + [last]
+
+
+@dataclass
+class ReferenceOutput:
+    """What the reference produced for one request."""
+
+    prompt_ids: list[int]
+    token_ids: list[int]
+    labels: list[str]
+    rounds: list[Round] = field(default_factory=list)
+    k: int = 0
+
+    def counters(self) -> SpecCounters:
+        """This request's spec-decode counters, counted the way vLLM counts them."""
+        per_pos = [0] * self.k
+        for r in self.rounds:
+            for i in range(r.accepted):
+                per_pos[i] += 1
+        return SpecCounters(
+            len(self.rounds),
+            self.k * len(self.rounds),
+            sum(r.accepted for r in self.rounds),
+            tuple(per_pos),
+        )
+
+
+@dataclass
+class ReferencePair:
+    """The verifier (transformers, float32) and drafter (plain PyTorch) with what decoding needs."""
+
+    verifier: Any
+    drafter: Eagle3Drafter
+    aux_layers: list[int]
+    stop_ids: set[int]
+    tokenizer: Any
+
+
+def load_pair(profile: Profile) -> ReferencePair:
+    """Load a local profile's verifier and drafter into this process (float32, CPU).
+
+    Refuses hub profiles in one line: a real verifier would need hundreds of GB of CPU memory here.
+    """
+    from transformers import AutoTokenizer
+
+    if not profile.is_local:
+        raise ValueError(
+            f"profile {profile.name!r}: decoding from scratch runs on a local pair only "
+            f"(the tiny profile); a hub verifier is not loaded into CPU memory"
+        )
+    verifier = load_verifier(Path(profile.verifier_path()))
+    drafter, config = load_drafter(Path(profile.drafter_path()))
+    tok = AutoTokenizer.from_pretrained(profile.verifier_path())
+    return ReferencePair(
+        verifier, drafter, list(drafter_aux_layer_ids(config)), stop_ids(verifier, tok), tok
+    )
+
+
+def stop_ids(verifier: Any, tokenizer: Any) -> set[int]:
+    """End-of-sequence ids vLLM stops on: the generation config's eos ids and the tokenizer's."""
+    eos = verifier.generation_config.eos_token_id
+    ids = set(eos if isinstance(eos, list) else [eos] if eos is not None else [])
+    if tokenizer.eos_token_id is not None:
+        ids.add(tokenizer.eos_token_id)
+    return ids
+
+
+def chat_prompt_ids(tokenizer: Any, prompt: str) -> list[int]:
+    """The token ids `LLM.chat` sends for a one-message user prompt (chat template, generation prompt)."""
+    enc = tokenizer.apply_chat_template(as_messages(prompt), add_generation_prompt=True)
+    return list(enc["input_ids"] if hasattr(enc, "keys") else enc)
+
+
+@torch.no_grad()
+def verify(pair: ReferencePair, ids: Sequence[int]) -> tuple[list[int], torch.Tensor]:
+    """One verifier forward: its argmax token at every position and the aux states [1, T, 3H]."""
+    aux, logits = verifier_taps(pair.verifier, torch.tensor([list(ids)]), pair.aux_layers)
+    return logits[0].argmax(-1).tolist(), aux
+
+
+@torch.no_grad()
+def draft(pair: ReferencePair, ids: Sequence[int], aux: torch.Tensor, k: int) -> list[int]:
+    """k greedy drafts from the last root (position len(ids) - 2): aux[p] paired with token p + 1."""
+    embed = pair.verifier.get_input_embeddings()
+    n = len(ids) - 1
+    first = embed(torch.tensor([list(ids[1:])]))
+    logits = draft_chain(pair.drafter, first, aux[:, :n], k, greedy_feedback(embed))
+    return [int(step[0, -1].argmax()) for step in logits]
+
+
+def accept_greedy(drafts: Sequence[int], targets: Sequence[int]) -> Round:
+    """Accept drafts while each equals the verifier's argmax; then emit the verifier's own token."""
+    a = 0
+    while a < len(drafts) and drafts[a] == targets[a]:
+        a += 1
+    return Round(tuple(drafts), a, tuple(drafts[:a]) + (targets[a],))
+
+
+def speculative_generate(
+    pair: ReferencePair, prompt_ids: Sequence[int], k: int, max_tokens: int
+) -> ReferenceOutput:
+    """Greedy EAGLE-3 decoding of one request: draft k, verify once, accept a prefix, repeat."""
+    ids = list(prompt_ids)
+    targets, aux = verify(pair, ids)
+    out = ReferenceOutput(ids, [targets[-1]], ["prefill"], [], k)
+
+    def finished() -> bool:
+        return len(out.token_ids) >= max_tokens or out.token_ids[-1] in pair.stop_ids
+
+    while not finished():
+        seq = ids + out.token_ids
+        drafts = draft(pair, seq, aux, k)
+        targets, aux = verify(pair, seq + drafts)
+        rnd = accept_greedy(drafts, targets[len(seq) - 1 :])
+        out.rounds.append(rnd)
+        for tok, label in zip(rnd.emitted, rnd.labels):
+            if finished():
+                break
+            out.token_ids.append(tok)
+            out.labels.append(label)
+    return out
+
+
+def generate_all(
+    pair: ReferencePair, prompts: Sequence[str], k: int, max_tokens: int, threads: int = 1
+) -> list[ReferenceOutput]:
+    """speculative_generate() for each chat prompt, one request after another (on `threads` CPU threads)."""
+    with torch_threads(threads):
+        return [
+            speculative_generate(pair, chat_prompt_ids(pair.tokenizer, p), k, max_tokens)
+            for p in prompts
+        ]
+
+
+def total_counters(outputs: Sequence[ReferenceOutput]) -> SpecCounters:
+    """The reference's counters summed over requests (comparable to a vLLM counter delta)."""
+    return sum((o.counters() for o in outputs), SpecCounters())
+
+
+def agreement_table(
+    outputs: Sequence[ReferenceOutput],
+    vllm_token_ids: Sequence[Sequence[int]],
+    vllm_counters: SpecCounters,
+) -> pd.DataFrame:
+    """Reference vs vLLM: identical requests and each counter side by side (a tidy table)."""
+    ref = total_counters(outputs)
+    same = sum(list(o.token_ids) == list(v) for o, v in zip(outputs, vllm_token_ids, strict=True))
+    rows = [
+        ("requests_token_identical", same, len(outputs)),
+        ("spec_decode_num_drafts", ref.num_drafts, vllm_counters.num_drafts),
+        ("spec_decode_draft_tokens", ref.num_draft_tokens, vllm_counters.num_draft_tokens),
+        ("spec_decode_accepted_tokens", ref.num_accepted_tokens, vllm_counters.num_accepted_tokens),
+    ]
+    rows += [
+        (f"spec_decode_accepted_tokens_pos{i}", a, b)
+        for i, (a, b) in enumerate(zip(ref.accepted_per_pos, vllm_counters.accepted_per_pos))
+    ]
+    df = pd.DataFrame(rows, columns=["quantity", "reference", "vllm"])
+    df["difference"] = df.reference - df.vllm
+    return df
+
+
+def reference_stats(outputs: Sequence[ReferenceOutput]) -> dict[str, Any]:
+    """acceptance_stats of the reference's pooled counters (same keys as vLLM's)."""
+    return acceptance_stats(total_counters(outputs))
+
+
+def label_table(outputs: Sequence[ReferenceOutput]) -> pd.DataFrame:
+    """How many output tokens of each kind the reference produced, per request (tidy)."""
+    rows = [
+        {"request": i, "label": lab, "tokens": o.labels.count(lab)}
+        for i, o in enumerate(outputs)
+        for lab in LABELS
+    ]
+    return pd.DataFrame(rows)
+
+
+def rounds_table(output: ReferenceOutput, tokenizer: Any) -> pd.DataFrame:
+    """One request's rounds: drafted tokens (as text), accepted count, emitted tokens."""
+    rows = [
+        {
+            "round": i,
+            "drafted": [tokenizer.decode([t]) for t in r.drafted],
+            "accepted": r.accepted,
+            "emitted": [tokenizer.decode([t]) for t in r.emitted],
+            "kind": r.labels[-1],
+        }
+        for i, r in enumerate(output.rounds)
+    ]
+    return pd.DataFrame(rows)

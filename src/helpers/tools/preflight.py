@@ -1,0 +1,370 @@
+"""Preflight: can this machine run a profile? One line per problem, exit code 2 on failure.
+
+    python -m helpers.tools.preflight [--profile NAME]      (make test / make run call it first)
+
+Hub profiles: the Hugging Face hub answers (with HF_HUB_OFFLINE / TRANSFORMERS_OFFLINE set: no
+network at all, the models must be in the local cache), nvidia-smi lists enough GPUs with enough
+memory, and the pairing validator passes on the two config.json files (plus the drafter's
+safetensors header when the hub serves it; no weights are downloaded). The hub comes first: when
+it fails, nothing else can be checked, and the one line says so within seconds.
+
+Tiny profile: the shipped pair exists in data/ (else one line pointing to `make tiny-models`) and
+passes the pairing validator; on a GPU a warning says why the tiny pair makes EAGLE-3 look slow
+(see `gpu_notice`, which notebooks print too).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from helpers.common.configs import read_config
+from helpers.common.envinfo import GpuInfo, has_gpu, hub_reachable, offline_var, query_gpus
+from helpers.common.paths import is_local_ref, local_dir
+from helpers.common.profiles import Profile, load_profile, profile_name
+from helpers.engine.pairing import validate_pair
+
+__all__ = [
+    "EXIT_OK",
+    "EXIT_FAIL",
+    "HUB_TIMEOUT",
+    "TINY_GPU_NOTICE",
+    "FLASHINFER_WARNING",
+    "PreflightResult",
+    "gpu_notice",
+    "flashinfer_installed",
+    "check_gpus",
+    "cached_model_complete",
+    "check_hub",
+    "check_local_files",
+    "check_pairing",
+    "run_preflight",
+    "main",
+]
+
+EXIT_OK = 0
+EXIT_FAIL = 2
+HUB_TIMEOUT = 5.0
+
+#: Printed when the tiny profile runs on a GPU (measured on one H200, vLLM 0.26.0, CUDA graphs on).
+TINY_GPU_NOTICE = (
+    "The tiny profile is running on a GPU, where EAGLE-3 is SLOWER than plain decoding "
+    "(measured on an H200: k=3 gave 0.45-0.72x plain tokens/s): its 4 M-parameter verifier is too "
+    "cheap to hide the cost of drafting. That is this toy pair, not speculation: with a verifier of "
+    "Qwen3-30B-A3B's shape, k=3 pays off once tau > 1.84 (data/measurements/h200-vllm-step-costs.json), "
+    "so run PROFILE=qwen3-30b-a3b to see the speed-up."
+)
+FLASHINFER_WARNING = (
+    "flashinfer is not installed: with vLLM 0.26.0 on an H200 the engine would not start without it "
+    "(No module named 'flashinfer'); if the engine fails that way, `pip install flashinfer-python` in .venv"
+)
+
+
+@dataclass
+class PreflightResult:
+    """What the preflight found: failures stop the run, warnings do not."""
+
+    profile: str
+    failures: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    passed: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        """True when nothing failed."""
+        return not self.failures
+
+    @property
+    def exit_code(self) -> int:
+        """0 when ok, else 2."""
+        return EXIT_OK if self.ok else EXIT_FAIL
+
+    def lines(self) -> list[str]:
+        """The report: failures (or one OK line), then warnings; one line each."""
+        tag = f"preflight {self.profile}"
+        if self.failures:
+            out = [f"{tag}: {line}" for line in self.failures]
+        else:
+            out = [f"{tag}: OK ({'; '.join(self.passed)}) in {self.seconds:.1f} s"]
+        return out + [f"{tag}: warning: {line}" for line in self.warnings]
+
+
+# --------------------------------------------------------------------------- GPUs
+
+
+def gpu_notice(profile: Profile, gpu: bool | None = None) -> str | None:
+    """The one-line notice that the tiny pair is a loss on GPUs, when a local profile runs on one; else None."""
+    if not profile.is_local:
+        return None
+    gpu = has_gpu() if gpu is None else gpu
+    return TINY_GPU_NOTICE if gpu else None
+
+
+def flashinfer_installed() -> bool:
+    """True when the flashinfer module is importable (found, not imported)."""
+    return importlib.util.find_spec("flashinfer") is not None
+
+
+def _plural(n: int, word: str) -> str:
+    """'1 GPU', '4 GPUs'."""
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def check_gpus(profile: Profile, gpus: list[GpuInfo] | str) -> tuple[list[str], list[str]]:
+    """(failures, warnings) for the profile's GPU needs: count, memory per GPU, compute capability."""
+    need, need_gib = profile.gpus_needed, profile.gpu_memory_gib
+    if need <= 0:
+        return [], []
+    want = f"{profile.name} needs {_plural(need, 'CUDA GPU')} with >= {need_gib:g} GiB each"
+    if isinstance(gpus, str):
+        return [f"GPU: {want}; nvidia-smi lists none: {gpus}"], []
+    if len(gpus) < need:
+        seen = ", ".join(f"{g.name} {g.total_gib:.0f} GiB" for g in gpus) or "none"
+        return [
+            f"GPU: {want}; nvidia-smi lists {len(gpus)} ({seen}): use a machine with more GPUs, "
+            f"or a smaller profile"
+        ], []
+    used = gpus[:need]
+    small = [g for g in used if g.total_gib < need_gib]
+    failures = []
+    if small:
+        have = ", ".join(f"GPU {g.index} ({g.name}) has {g.total_gib:.1f} GiB" for g in small)
+        failures.append(
+            f"GPU: {want}; {have}: the weights and KV cache do not fit (see the profile's notes)"
+        )
+    warnings = []
+    min_cc = profile.needs.get("min_compute_capability")
+    if min_cc:
+        want_cc = tuple(int(part) for part in str(min_cc).split("."))
+        old = [g for g in used if g.capability < want_cc]
+        if old:
+            names = ", ".join(
+                f"GPU {g.index} ({g.name}, {g.capability[0]}.{g.capability[1]})" for g in old
+            )
+            warnings.append(
+                f"{profile.name} wants compute capability >= {min_cc} (native FP8); {names}: "
+                f"expect slower fallback kernels, or a load error"
+            )
+    if not flashinfer_installed():
+        warnings.append(FLASHINFER_WARNING)
+    return failures, warnings
+
+
+# --------------------------------------------------------------------------- hub
+
+
+def _cached(repo: str, filename: str, cache_dir: str | Path | None = None) -> str | None:
+    """Local path of a hub file in the HF cache, or None (never touches the network)."""
+    from huggingface_hub import try_to_load_from_cache  # noqa: PLC0415
+
+    found = try_to_load_from_cache(repo, filename, cache_dir=cache_dir)
+    return found if isinstance(found, str) else None
+
+
+def cached_model_complete(repo: str, cache_dir: str | Path | None = None) -> bool:
+    """True when config.json and every safetensors file of a hub model are in the local HF cache."""
+    if _cached(repo, "config.json", cache_dir) is None:
+        return False
+    index = _cached(repo, "model.safetensors.index.json", cache_dir)
+    if index is not None:
+        shards = set(json.loads(Path(index).read_text())["weight_map"].values())
+        return all(_cached(repo, shard, cache_dir) is not None for shard in shards)
+    return _cached(repo, "model.safetensors", cache_dir) is not None
+
+
+def check_hub(profile: Profile, timeout: float = HUB_TIMEOUT) -> tuple[str | None, str | None]:
+    """(failure, pass note): offline needs both models cached; online needs the hub to answer."""
+    refs = [ref for ref in (profile.verifier, profile.drafter) if not is_local_ref(ref)]
+    var = offline_var()
+    if var is not None:
+        missing = [ref for ref in refs if not cached_model_complete(ref)]
+        if missing:
+            return (
+                f"Hugging Face hub is off ({var} is set) and {' and '.join(missing)} "
+                f"{'is' if len(missing) == 1 else 'are'} not in the local cache: unset {var} on a machine "
+                f"that reaches huggingface.co (log in with `hf auth login` or HF_TOKEN), or download "
+                f"the models there first"
+            ), None
+        return None, f"hub off ({var}), models in the local cache"
+    if not hub_reachable(timeout=timeout):
+        cached = bool(refs) and all(cached_model_complete(ref) for ref in refs)
+        hint = (
+            "both models are in the local cache: set HF_HUB_OFFLINE=1 to use it"
+            if cached
+            else "check the network, proxy or HF_ENDPOINT, or download the models elsewhere into the HF "
+            "cache and set HF_HUB_OFFLINE=1"
+        )
+        return (
+            f"Hugging Face hub (huggingface.co) is unreachable (probe timeout {timeout:g} s): {hint}",
+            None,
+        )
+    return None, "hub reachable"
+
+
+# --------------------------------------------------------------------------- models
+
+
+def check_local_files(profile: Profile) -> str | None:
+    """One line when a local model folder lacks config.json or safetensors, else None."""
+    missing = []
+    for ref in (profile.verifier, profile.drafter):
+        folder = local_dir(ref) if is_local_ref(ref) else None
+        if folder is None:
+            continue
+        has_weights = (folder / "model.safetensors").is_file() or (
+            folder / "model.safetensors.index.json"
+        ).is_file()
+        if not ((folder / "config.json").is_file() and has_weights):
+            missing.append(ref)
+    if not missing:
+        return None
+    return (
+        f"{' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} missing or incomplete "
+        f"(config.json + model.safetensors): run `make tiny-models` to build the tiny pair"
+    )
+
+
+def check_pairing(profile: Profile) -> tuple[list[str], list[str]]:
+    """(failures, warnings) helpers.engine.pairing.validate_pair plus the profile's recorded verifier shape."""
+
+    verifier = profile.verifier_path() if profile.is_local else profile.verifier
+    drafter = profile.drafter_path() if profile.is_local else profile.drafter
+    report = validate_pair(
+        verifier,
+        drafter,
+        "eagle3",
+        profile.engine.get("max_model_len"),
+        verifier_name=profile.verifier,
+    )
+    failures = [f"pairing: {p.code}: {p.message}" for p in report.errors]
+    warnings = [f"pairing: {p.code}: {p.message}" for p in report.warnings]
+    if "config_unavailable" in report.codes():
+        return failures, warnings
+    config = read_config(verifier)
+    for attr, key in (
+        ("verifier_layers", "num_hidden_layers"),
+        ("verifier_hidden_size", "hidden_size"),
+    ):
+        recorded, actual = getattr(profile, attr), config.get(key)
+        if recorded is not None and actual is not None and recorded != actual:
+            failures.append(
+                f"profile: {attr} is {recorded} but {profile.verifier}'s config.json has "
+                f"{key} {actual}: fix data/profiles/{profile.name}.json"
+            )
+    return failures, warnings
+
+
+# --------------------------------------------------------------------------- the whole preflight
+
+
+def _guarded(result: PreflightResult, what: str, func, *args):  # noqa: ANN001, ANN202
+    """Run a check; an unexpected exception becomes one failure line instead of a traceback."""
+    try:
+        return func(*args)
+    except Exception as err:  # noqa: BLE001
+        result.failures.append(
+            f"{what} check crashed: {type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"
+        )
+        return None
+
+
+def run_preflight(
+    profile: Profile | str | None = None,
+    gpus: list[GpuInfo] | str | None = None,
+    hub_timeout: float = HUB_TIMEOUT,
+) -> PreflightResult:
+    """Check a profile on this machine (gpus: inject for tests; None asks nvidia-smi)."""
+    t0 = time.perf_counter()
+    profile = profile if isinstance(profile, Profile) else load_profile(profile)
+    result = PreflightResult(profile.name)
+    if profile.is_local:
+        _run_local(profile, result, gpus)
+    else:
+        _run_hub(profile, result, gpus, hub_timeout)
+    result.seconds = time.perf_counter() - t0
+    return result
+
+
+def _run_local(profile: Profile, result: PreflightResult, gpus: list[GpuInfo] | str | None) -> None:
+    """Tiny: files present, pairing OK; on a GPU, the notice (a warning)."""
+    missing = check_local_files(profile)
+    if missing:
+        result.failures.append(missing)
+        return
+    result.passed.append("models present")
+    checked = _guarded(result, "pairing", check_pairing, profile)
+    if checked is not None:
+        result.failures += checked[0]
+        result.warnings += checked[1]
+        if not checked[0]:
+            result.passed.append("pairing valid")
+    gpus = query_gpus() if gpus is None else gpus
+    on_gpu = isinstance(gpus, list) and bool(gpus)
+    result.passed.append("GPU" if on_gpu else "CPU")
+    notice = gpu_notice(profile, gpu=on_gpu)
+    if notice:
+        result.warnings.append(notice)
+    if on_gpu and not flashinfer_installed():
+        result.warnings.append(FLASHINFER_WARNING)
+
+
+def _run_hub(
+    profile: Profile, result: PreflightResult, gpus: list[GpuInfo] | str | None, timeout: float
+) -> None:
+    """Hub profiles: hub first (stop there if it fails), then GPUs and pairing (all failures reported)."""
+    checked = _guarded(result, "hub", check_hub, profile, timeout)
+    if checked is None:
+        return
+    failure, note = checked
+    if failure:
+        result.failures.append(failure)
+        return
+    result.passed.append(note)
+    gpus = query_gpus() if gpus is None else gpus
+    gpu_failures, gpu_warnings = check_gpus(profile, gpus)
+    result.failures += gpu_failures
+    result.warnings += gpu_warnings
+    if not gpu_failures:
+        result.passed.append(
+            f"{_plural(profile.gpus_needed, 'GPU')} with >= {profile.gpu_memory_gib:g} GiB"
+        )
+    paired = _guarded(result, "pairing", check_pairing, profile)
+    if paired is not None:
+        result.failures += paired[0]
+        result.warnings += paired[1]
+        if not paired[0]:
+            result.passed.append("pairing valid")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """CLI: print the report (OK line to stdout, failures and warnings to stderr); 0 ok, 2 failed."""
+    parser = argparse.ArgumentParser(
+        prog="python -m helpers.tools.preflight", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument(
+        "--profile", default=None, help="profile name (default: $WORKBOOK_PROFILE, else tiny)"
+    )
+    parser.add_argument(
+        "--hub-timeout", type=float, default=HUB_TIMEOUT, help="seconds to wait for the hub"
+    )
+    args = parser.parse_args(argv)
+    try:
+        result = run_preflight(profile_name(args.profile), hub_timeout=args.hub_timeout)
+    except ValueError as err:  # unknown profile, malformed profile file
+        print(f"preflight: {err}", file=sys.stderr)
+        return EXIT_FAIL
+    for line in result.lines():
+        stream = sys.stdout if line.startswith(f"preflight {result.profile}: OK") else sys.stderr
+        print(line, file=stream, flush=True)
+    return result.exit_code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

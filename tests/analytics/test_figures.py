@@ -1,0 +1,33 @@
+"""helpers.analytics.figures: acceptance figures and the token-coloured view, from synthetic tables."""
+
+from __future__ import annotations
+
+from helpers.analytics import figures as ap
+from helpers.analytics import sweeps as sw
+from tests.analytics.test_sweeps import RUNS, counters
+
+
+def test_figures_are_drawn() -> None:
+    fig = ap.plot_k_sweep(sw.acceptance_vs_k(RUNS), sw.per_position_vs_k(RUNS))
+    assert [ax.get_title() for ax in fig.axes] == ["τ vs k", "per-position acceptance"]
+    temps = sw.acceptance_vs_temperature(
+        {0.0: counters(3, 10, [9, 8, 7]), 0.7: counters(3, 10, [5, 2, 1])}, 3
+    )
+    fig = ap.plot_category_temperature(sw.acceptance_by_category(RUNS), temps, 3)
+    assert len(fig.axes) == 2
+
+
+def test_token_html_and_layout() -> None:
+    pieces, labels = ["{", '\n  "a"', ": 1", "<b>"], ["prefill", "accepted", "correction", "bonus"]
+    page = ap.token_html(pieces, labels)
+    assert page.count("<span title=") == 4 and "&lt;b&gt;" in page
+    assert "accepted draft (1)" in page and "bonus token (1)" in page
+    runs = ap._layout(pieces, width=80)
+    assert runs[0] == (0, 0, "{", 0) and runs[1] == (0, 1, "↵", 1) and runs[2] == (1, 0, '  "a"', 1)
+    wrapped = ap._layout(["x" * 6] * 3, width=10)
+    assert [r[0] for r in wrapped] == [0, 1, 2]
+
+
+def test_token_figure() -> None:
+    fig = ap.plot_token_colors(["a", "b\n", "c"], ["prefill", "accepted", "bonus"], "t")
+    assert {t.get_text() for t in fig.axes[0].texts} >= {"a", "b", "c"}

@@ -1,0 +1,197 @@
+"""helpers.profiles: default, env override, unknown names, the shipped profiles."""
+
+from __future__ import annotations
+
+import json
+import shlex
+
+import pytest
+
+from helpers.common import profiles
+from helpers.common.paths import REPO_ROOT
+from helpers.eagle3.taps import KNOWN_STACKS
+from helpers.serving.server import serve_command, serve_command_text
+
+
+@pytest.fixture(autouse=True)
+def no_profile_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Start every test without WORKBOOK_PROFILE (make exports it)."""
+    monkeypatch.delenv(profiles.PROFILE_ENV_VAR, raising=False)
+
+
+def test_shipped_profiles() -> None:
+    assert {"tiny", "qwen3-30b-a3b"} <= set(profiles.available_profiles())
+
+
+def test_default_is_tiny() -> None:
+    profile = profiles.load_profile()
+    assert profile.name == "tiny" and profile.is_local
+    assert profile.num_speculative_tokens >= 1
+    assert profile.verifier.startswith("data/") and profile.drafter.startswith("data/")
+
+
+def test_env_override(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(profiles.PROFILE_ENV_VAR, "qwen3-30b-a3b")
+    profile = profiles.load_profile()
+    assert profile.name == "qwen3-30b-a3b" and not profile.is_local
+    assert profile.verifier_path() == profile.verifier, "hub ids pass through unchanged"
+    assert profiles.load_profile("tiny").name == "tiny", "an explicit name beats the env var"
+
+
+def test_unknown_profile_lists_choices(monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(ValueError, match="unknown profile 'nope'") as info:
+        profiles.load_profile("nope")
+    for name in profiles.available_profiles():
+        assert name in str(info.value)
+    monkeypatch.setenv(profiles.PROFILE_ENV_VAR, "also-nope")
+    with pytest.raises(ValueError, match="also-nope"):
+        profiles.load_profile()
+
+
+@pytest.mark.parametrize("name", profiles.available_profiles())
+def test_every_profile_loads(name: str) -> None:
+    profile = profiles.load_profile(name)
+    assert profile.name == name
+    assert profile.engine.get("max_model_len", 0) > 0
+    assert "temperature" in profile.sampling
+
+
+# --------------------------------------------------------------------------- the real pairings
+
+HUB_PROFILES = [
+    name for name in profiles.available_profiles() if not profiles.load_profile(name).is_local
+]
+#: What torch reports for an "80 GB" A100/H100 (85.0e9 bytes): the class of card the hub profiles target.
+GIB_OF_80GB_CARD = 79.1
+#: Total parameters and bytes per weight of each hub profile's verifier (model cards).
+VERIFIER_WEIGHTS = {"qwen3-30b-a3b": (30.5e9, 2), "qwen3-235b-a22b": (235e9, 1)}
+#: Qwen3-MoE attention: 4 KV heads of 128 dims, bf16 KV cache.
+KV_HEADS, HEAD_DIM, KV_BYTES = 4, 128, 2
+#: Activations, CUDA graphs and workspaces vLLM needs besides weights and KV (GiB per GPU), plus a 1 GiB drafter.
+OVERHEAD_GIB, DRAFTER_GIB = 3.0, 1.0
+GPU_MEMORY_UTILIZATION = 0.85  # helpers.engine.device_defaults(gpu=True)
+
+
+def test_all_three_pairings_ship() -> None:
+    assert {"tiny", "qwen3-30b-a3b", "qwen3-235b-a22b"} <= set(profiles.available_profiles())
+    assert set(HUB_PROFILES) == {"qwen3-30b-a3b", "qwen3-235b-a22b"}
+
+
+def test_qwen3_30b_a3b_is_the_documented_pairing() -> None:
+    p = profiles.load_profile("qwen3-30b-a3b")
+    assert (p.verifier, p.drafter) == (
+        "Qwen/Qwen3-30B-A3B-Instruct-2507",
+        "RedHatAI/Qwen3-30B-A3B-Instruct-2507-speculator.eagle3",
+    )
+    assert p.num_speculative_tokens == 3
+    assert p.engine == {"tensor_parallel_size": 1, "max_model_len": 16384}
+    assert (p.verifier_layers, p.verifier_hidden_size) == (48, 2048)
+    assert p.needs["hub"] is True and p.gpus_needed == 1
+
+
+def test_qwen3_235b_a22b_uses_the_published_speculator() -> None:
+    p = profiles.load_profile("qwen3-235b-a22b")
+    assert p.verifier == "Qwen/Qwen3-235B-A22B-Instruct-2507-FP8"
+    assert p.drafter == "RedHatAI/Qwen3-235B-A22B-Instruct-2507-speculator.eagle3"
+    assert p.tensor_parallel_size == 4 and p.gpus_needed == 4
+    assert p.engine["max_model_len"] == 16384
+    assert (p.verifier_layers, p.verifier_hidden_size) == (94, 4096)
+
+
+@pytest.mark.parametrize("name", profiles.available_profiles())
+def test_no_test_only_checkpoint(name: str) -> None:
+    p = profiles.load_profile(name)
+    assert not p.drafter.startswith("nm-testing/") and not p.verifier.startswith("nm-testing/")
+
+
+@pytest.mark.parametrize("name", profiles.available_profiles())
+def test_recorded_shape_matches_known_stacks(name: str) -> None:
+    p = profiles.load_profile(name)
+    matches = [
+        layers for stack, layers in KNOWN_STACKS.items() if stack.lower() in p.verifier.lower()
+    ]
+    assert p.verifier_layers is not None and p.verifier_hidden_size is not None
+    assert matches == [p.verifier_layers], (
+        f"{name}: KNOWN_STACKS says {matches}, profile {p.verifier_layers}"
+    )
+
+
+def test_tiny_shape_matches_shipped_config() -> None:
+    p = profiles.load_profile("tiny")
+    path = REPO_ROOT / p.verifier / "config.json"
+    if not path.is_file():
+        pytest.skip(f"{p.verifier} not built yet (make tiny-models)")
+    config = json.loads(path.read_text())
+    assert (config["num_hidden_layers"], config["hidden_size"]) == (
+        p.verifier_layers,
+        p.verifier_hidden_size,
+    )
+
+
+@pytest.mark.parametrize("name", HUB_PROFILES)
+def test_hub_profile_needs_are_justified(name: str) -> None:
+    """The memory each GPU must have covers weights + one full-length sequence of KV + overhead, and an 80 GB card has it."""
+    p = profiles.load_profile(name)
+    assert p.needs["hub"] is True
+    assert p.gpus_needed == p.tensor_parallel_size >= 1
+    assert 0 < p.gpu_memory_gib <= GIB_OF_80GB_CARD, "an 80 GB A100/H100 must pass the preflight"
+    params, bytes_per = VERIFIER_WEIGHTS[name]
+    weights = params * bytes_per / 1024**3 / p.tensor_parallel_size
+    kv_per_token = p.verifier_layers * 2 * KV_HEADS * HEAD_DIM * KV_BYTES / p.tensor_parallel_size
+    kv = kv_per_token * p.engine["max_model_len"] / 1024**3
+    needed = weights + kv + DRAFTER_GIB + OVERHEAD_GIB
+    assert p.gpu_memory_gib * GPU_MEMORY_UTILIZATION >= needed, (
+        f"{name}: {p.gpu_memory_gib} GiB x {GPU_MEMORY_UTILIZATION} < {needed:.1f} GiB needed per GPU"
+    )
+    assert any("GiB" in note for note in p.notes), (
+        "the notes must say where the memory number comes from"
+    )
+
+
+@pytest.mark.parametrize("name", profiles.available_profiles())
+def test_serve_command_renders(name: str) -> None:
+    p = profiles.load_profile(name)
+    argv = serve_command(p)
+    assert shlex.split(serve_command_text(p)) == argv
+    assert argv[:3] == ["vllm", "serve", p.verifier]
+    assert argv[argv.index("-tp") + 1] == str(p.tensor_parallel_size)
+    spec = json.loads(argv[argv.index("--speculative-config") + 1])
+    assert spec == {
+        "model": p.drafter,
+        "num_speculative_tokens": p.num_speculative_tokens,
+        "method": "eagle3",
+    }
+
+
+def test_unknown_field_fails_in_one_line() -> None:
+    raw = {
+        "name": "x",
+        "description": "",
+        "verifier": "a/b",
+        "drafter": "c/d",
+        "num_speculative_tokens": 3,
+        "gpu_count": 2,
+    }
+    with pytest.raises(ValueError, match=r"unknown field\(s\) \['gpu_count'\]") as info:
+        profiles.profile_from_dict(raw, source="x.json")
+    assert "\n" not in str(info.value)
+    with pytest.raises(ValueError, match="x.json: .*num_speculative_tokens"):
+        profiles.profile_from_dict(
+            {k: v for k, v in raw.items() if k not in ("gpu_count", "num_speculative_tokens")},
+            source="x.json",
+        )
+
+
+def test_keyword_construction_still_works() -> None:
+    """helpers.tiny_pair builds Profiles by keyword with the original fields only."""
+    p = profiles.Profile(
+        name="t",
+        description="",
+        verifier="data/x",
+        drafter="data/y",
+        num_speculative_tokens=2,
+        engine={"max_model_len": 1024},
+        needs={"hub": False},
+    )
+    assert p.is_local and p.notes == () and p.verifier_layers is None
+    assert p.gpus_needed == 0 and p.gpu_memory_gib == 0 and p.tensor_parallel_size == 1

@@ -1,0 +1,44 @@
+"""helpers.eagle3.checkpoint: the config writer and loader round-trip."""
+
+from __future__ import annotations
+
+import torch
+
+from helpers.eagle3.checkpoint import (
+    drafter_config,
+    load_drafter,
+    save_drafter,
+    shape_from_config,
+)
+from helpers.eagle3.drafter import DrafterShape, Eagle3Drafter
+from helpers.eagle3.taps import drafter_aux_layer_ids
+
+SHAPE = DrafterShape(
+    hidden_size=32,
+    vocab_size=50,
+    num_attention_heads=2,
+    num_key_value_heads=1,
+    head_dim=16,
+    intermediate_size=64,
+    target_hidden_size=32,
+)
+
+
+def test_config_round_trips_through_disk(tmp_path) -> None:
+    torch.manual_seed(0)
+    d = Eagle3Drafter(SHAPE)
+    config = drafter_config(SHAPE, [2, 4, 5], "data/tiny-qwen3-moe", num_speculative_tokens=3)
+    save_drafter(d, tmp_path, config)
+    loaded, config2 = load_drafter(tmp_path)
+    assert config2 == config and shape_from_config(config2) == SHAPE
+    assert drafter_aux_layer_ids(config2) == (2, 4, 5)
+    for name, tensor in d.state_dict().items():
+        assert torch.equal(tensor, loaded.state_dict()[name])
+
+
+def test_config_has_what_vllm_reads() -> None:
+    config = drafter_config(SHAPE, [2, 4, 5], "v")
+    assert config["speculators_model_type"] == "eagle3"
+    assert config["transformer_layer_config"]["model_type"] == "llama"
+    assert config["draft_vocab_size"] == 50 and config["target_hidden_size"] == 32
+    assert config["speculators_config"]["verifier"]["name_or_path"] == "v"

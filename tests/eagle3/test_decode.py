@@ -1,0 +1,88 @@
+"""The from-scratch EAGLE-3 reference: round logic, counting, and exact agreement with vLLM (k=3, T=0)."""
+
+from __future__ import annotations
+
+import pytest
+
+from helpers.common.counters import SpecCounters
+from helpers.common.paths import DATA_DIR
+from helpers.eagle3 import decode as ref
+
+
+def test_accept_greedy_correction_and_bonus() -> None:
+    r = ref.accept_greedy([5, 6, 7], [5, 9, 7, 8])
+    assert (r.accepted, r.emitted, r.labels) == (1, (5, 9), ["accepted", "correction"])
+    r = ref.accept_greedy([5, 6, 7], [5, 6, 7, 8])
+    assert (r.accepted, r.emitted, r.labels) == (3, (5, 6, 7, 8), ["accepted"] * 3 + ["bonus"])
+    r = ref.accept_greedy([4, 6, 7], [5, 6, 7, 8])
+    assert (r.accepted, r.emitted, r.labels) == (0, (5,), ["correction"]), (
+        "acceptance stops at the first mismatch"
+    )
+
+
+def test_counters_count_like_vllm() -> None:
+    out = ref.ReferenceOutput(
+        [1],
+        [9, 5, 6, 7, 8],
+        ["prefill"] + ["accepted"] * 3 + ["bonus"],
+        k=3,
+        rounds=[ref.Round((5, 6, 7), 3, (5, 6, 7, 8)), ref.Round((1, 2, 3), 2, (1, 2, 4))],
+    )
+    # The second round's accepted drafts count although max_tokens cut them from the output.
+    assert out.counters() == SpecCounters(2, 6, 5, (2, 2, 1))
+    table = ref.agreement_table([out], [[9, 5, 6, 7, 8]], SpecCounters(2, 6, 5, (2, 2, 1)))
+    assert (table.difference == 0).all() and table.reference.iloc[0] == 1
+
+
+@pytest.fixture(scope="module")
+def stand_in(_tiny_pair_source) -> ref.ReferencePair:
+    """The tiny pair (or its random stand-in) loaded for the reference, without a tokenizer."""
+    from helpers.eagle3.checkpoint import load_drafter, load_verifier
+    from helpers.eagle3.taps import drafter_aux_layer_ids
+
+    verifier = load_verifier(_tiny_pair_source.verifier)
+    drafter, config = load_drafter(_tiny_pair_source.drafter)
+    return ref.ReferencePair(verifier, drafter, list(drafter_aux_layer_ids(config)), set(), None)
+
+
+def test_generate_respects_max_tokens_and_labels(stand_in: ref.ReferencePair) -> None:
+    out = ref.speculative_generate(stand_in, [1, 17, 33, 250, 9], k=3, max_tokens=12)
+    assert len(out.token_ids) == len(out.labels) == 12
+    assert out.labels[0] == "prefill" and set(out.labels[1:]) <= {"accepted", "correction", "bonus"}
+    emitted = [t for r in out.rounds for t in r.emitted]
+    assert emitted[: len(out.token_ids) - 1] == out.token_ids[1:]
+    assert all(len(r.drafted) == 3 for r in out.rounds)
+
+
+def test_reference_is_plain_greedy_decoding(stand_in: ref.ReferencePair) -> None:
+    """Whatever the drafter proposes, greedy draft-and-verify emits the verifier's greedy tokens."""
+    prompt = [1, 17, 33, 250, 9]
+    out = ref.speculative_generate(stand_in, prompt, k=2, max_tokens=10)
+    ids = list(prompt)
+    for _ in range(10):
+        targets, _ = ref.verify(stand_in, ids)
+        ids.append(targets[-1])
+    assert out.token_ids == ids[len(prompt) :]
+
+
+SHIPPED = (DATA_DIR / "tiny-qwen3-moe-eagle3" / "model.safetensors").is_file()
+
+
+@pytest.mark.vllm
+@pytest.mark.skipif(not SHIPPED, reason="needs the shipped tiny pair (make tiny-models)")
+def test_reference_matches_vllm_exactly() -> None:
+    """k=3, T=0, 2 prompts per category: same tokens per request and the same counters, exactly."""
+    from helpers.common.profiles import load_profile
+    from helpers.common.prompts import load_prompts
+    from helpers.engine.lifecycle import engine_kwargs, open_engine
+    from helpers.engine.runs import run_prompts, sampling
+
+    profile = load_profile("tiny")
+    prompts = [p for items in load_prompts(2).values() for p in items]
+    with open_engine(**engine_kwargs(profile, k=3, gpu=False)) as llm:
+        run = run_prompts(llm, prompts, sampling(48))
+    pair = ref.load_pair(profile)
+    outs = ref.generate_all(pair, prompts, k=3, max_tokens=48)
+    table = ref.agreement_table(outs, run.token_ids, run.counters)
+    assert (table.difference == 0).all(), table.to_string()
+    assert run.counters.num_accepted_tokens > 0, "the trained drafter should get drafts accepted"

@@ -1,0 +1,72 @@
+"""helpers.eagle3_drafter: the chain's causality and its two input modes."""
+
+from __future__ import annotations
+
+import torch
+
+from helpers.eagle3.drafter import (
+    DrafterShape,
+    Eagle3Drafter,
+    draft_chain,
+    greedy_feedback,
+    teacher_forced,
+)
+
+SHAPE = DrafterShape(
+    hidden_size=32,
+    vocab_size=50,
+    num_attention_heads=2,
+    num_key_value_heads=1,
+    head_dim=16,
+    intermediate_size=64,
+)
+
+
+def setup(seed: int = 0) -> tuple[Eagle3Drafter, torch.nn.Embedding, torch.Tensor, torch.Tensor]:
+    torch.manual_seed(seed)
+    d, embed = Eagle3Drafter(SHAPE).eval(), torch.nn.Embedding(50, 32)
+    tokens = torch.randint(0, 50, (2, 9))
+    aux = torch.randn(2, 9, 3 * 32)
+    return d, embed, tokens, aux
+
+
+def first_embeds(embed: torch.nn.Embedding, tokens: torch.Tensor) -> torch.Tensor:
+    return embed(torch.cat([tokens[:, 1:], torch.zeros_like(tokens[:, :1])], 1))
+
+
+@torch.no_grad()
+def test_root_does_not_see_the_future() -> None:
+    d, embed, tokens, aux = setup()
+    logits = draft_chain(d, first_embeds(embed, tokens), aux, 3, teacher_forced(embed, tokens))
+    aux2 = aux.clone()
+    aux2[:, 5:] = torch.randn_like(aux2[:, 5:])  # change the verifier states after root 4
+    logits2 = draft_chain(d, first_embeds(embed, tokens), aux2, 3, teacher_forced(embed, tokens))
+    for a, b in zip(logits, logits2):
+        assert torch.allclose(a[:, :5], b[:, :5], atol=1e-5)
+        assert not torch.allclose(a[:, 5:], b[:, 5:])
+
+
+@torch.no_grad()
+def test_greedy_feedback_equals_teacher_forcing_on_its_own_argmax() -> None:
+    d, embed, tokens, aux = setup(1)
+    greedy = draft_chain(d, first_embeds(embed, tokens), aux, 3, greedy_feedback(embed))
+    root = 4  # feed the greedy drafts of root 4 as the "true" continuation of that root
+    forced = tokens.clone()
+    for j in range(1, 3):
+        forced[:, root + 1 + j] = greedy[j - 1][:, root].argmax(-1)
+    teacher = draft_chain(d, first_embeds(embed, forced), aux, 3, teacher_forced(embed, forced))
+    for g, t in zip(greedy, teacher):
+        assert torch.allclose(g[:, root], t[:, root], atol=1e-5)
+
+
+def test_weight_names_are_vllms() -> None:
+    names = set(Eagle3Drafter(SHAPE).state_dict())
+    assert {
+        "fc.weight",
+        "norm.weight",
+        "lm_head.weight",
+        "midlayer.hidden_norm.weight",
+        "midlayer.self_attn.q_proj.weight",
+        "midlayer.mlp.down_proj.weight",
+    } <= names
+    assert not any("embed" in n for n in names)

@@ -1,0 +1,23 @@
+"""helpers.eagle3.figures: the draft-and-verify schematic and the taps figure."""
+
+from __future__ import annotations
+
+import pytest
+
+from helpers.eagle3.figures import draft_verify_round, plot_aux_layers
+
+
+def test_plot_aux_layers_marks_taps_and_collisions() -> None:
+    stacks = {"tiny-qwen3-moe": 8, "Qwen3-30B-A3B": 48, "Qwen3-235B-A22B": 94, "too-shallow": 6}
+    fig = plot_aux_layers(stacks)
+    labels = {t.get_text() for t in fig.axes[0].texts}
+    assert {"hidden_states[2]", "hidden_states[24]", "hidden_states[91]"} <= labels
+    assert "hidden_states[3] ×2: collides" in labels
+
+
+def test_draft_verify_round_draws_one_box_per_emitted_token() -> None:
+    fig = draft_verify_round(3, accepted=2)
+    labels = {t.get_text() for t in fig.axes[0].texts}
+    assert {"d1=v1", "d2=v2", "v3"} <= labels and "v4" in labels
+    with pytest.raises(ValueError, match="accepted must be between 0 and k=3"):
+        draft_verify_round(3, accepted=4)

@@ -1,0 +1,302 @@
+"""helpers.server and helpers.serving_bench: serve commands, the server's lifecycle, and a live tiny-pair server.
+
+Tests marked `vllm` start real vLLM servers (two starts in this file: one module-scoped long-form
+server, one short-form server); the others run in well under a second.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import socket
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import requests
+
+from helpers.common.paths import DATA_DIR, REPO_ROOT
+from helpers.common.profiles import load_profile
+from helpers.serving import server as srv_mod
+from helpers.serving.clients import (
+    answer_text,
+    chat,
+    post_raw,
+    scrape_spec_counters,
+    served_models,
+    stream_chat,
+)
+from helpers.serving.server import (
+    MODULE_ENTRY,
+    VllmServer,
+    engine_flags,
+    entry_point_argv,
+    free_port,
+    port_in_use,
+    serve_command,
+    serve_command_text,
+    start_server,
+    stop_all,
+)
+
+DOCUMENTS_COMMAND = (
+    "vllm serve Qwen/Qwen3-30B-A3B-Instruct-2507 -tp 1 --speculative-config "
+    '\'{"model": "RedHatAI/Qwen3-30B-A3B-Instruct-2507-speculator.eagle3", "num_speculative_tokens": 3, '
+    '"method": "eagle3"}\''
+)
+TINY_READY = (DATA_DIR / "tiny-qwen3-moe" / "config.json").is_file() and (
+    DATA_DIR / "tiny-qwen3-moe-eagle3" / "model.safetensors"
+).is_file()
+needs_tiny = pytest.mark.skipif(
+    not TINY_READY, reason="the tiny pair is not in data/: run `make tiny-models`"
+)
+MESSAGES = [
+    {"role": "system", "content": "You are a helpful assistant."},
+    {
+        "role": "user",
+        "content": "Convert to JSON: name Ada Moreno, age 41, city Porto, job pilot, pet owl.",
+    },
+]
+
+
+# ---------------------------------------------------------------- commands (no server)
+
+
+def test_documents_command_from_the_qwen_profile() -> None:
+    profile = load_profile("qwen3-30b-a3b")
+    assert profile.engine["tensor_parallel_size"] == 1  # `-tp 1` comes from here
+    assert serve_command(profile) == shlex.split(DOCUMENTS_COMMAND)
+    assert serve_command_text(profile) == DOCUMENTS_COMMAND
+
+
+def test_tiny_long_form() -> None:
+    argv = serve_command(load_profile("tiny"))
+    assert argv[:5] == ["vllm", "serve", "data/tiny-qwen3-moe", "-tp", "1"]
+    assert json.loads(argv[argv.index("--speculative-config") + 1]) == {
+        "model": "data/tiny-qwen3-moe-eagle3",
+        "num_speculative_tokens": 3,
+        "method": "eagle3",
+    }
+
+
+def test_k_zero_is_plain_and_k_overrides() -> None:
+    tiny = load_profile("tiny")
+    assert "--speculative-config" not in serve_command(tiny, k=0)
+    argv = serve_command(tiny, k=5, port=8123, extra=["--seed", "0"])
+    assert json.loads(argv[argv.index("--speculative-config") + 1])["num_speculative_tokens"] == 5
+    assert argv[-4:] == ["--port", "8123", "--seed", "0"]
+
+
+def test_short_form_hub_profile() -> None:
+    assert (
+        serve_command_text(load_profile("qwen3-30b-a3b"), short_form=True)
+        == "vllm serve RedHatAI/Qwen3-30B-A3B-Instruct-2507-speculator.eagle3 -tp 1"
+    )
+    argv = serve_command(load_profile("qwen3-30b-a3b"), k=5, short_form=True)
+    assert json.loads(argv[-1]) == {"num_speculative_tokens": 5}
+    with pytest.raises(ValueError, match="always speculative"):
+        serve_command(load_profile("qwen3-30b-a3b"), k=0, short_form=True)
+
+
+@needs_tiny
+def test_short_form_tiny_reads_k_from_the_drafter() -> None:
+    tiny = load_profile("tiny")
+    assert serve_command(tiny, short_form=True) == [
+        "vllm",
+        "serve",
+        "data/tiny-qwen3-moe-eagle3",
+        "-tp",
+        "1",
+    ]
+    argv = serve_command(tiny, k=2, short_form=True)
+    assert json.loads(argv[argv.index("--speculative-config") + 1]) == {"num_speculative_tokens": 2}
+
+
+def test_cpu_engine_flags() -> None:
+    flags = " ".join(engine_flags(load_profile("tiny"), gpu=False))
+    assert (
+        flags
+        == "--dtype float32 --enforce-eager --kv-cache-memory-bytes 536870912 --max-model-len 1024 --seed 0"
+    )
+    assert "--enforce-eager" not in engine_flags(load_profile("qwen3-30b-a3b"), gpu=True)
+
+
+def test_entry_point_translation() -> None:
+    argv = ["vllm", "serve", "data/tiny-qwen3-moe", "-tp", "1", "--port", "9"]
+    module = entry_point_argv(argv, use_console_script=False)
+    assert module == [
+        sys.executable,
+        "-m",
+        MODULE_ENTRY,
+        "--model",
+        "data/tiny-qwen3-moe",
+        "-tp",
+        "1",
+        "--port",
+        "9",
+    ]
+    script = entry_point_argv(argv, use_console_script=True)
+    assert Path(script[0]).name == "vllm" and script[1:] == argv[1:]
+    with pytest.raises(ValueError, match="vllm serve MODEL"):
+        entry_point_argv(["python", "x.py"])
+
+
+# ---------------------------------------------------------------- lifecycle with stand-in processes (no vLLM)
+
+
+@pytest.fixture
+def listening_port() -> Iterator[int]:
+    """A port something listens on for the test's duration."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        yield s.getsockname()[1]
+
+
+def test_free_port_and_port_in_use(listening_port: int) -> None:
+    assert port_in_use(listening_port)
+    assert not port_in_use(free_port())
+
+
+def test_busy_port_gives_a_one_line_error(listening_port: int) -> None:
+    server = VllmServer(["false"], listening_port, "busy-port-test", "m")
+    with pytest.raises(
+        RuntimeError, match=f"port {listening_port} on 127.0.0.1 is already in use"
+    ) as err:
+        server.start()
+    assert "\n" not in str(err.value) and server.process is None
+
+
+def test_early_death_raises_with_the_log_tail() -> None:
+    argv = [sys.executable, "-c", "print('model folder missing, say so'); raise SystemExit(3)"]
+    server = VllmServer(argv, free_port(), "early-death-test", "m")
+    with pytest.raises(RuntimeError, match="exited with code 3") as err:
+        server.start(timeout=30, progress=False)
+    assert "model folder missing, say so" in str(err.value)
+    assert server.log_path == REPO_ROOT / "build" / "logs" / "early-death-test.log"
+
+
+def test_timeout_kills_the_whole_group() -> None:
+    argv = ["sh", "-c", "sleep 60 & sleep 60"]  # never healthy; leaves a child in the group
+    server = VllmServer(argv, free_port(), "timeout-test", "m")
+    with pytest.raises(TimeoutError, match="not healthy after 2 s"):
+        server.start(timeout=2, progress=False)
+    assert server.group_processes() == [] and not server.alive
+
+
+def test_start_stop_and_atexit_hook_with_a_stand_in_server(tmp_path: Path) -> None:
+    (tmp_path / "health").write_text("ok")  # http.server answers GET /health with 200
+    port = free_port()
+    argv = [
+        sys.executable,
+        "-m",
+        "http.server",
+        str(port),
+        "--bind",
+        "127.0.0.1",
+        "--directory",
+        str(tmp_path),
+    ]
+    server = VllmServer(argv, port, "stand-in-test", "m").start(timeout=30, progress=False)
+    assert server.healthy() and server in srv_mod.running_servers() and server.group_processes()
+    stop_all()  # what atexit runs
+    assert (
+        server.group_processes() == []
+        and not port_in_use(port)
+        and server not in srv_mod.running_servers()
+    )
+
+
+# ---------------------------------------------------------------- serving_bench arithmetic (no server)
+
+
+# ---------------------------------------------------------------- a live tiny-pair server (vLLM)
+
+
+@pytest.fixture(scope="module")
+def spec_server() -> Iterator[VllmServer]:
+    """The tiny profile's speculative server (long form), started once for this module."""
+    if not TINY_READY:
+        pytest.skip("the tiny pair is not in data/: run `make tiny-models`")
+    server = start_server(load_profile("tiny"), name="test-spec", progress=False)
+    yield server
+    server.stop()
+    assert server.group_processes() == [] and not port_in_use(server.port)
+
+
+@pytest.mark.vllm
+def test_server_answers_a_chat_request(spec_server: VllmServer) -> None:
+    assert served_models(spec_server.base_url) == [spec_server.model] == ["tiny-qwen3-moe"]
+    reply = chat(spec_server.base_url, spec_server.model, MESSAGES, max_tokens=32, temperature=0.0)
+    assert reply["choices"][0]["message"]["role"] == "assistant" and answer_text(reply)
+    assert 0 < reply["usage"]["completion_tokens"] <= 32
+
+
+@pytest.mark.vllm
+def test_streaming_gives_ttft_and_token_counts(spec_server: VllmServer) -> None:
+    r = stream_chat(
+        spec_server.base_url, spec_server.model, MESSAGES, max_tokens=48, ignore_eos=True
+    )
+    assert r.ttft > 0 and r.output_tokens == 48 and r.finish_reason == "length"
+    assert 0 < r.chunks <= 48 and r.tpot > 0 and r.latency >= r.ttft and r.text
+
+
+@pytest.mark.vllm
+def test_metrics_counters_move_and_the_trained_drafter_is_accepted(spec_server: VllmServer) -> None:
+    before = scrape_spec_counters(spec_server.base_url)
+    chat(spec_server.base_url, spec_server.model, MESSAGES[1:], max_tokens=64, ignore_eos=True)
+    delta = scrape_spec_counters(spec_server.base_url) - before
+    assert delta.num_drafts > 0 and delta.num_draft_tokens == 3 * delta.num_drafts
+    assert delta.num_accepted_tokens > 0, (
+        "the trained drafter should get some draft tokens accepted"
+    )
+    assert (
+        len(delta.accepted_per_pos) == 3
+        and sum(delta.accepted_per_pos) == delta.num_accepted_tokens
+    )
+
+
+@pytest.mark.vllm
+def test_bad_requests_get_4xx_and_the_server_keeps_serving(spec_server: VllmServer) -> None:
+    malformed = post_raw(spec_server.base_url, '{"model": "tiny-qwen3-moe", "messages": [')
+    assert malformed.status_code == 400
+    unknown = post_raw(
+        spec_server.base_url, json.dumps({"model": "no-such-model", "messages": MESSAGES})
+    )
+    assert unknown.status_code == 404 and "does not exist" in unknown.json()["error"]["message"]
+    with pytest.raises(requests.HTTPError, match="404"):
+        chat(spec_server.base_url, "no-such-model", MESSAGES)
+    assert answer_text(chat(spec_server.base_url, spec_server.model, MESSAGES, max_tokens=8))
+
+
+@pytest.mark.vllm
+def test_second_server_on_a_busy_port_fails_clearly(spec_server: VllmServer) -> None:
+    with pytest.raises(RuntimeError, match="already in use"):
+        start_server(load_profile("tiny"), port=spec_server.port, name="test-busy", progress=False)
+    assert spec_server.healthy()
+
+
+@pytest.mark.vllm
+@needs_tiny
+def test_short_form_serves_the_drafter_dir_and_stops_cleanly() -> None:
+    # k=2 differs from the drafter's own k=3: the short form passes it as a --speculative-config override.
+    server = start_server(
+        load_profile("tiny"), k=2, short_form=True, name="test-short", progress=False
+    )
+    try:
+        assert "--speculative-config" in server.argv and served_models(server.base_url) == [
+            "tiny-qwen3-moe"
+        ]
+        before = scrape_spec_counters(server.base_url)
+        assert answer_text(
+            chat(server.base_url, server.model, MESSAGES, max_tokens=16, ignore_eos=True)
+        )
+        delta = scrape_spec_counters(server.base_url) - before
+        assert (
+            delta.num_drafts > 0 and delta.num_draft_tokens == 2 * delta.num_drafts
+        )  # speculative, with k=2
+        assert server.group_processes()
+    finally:
+        server.stop()
+    assert server.group_processes() == [] and not port_in_use(server.port) and not server.alive

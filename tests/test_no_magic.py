@@ -1,0 +1,58 @@
+"""Nothing happens at import: no environment writes, no CUDA, and vLLM's engine stays unimported.
+
+Each check runs in a fresh interpreter that imports every helpers module (the CLIs too), then
+builds engine arguments for the tiny and a real profile, as notebooks do before any engine starts.
+CUDA is watched by replacing torch.cuda's entry points with recorders: on a GPU machine a call
+there would initialise CUDA in the notebook's process, and vLLM then could not fork its engine
+("Cannot re-initialize CUDA in forked subprocess").
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from helpers.common.paths import REPO_ROOT
+
+PROBE = r"""
+import importlib, json, os, pkgutil, sys
+import torch
+calls = []
+for name in ("is_available", "device_count", "init", "_lazy_init", "get_device_properties",
+             "current_device", "mem_get_info"):
+    if hasattr(torch.cuda, name):
+        setattr(torch.cuda, name, lambda *a, _n=name, **k: calls.append(_n) or 0)
+before = dict(os.environ)
+import helpers
+modules = [m.name for m in pkgutil.walk_packages(helpers.__path__, "helpers.")]
+for name in modules:
+    importlib.import_module(name)
+after_import = dict(os.environ)
+from helpers.common.profiles import load_profile
+from helpers.engine.lifecycle import engine_kwargs
+from helpers.serving.server import launch_command
+for profile in ("tiny", "qwen3-30b-a3b"):
+    engine_kwargs(load_profile(profile), k=3)
+    launch_command(load_profile(profile), k=3)
+changed = sorted(k for k in set(before) | set(after_import) if before.get(k) != after_import.get(k))
+print(json.dumps({"modules": len(modules), "env_changed": changed, "cuda_calls": calls,
+                  "engine_imported": "vllm.v1.engine.llm_engine" in sys.modules}))
+"""
+
+
+def probe() -> dict:
+    """Run PROBE in a fresh interpreter and return what it saw."""
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE], capture_output=True, text=True, cwd=REPO_ROOT, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_imports_and_engine_kwargs_touch_nothing() -> None:
+    seen = probe()
+    assert seen["modules"] > 25
+    assert seen["env_changed"] == [], f"os.environ written at import: {seen['env_changed']}"
+    assert seen["cuda_calls"] == [], f"torch.cuda touched before vLLM starts: {seen['cuda_calls']}"
+    assert not seen["engine_imported"]

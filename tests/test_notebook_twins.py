@@ -1,0 +1,60 @@
+"""The algorithm the workbook teaches is written in notebook cells, and each cell stays identical to
+its library twin (d2l's `#@save`, checked the other way): the same code, docstring and signature,
+compared as syntax trees so formatting and comments may differ.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+
+import nbformat
+import pytest
+
+from helpers.common.paths import NOTEBOOKS_DIR
+from helpers.eagle3 import decode, train
+
+#: (notebook, function name) -> the library function it must equal.
+TWINS = {
+    ("03_acceptance_analytics.ipynb", "accept_greedy"): decode.accept_greedy,
+    ("03_acceptance_analytics.ipynb", "speculative_generate"): decode.speculative_generate,
+    ("05_train_your_own_drafter.ipynb", "ttt_loss"): train.ttt_loss,
+}
+MAX_CELL_LINES = 40
+
+
+def notebook_functions(name: str) -> dict[str, tuple[ast.FunctionDef, int]]:
+    """Top-level functions defined in a notebook's code cells: name -> (node, cell line count)."""
+    nb = nbformat.read(str(NOTEBOOKS_DIR / name), as_version=4)
+    found = {}
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        for node in ast.parse(cell.source).body:
+            if isinstance(node, ast.FunctionDef):
+                found[node.name] = (node, len(cell.source.splitlines()))
+    return found
+
+
+def shape(node: ast.AST) -> str:
+    """A syntax tree as text, without positions."""
+    return ast.dump(node, include_attributes=False)
+
+
+@pytest.mark.parametrize(("notebook", "name"), list(TWINS), ids=[f"{n}:{f}" for n, f in TWINS])
+def test_notebook_cell_equals_its_library_twin(notebook: str, name: str) -> None:
+    functions = notebook_functions(notebook)
+    assert name in functions, f"{notebook} no longer defines {name}() in a code cell"
+    node, lines = functions[name]
+    library = ast.parse(inspect.getsource(TWINS[notebook, name])).body[0]
+    assert shape(node) == shape(library), (
+        f"{notebook}: {name}() differs from {TWINS[notebook, name].__module__}.{name}; "
+        f"change both, or neither"
+    )
+    assert lines <= MAX_CELL_LINES, f"{notebook}: the cell defining {name}() has {lines} lines"
+
+
+def test_the_comparison_sees_a_one_token_change() -> None:
+    library = ast.parse(inspect.getsource(decode.accept_greedy)).body[0]
+    edited = ast.parse(inspect.getsource(decode.accept_greedy).replace("a += 1", "a += 2")).body[0]
+    assert shape(library) != shape(edited)

@@ -1,0 +1,399 @@
+"""The GPU path, tested without a GPU: the self-hosted nbval workflow, the documented serve command, and preflight.
+
+The workflow itself only runs on a self-hosted GPU runner; here it is parsed and its one job
+checked. The preflight is run as `make test` runs it (a subprocess), offline and for tiny, and
+its GPU/hub/pairing checks in-process with injected GPUs and a local stand-in pair.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shlex
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from helpers.common.envinfo import GpuInfo
+from helpers.common.paths import DATA_DIR, REPO_ROOT
+from helpers.common.profiles import Profile, load_profile
+from helpers.serving.server import serve_command, serve_command_text
+from helpers.tools import preflight
+
+WORKFLOW = REPO_ROOT / ".github" / "workflows" / "gpu-nbval.yml"
+GPU_COMMAND = "make test PROFILE=qwen3-30b-a3b"
+#: The command in the documents this workbook follows (vLLM / Red Hat AI), verbatim.
+DOCUMENTED_COMMAND = """vllm serve Qwen/Qwen3-30B-A3B-Instruct-2507 -tp 1 --speculative-config '{"model": "RedHatAI/Qwen3-30B-A3B-Instruct-2507-speculator.eagle3", "num_speculative_tokens": 3, "method": "eagle3"}'"""
+#: Seconds an offline preflight may take on a busy 2-core machine (it takes ~0.5 s idle).
+OFFLINE_LIMIT = 20.0
+H100 = GpuInfo(0, "NVIDIA H100 80GB HBM3", 79.1, (9, 0))
+
+
+# --------------------------------------------------------------------------- the workflow
+
+
+@pytest.fixture(scope="module")
+def workflow() -> dict:
+    """gpu-nbval.yml, parsed."""
+    return yaml.safe_load(WORKFLOW.read_text())
+
+
+def triggers(workflow: dict) -> dict:
+    """The `on:` block (YAML 1.1 reads a bare `on` key as True)."""
+    found = workflow.get("on", workflow.get(True))
+    return (
+        found
+        if isinstance(found, dict)
+        else {name: None for name in ([found] if isinstance(found, str) else found)}
+    )
+
+
+def the_job(workflow: dict) -> dict:
+    """The workflow's only job."""
+    jobs = workflow["jobs"]
+    assert len(jobs) == 1, f"expected one job, got {list(jobs)}"
+    return next(iter(jobs.values()))
+
+
+def test_workflow_parses_and_is_named(workflow: dict) -> None:
+    assert isinstance(workflow, dict) and workflow["name"] == "gpu-nbval"
+
+
+def test_runs_on_a_self_hosted_gpu_runner(workflow: dict) -> None:
+    runs_on = the_job(workflow)["runs-on"]
+    labels = [runs_on] if isinstance(runs_on, str) else list(runs_on)
+    assert "self-hosted" in labels and "gpu" in labels, labels
+
+
+def test_calls_exactly_make_test_on_the_real_pairing(workflow: dict) -> None:
+    runs = [step["run"].strip() for step in the_job(workflow)["steps"] if "run" in step]
+    assert runs.count(GPU_COMMAND) == 1, runs
+    assert [r for r in runs if "make" in r.split()] == [GPU_COMMAND], (
+        "no other make call may hide the result"
+    )
+    assert any(
+        str(step.get("uses", "")).startswith("actions/checkout@")
+        for step in the_job(workflow)["steps"]
+    )
+
+
+def test_timeout_token_and_triggers(workflow: dict) -> None:
+    job = the_job(workflow)
+    assert 0 < int(job["timeout-minutes"]) <= 360
+    env = {**workflow.get("env", {}), **job.get("env", {})}
+    assert env.get("HF_TOKEN", "").replace(" ", "") == "${{secrets.HF_TOKEN}}"
+    on = triggers(workflow)
+    assert "workflow_dispatch" in on and ("schedule" in on or "push" in on)
+    assert not {"pull_request", "pull_request_target"} & set(on), (
+        "no untrusted code on a self-hosted GPU runner"
+    )
+    if "push" in on:
+        assert on["push"] and on["push"].get("branches") == ["main"]
+
+
+# --------------------------------------------------------------------------- the serve command
+
+
+def test_serve_command_is_the_documented_one() -> None:
+    ours = serve_command(load_profile("qwen3-30b-a3b"))
+    documented = shlex.split(" ".join(DOCUMENTED_COMMAND.split()))
+    spec_at = documented.index("--speculative-config") + 1
+    assert ours[:spec_at] == documented[:spec_at]
+    assert json.loads(ours[spec_at]) == json.loads(documented[spec_at])
+    assert len(ours) == len(documented)
+    assert " ".join(serve_command_text(load_profile("qwen3-30b-a3b")).split()) == " ".join(
+        DOCUMENTED_COMMAND.split()
+    )
+
+
+# --------------------------------------------------------------------------- preflight as make runs it
+
+
+def run_preflight_cli(
+    profile: str, tmp_path: Path, **env: str
+) -> tuple[subprocess.CompletedProcess, float]:
+    """`python -m helpers.tools.preflight --profile NAME` with an empty HF cache; (result, seconds)."""
+    full_env = {
+        k: v for k, v in os.environ.items() if not k.startswith(("HF_", "TRANSFORMERS_OFFLINE"))
+    }
+    full_env.update({"HF_HOME": str(tmp_path / "hf-home"), **env})
+    t0 = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-m", "helpers.tools.preflight", "--profile", profile],
+        cwd=REPO_ROOT,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    return done, time.perf_counter() - t0
+
+
+@pytest.mark.parametrize("var", ["HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"])
+def test_offline_preflight_stops_in_one_line(tmp_path: Path, var: str) -> None:
+    done, seconds = run_preflight_cli("qwen3-30b-a3b", tmp_path, **{var: "1"})
+    lines = (done.stdout + done.stderr).strip().splitlines()
+    assert done.returncode == 2, done
+    assert len(lines) == 1, lines
+    assert "Hugging Face hub" in lines[0] and var in lines[0] and "Traceback" not in lines[0]
+    assert seconds < OFFLINE_LIMIT, f"offline preflight took {seconds:.1f} s"
+
+
+def test_tiny_preflight_passes(tmp_path: Path) -> None:
+    missing = [
+        name
+        for name in ("tiny-qwen3-moe", "tiny-qwen3-moe-eagle3")
+        if not (DATA_DIR / name / "config.json").is_file()
+    ]
+    assert not missing, f"data/ lacks {missing}: run `make tiny-models`"
+    done, _ = run_preflight_cli("tiny", tmp_path, HF_HUB_OFFLINE="1")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.startswith("preflight tiny: OK"), done.stdout
+    assert "Traceback" not in done.stderr
+
+
+def test_unknown_profile_is_one_line(tmp_path: Path) -> None:
+    done, _ = run_preflight_cli("no-such-profile", tmp_path)
+    assert done.returncode == 2 and (done.stdout + done.stderr).strip().count("\n") == 0
+    assert "unknown profile 'no-such-profile'" in done.stderr
+
+
+@pytest.mark.parametrize("target", ["test", "run"])
+def test_make_runs_preflight_first(target: str) -> None:
+    done = subprocess.run(
+        ["make", "-n", target, "PROFILE=qwen3-30b-a3b"],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    lines = done.stdout.splitlines()
+    pre = [
+        i
+        for i, line in enumerate(lines)
+        if "-m helpers.tools.preflight --profile qwen3-30b-a3b" in line
+    ]
+    main = [
+        i
+        for i, line in enumerate(lines)
+        if "-m pytest" in line or "-m helpers.tools.runner" in line
+    ]
+    assert pre and main and pre[0] < main[0], lines
+
+
+# --------------------------------------------------------------------------- preflight checks in-process
+
+
+@pytest.fixture
+def no_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Any connection attempt fails the test."""
+
+    def refuse(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        raise AssertionError("preflight tried the network while offline")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    monkeypatch.setattr(preflight, "hub_reachable", refuse)
+
+
+def test_offline_hub_check_makes_no_network_attempt(
+    monkeypatch: pytest.MonkeyPatch, no_network: None
+) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(preflight, "cached_model_complete", lambda repo: False)
+    result = preflight.run_preflight("qwen3-30b-a3b")
+    assert result.exit_code == 2 and len(result.lines()) == 1
+    assert "Hugging Face hub is off" in result.failures[0]
+
+
+def test_offline_with_cached_models_continues(
+    monkeypatch: pytest.MonkeyPatch, no_network: None
+) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(preflight, "cached_model_complete", lambda repo: True)
+    failure, note = preflight.check_hub(load_profile("qwen3-30b-a3b"))
+    assert failure is None and "local cache" in note
+
+
+def fake_cache(root: Path, repo: str, files: dict[str, str]) -> Path:
+    """A Hugging Face hub cache holding `files` (name -> text) of `repo` at one snapshot."""
+    repo_dir = root / f"models--{repo.replace('/', '--')}"
+    commit = "0" * 40
+    (repo_dir / "refs").mkdir(parents=True)
+    (repo_dir / "refs" / "main").write_text(commit)
+    for name, text in files.items():
+        path = repo_dir / "snapshots" / commit / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root
+
+
+def test_cached_model_complete_reads_the_cache_only(tmp_path: Path, no_network: None) -> None:
+    index = json.dumps(
+        {
+            "weight_map": {
+                "a": "model-00001-of-00002.safetensors",
+                "b": "model-00002-of-00002.safetensors",
+            }
+        }
+    )
+    sharded = {
+        "config.json": "{}",
+        "model.safetensors.index.json": index,
+        "model-00001-of-00002.safetensors": "x",
+    }
+    repo = "Org/Model"
+    assert not preflight.cached_model_complete(repo, cache_dir=tmp_path)
+    assert not preflight.cached_model_complete(
+        repo, cache_dir=fake_cache(tmp_path / "partial", repo, sharded)
+    )
+    full = {**sharded, "model-00002-of-00002.safetensors": "y"}
+    assert preflight.cached_model_complete(
+        repo, cache_dir=fake_cache(tmp_path / "full", repo, full)
+    )
+    single = {"config.json": "{}", "model.safetensors": "z"}
+    assert preflight.cached_model_complete(
+        repo, cache_dir=fake_cache(tmp_path / "single", repo, single)
+    )
+    assert not preflight.cached_model_complete(
+        repo, cache_dir=fake_cache(tmp_path / "cfg", repo, {"config.json": "{}"})
+    )
+
+
+def test_unreachable_hub_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setattr(preflight, "hub_reachable", lambda timeout: False)
+    monkeypatch.setattr(preflight, "cached_model_complete", lambda repo: False)
+    result = preflight.run_preflight("qwen3-235b-a22b", gpus=[H100] * 4)
+    assert result.exit_code == 2 and result.failures == [result.failures[0]]
+    assert "huggingface.co" in result.failures[0] and "unreachable" in result.failures[0]
+
+
+@pytest.mark.parametrize(
+    ("gpus", "fragment"),
+    [
+        ("torch 2.13.0+cpu is a CPU build: ...", "nvidia-smi lists none"),
+        ([], "nvidia-smi lists 0"),
+        ([GpuInfo(0, "NVIDIA L40S", 44.4, (8, 9))], "has 44.4 GiB"),
+    ],
+)
+def test_gpu_shortfalls_are_one_line_each(gpus: list[GpuInfo] | str, fragment: str) -> None:
+    failures, _ = preflight.check_gpus(load_profile("qwen3-30b-a3b"), gpus)
+    assert (
+        len(failures) == 1
+        and fragment in failures[0]
+        and failures[0].startswith("GPU: qwen3-30b-a3b needs 1 CUDA GPU")
+    )
+
+
+def test_gpu_requirements_met_on_80gb_cards(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(preflight, "flashinfer_installed", lambda: True)
+    assert preflight.check_gpus(load_profile("qwen3-30b-a3b"), [H100]) == ([], [])
+    assert preflight.check_gpus(load_profile("qwen3-235b-a22b"), [H100] * 4) == ([], [])
+    failures, _ = preflight.check_gpus(load_profile("qwen3-235b-a22b"), [H100] * 2)
+    assert failures and "needs 4 CUDA GPUs" in failures[0] and "nvidia-smi lists 2" in failures[0]
+
+
+def test_gpu_warnings_fp8_capability_and_flashinfer(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(preflight, "flashinfer_installed", lambda: False)
+    a100 = [GpuInfo(i, "NVIDIA A100-SXM4-80GB", 79.3, (8, 0)) for i in range(4)]
+    failures, warnings = preflight.check_gpus(load_profile("qwen3-235b-a22b"), a100)
+    assert failures == []
+    assert any("compute capability >= 8.9" in w for w in warnings)
+    assert any("flashinfer" in w for w in warnings)
+
+
+def test_gpu_notice_only_for_tiny_on_a_gpu() -> None:
+    tiny, real = load_profile("tiny"), load_profile("qwen3-30b-a3b")
+    notice = preflight.gpu_notice(tiny, gpu=True)
+    assert (
+        notice and "\n" not in notice and "slower" in notice.lower() and "qwen3-30b-a3b" in notice
+    )
+    assert preflight.gpu_notice(tiny, gpu=False) is None
+    assert preflight.gpu_notice(real, gpu=True) is None
+
+
+def test_hub_profile_preflight_end_to_end_on_a_local_pair(
+    monkeypatch: pytest.MonkeyPatch, tiny_pair
+) -> None:  # noqa: ANN001
+    """The whole hub path (hub -> GPUs -> pairing) on the stand-in pair, as if served from the hub."""
+    monkeypatch.setattr(preflight, "check_hub", lambda profile, timeout: (None, "hub reachable"))
+    monkeypatch.setattr(preflight, "flashinfer_installed", lambda: True)
+    profile = Profile(
+        name="fake-hub",
+        description="",
+        verifier=str(tiny_pair.verifier),
+        drafter=str(tiny_pair.drafter),
+        num_speculative_tokens=3,
+        engine={"max_model_len": 1024},
+        needs={"hub": True, "gpus": 1, "gpu_memory_gib": 75},
+        verifier_layers=8,
+        verifier_hidden_size=128,
+    )
+    ok = preflight.run_preflight(profile, gpus=[H100])
+    assert ok.exit_code == 0, ok.lines()
+    assert ok.lines()[0].startswith(
+        "preflight fake-hub: OK (hub reachable; 1 GPU with >= 75 GiB; pairing valid)"
+    )
+    wrong_shape = dataclasses.replace(profile, verifier_layers=48)
+    bad = preflight.run_preflight(wrong_shape, gpus=[])
+    assert bad.exit_code == 2
+    assert [line.split(":")[0] for line in bad.failures] == ["GPU", "profile"], bad.failures
+    config = tiny_pair.drafter / "config.json"
+    config.write_text(json.dumps({**json.loads(config.read_text()), "target_hidden_size": 64}))
+    broken = preflight.run_preflight(profile, gpus=[H100])
+    assert broken.exit_code == 2 and any(
+        "target_hidden_size_mismatch" in f for f in broken.failures
+    )
+
+
+def test_tiny_without_models_points_to_make_tiny_models(tmp_path: Path) -> None:
+    profile = Profile(
+        name="tiny-missing",
+        description="",
+        verifier=str(tmp_path / "v"),
+        drafter=str(tmp_path / "d"),
+        num_speculative_tokens=3,
+        needs={"hub": False},
+    )
+    result = preflight.run_preflight(profile, gpus=[])
+    assert (
+        result.exit_code == 2
+        and len(result.lines()) == 1
+        and "make tiny-models" in result.failures[0]
+    )
+
+
+def test_tiny_on_a_gpu_passes_with_the_notice(monkeypatch: pytest.MonkeyPatch, tiny_pair) -> None:  # noqa: ANN001
+    monkeypatch.setattr(preflight, "flashinfer_installed", lambda: True)
+    profile = Profile(
+        name="tiny-copy",
+        description="",
+        verifier=str(tiny_pair.verifier),
+        drafter=str(tiny_pair.drafter),
+        num_speculative_tokens=3,
+        engine={"max_model_len": 1024},
+        needs={"hub": False},
+    )
+    on_gpu = preflight.run_preflight(profile, gpus=[H100])
+    assert on_gpu.exit_code == 0 and on_gpu.warnings == [preflight.TINY_GPU_NOTICE]
+    on_cpu = preflight.run_preflight(profile, gpus="torch is a CPU build")
+    assert on_cpu.exit_code == 0 and on_cpu.warnings == [] and len(on_cpu.lines()) == 1
+
+
+def test_notice_quotes_the_recorded_break_even() -> None:
+    path = DATA_DIR / "measurements" / "h200-vllm-step-costs.json"
+    if not path.is_file():
+        pytest.skip(f"{path.name} not shipped yet")
+    rates = json.loads(path.read_text())["qwen3_30b_a3b_real_shape"]["steps_per_s"]
+    break_even = rates["plain"]["bs1"] / rates["k3"]["bs1"]
+    assert f"tau > {break_even:.2f}" in preflight.TINY_GPU_NOTICE
+    assert path.relative_to(REPO_ROOT).as_posix() in preflight.TINY_GPU_NOTICE
