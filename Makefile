@@ -18,7 +18,7 @@ export TRANSFORMERS_OFFLINE := 1
 endif
 
 .DEFAULT_GOAL := help
-.PHONY: help venv preflight run test lab tiny-models bench clean FORCE
+.PHONY: help venv preflight lint run test lab tiny-models bench clean FORCE
 
 help: ## list the targets
 	@echo "make <target> [PROFILE=tiny|qwen3-30b-a3b]   (PROFILE=$(PROFILE))"
@@ -33,13 +33,17 @@ $(STAMP): FORCE
 # Seconds, not minutes: hub reachable, GPUs and memory, pairing (hub profiles); data/ present (tiny).
 # A failure is one line and exit 2, so `make test`/`make run` stop before pytest or the notebooks start.
 preflight: venv ## check this machine can run PROFILE (hub, GPUs, pairing; tiny: data/ present)
-	$(VPY) -m helpers.preflight --profile $(PROFILE)
+	$(VPY) -m helpers.tools.preflight --profile $(PROFILE)
 
 run: venv preflight ## execute all notebooks headless -> build/*.ipynb, build/*.html, build/run-summary.json
-	$(VPY) -m helpers.runner $(NOTEBOOKS)
+	$(VPY) -m helpers.tools.runner $(NOTEBOOKS)
 
-test: venv preflight ## pytest tests/ plus every notebook via nbval
+test: venv preflight lint ## lint, then pytest tests/ plus every notebook via nbval
 	$(VPY) -m pytest tests --nbval-lax --nbval-current-env notebooks
+
+lint: venv ## ruff: lint (src, tests, scripts, notebook cells) and format check
+	$(VPY) -m ruff check .
+	$(VPY) -m ruff format --check .
 
 lab: venv ## JupyterLab on notebooks/ with the venv's kernel
 	$(VPY) -m jupyter lab --notebook-dir=notebooks $(LAB_FLAGS)
