@@ -11,7 +11,9 @@ from helpers.common.counters import Meter, SpecCounters, acceptance_stats
 from helpers.common.prompts import as_messages
 
 __all__ = [
+    "NEAR_TIE_MARGIN",
     "sampling",
+    "top2_margins",
     "CategoryRun",
     "run_prompts",
     "pooled",
@@ -23,15 +25,41 @@ __all__ = [
 ]
 
 
+#: Logit margins (top-1 minus top-2, in nats) below which two kernels may legitimately pick different
+#: argmaxes. The verifier's logits here are of order 10-30. TF32 (how GPUs multiply float32 by
+#: default) keeps 10 mantissa bits, a relative rounding of 2^-11 = 4.9e-4: about 0.01 on a logit of
+#: 25 per rounding, and a 1-token and a (k+1)-token step round differently in several of the last
+#: layers' products, so near-ties up to ~0.05 can flip. bfloat16 keeps 7 bits, 8x coarser: ~0.5.
+#: On a CPU, float32 is not rounded to TF32, and the workbook asserts exact identity instead.
+NEAR_TIE_MARGIN: dict[str, float] = {"float32": 0.05, "bfloat16": 0.5, "float16": 0.5}
+
+
 def sampling(
-    max_tokens: int, temperature: float = 0.0, ignore_eos: bool = False, seed: int = 0
+    max_tokens: int,
+    temperature: float = 0.0,
+    ignore_eos: bool = False,
+    seed: int = 0,
+    logprobs: int | None = None,
 ) -> Any:
-    """vLLM SamplingParams; T=0 is greedy (the only setting that is bit-identical to plain decoding)."""
+    """vLLM SamplingParams; T=0 is greedy. `logprobs=2` keeps each token's top-2 log-probabilities."""
     from vllm import SamplingParams
 
     return SamplingParams(
-        temperature=temperature, max_tokens=max_tokens, ignore_eos=ignore_eos, seed=seed
+        temperature=temperature,
+        max_tokens=max_tokens,
+        ignore_eos=ignore_eos,
+        seed=seed,
+        logprobs=logprobs,
     )
+
+
+def top2_margins(logprobs: Sequence[Mapping[int, Any]] | None) -> list[float]:
+    """Per generated token, top-1 minus top-2 log-probability (= logit margin); [] without logprobs."""
+    margins = []
+    for step in logprobs or []:
+        values = sorted((lp.logprob for lp in step.values()), reverse=True)
+        margins.append(values[0] - values[1] if len(values) > 1 else float("inf"))
+    return margins
 
 
 @dataclass
@@ -42,6 +70,8 @@ class CategoryRun:
     texts: list[str]
     seconds: float
     counters: SpecCounters = field(default_factory=SpecCounters)
+    margins: list[list[float]] = field(default_factory=list)
+    finished_naturally: list[bool] = field(default_factory=list)
 
     @property
     def stats(self) -> dict[str, Any]:
@@ -65,6 +95,8 @@ def run_prompts(llm: Any, prompts: Sequence[str], params: Any) -> CategoryRun:
         [o.outputs[0].text for o in outs],
         seconds,
         meter.delta,
+        [top2_margins(o.outputs[0].logprobs) for o in outs],
+        [o.outputs[0].finish_reason == "stop" for o in outs],
     )
 
 
@@ -85,22 +117,33 @@ class LosslessReport:
     identical: int
     total: int
     first_differences: list[int]
+    #: The plain run's top-1 minus top-2 logit margin at each first difference (None: unknown).
+    margins: list[float | None] = field(default_factory=list)
 
     @property
     def all_identical(self) -> bool:
         """True when every output matched."""
         return self.identical == self.total
 
+    def all_at_near_ties(self, threshold: float) -> bool:
+        """True when every divergence starts where the plain run's margin is below `threshold`."""
+        return all(m is not None and m < threshold for m in self.margins)
 
-def lossless_check(plain: Sequence[Sequence[int]], spec: Sequence[Sequence[int]]) -> LosslessReport:
-    """Compare outputs of plain and speculative decoding token by token."""
-    diffs = []
-    for a, b in zip(plain, spec, strict=True):
+
+def lossless_check(
+    plain: Sequence[Sequence[int]],
+    spec: Sequence[Sequence[int]],
+    plain_margins: Sequence[Sequence[float]] = (),
+) -> LosslessReport:
+    """Compare plain and speculative outputs token by token; margins say how close each call was."""
+    diffs, margins = [], []
+    for n, (a, b) in enumerate(zip(plain, spec, strict=True)):
         if list(a) != list(b):
-            diffs.append(
-                next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
-            )
-    return LosslessReport(len(plain) - len(diffs), len(plain), diffs)
+            at = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+            diffs.append(at)
+            known = n < len(plain_margins) and at < len(plain_margins[n])
+            margins.append(plain_margins[n][at] if known else None)
+    return LosslessReport(len(plain) - len(diffs), len(plain), diffs, margins)
 
 
 def throughput(
