@@ -26,3 +26,34 @@ def test_cpu_expand_fix_in_process() -> None:
     assert fix.cpu_expand_kernel_ok()
     assert not fix.patch_cpu_expand_kernel()  # idempotent
     assert fix.ExpandKernelCheck().workbook_cpu_expand_ok()
+
+
+# --------------------------------------------------------------------------- in a real engine at T > 0
+
+#: T = 0.7 answers of the tiny pair end on their own well within this many tokens when sampling is
+#: right; with garbage temperatures the verifier's distribution is flattened or NaN and answers
+#: run on (or the engine crashes).
+MAX_TOKENS = 256
+MIN_FINISHED_SHARE = 0.75
+MIN_DISTINCT_4GRAMS = 0.5
+
+
+@pytest.mark.vllm
+def test_speculative_sampling_at_t07_in_process() -> None:
+    from helpers.analytics.text_quality import distinct_ngram_ratio
+    from helpers.common.profiles import load_profile
+    from helpers.common.prompts import load_prompts
+    from helpers.engine.lifecycle import engine_kwargs, open_engine
+    from helpers.engine.runs import run_prompts, sampling
+
+    prompts = [p for items in load_prompts(3).values() for p in items]
+    kwargs = engine_kwargs(load_profile("tiny"), k=3, worker_extension_cls=fix.EXPAND_KERNEL_CHECK)
+    with open_engine(**kwargs) as llm:
+        seen = llm.collective_rpc("workbook_expanded_temperatures", args=([0.7, 0.3], 3))
+        run = run_prompts(llm, prompts, sampling(MAX_TOKENS, temperature=0.7, seed=1))
+    assert seen == [[0.7, 0.7, 0.7, 0.3, 0.3, 0.3]]  # what the worker's rejection sampler reads
+    finished = sum(run.finished_naturally) / len(prompts)
+    distinct = min(distinct_ngram_ratio(text.split()) for text in run.texts)
+    print(f"finished naturally {finished:.0%}, lowest distinct-4-gram ratio {distinct:.2f}")
+    assert finished >= MIN_FINISHED_SHARE and distinct >= MIN_DISTINCT_4GRAMS, (finished, distinct)
+    assert run.stats["spec_decode_num_drafts"] > 0

@@ -226,6 +226,32 @@ def spec_server() -> Iterator[VllmServer]:
 
 
 @pytest.mark.vllm
+def test_speculative_sampling_at_t07_through_the_server(spec_server: VllmServer) -> None:
+    """vLLM issue #55005 is fixed in the server's processes too (the plugin loads there)."""
+    from helpers.analytics.text_quality import distinct_ngram_ratio
+    from helpers.common.prompts import as_messages, load_prompts
+
+    prompts = [p for items in load_prompts(2).values() for p in items]
+    before = scrape_spec_counters(spec_server.base_url)
+    replies = [
+        chat(
+            spec_server.base_url,
+            spec_server.model,
+            as_messages(p),
+            max_tokens=256,
+            temperature=0.7,
+            seed=i,
+        )
+        for i, p in enumerate(prompts)
+    ]
+    drafts = (scrape_spec_counters(spec_server.base_url) - before).num_drafts
+    finished = sum(r["choices"][0]["finish_reason"] == "stop" for r in replies) / len(replies)
+    distinct = min(distinct_ngram_ratio(answer_text(r).split()) for r in replies)
+    print(f"finished naturally {finished:.0%}, lowest distinct-4-gram ratio {distinct:.2f}")
+    assert drafts > 0 and finished >= 0.75 and distinct >= 0.5, (drafts, finished, distinct)
+
+
+@pytest.mark.vllm
 def test_server_answers_a_chat_request(spec_server: VllmServer) -> None:
     assert served_models(spec_server.base_url) == [spec_server.model] == ["tiny-qwen3-moe"]
     reply = chat(spec_server.base_url, spec_server.model, MESSAGES, max_tokens=32, temperature=0.0)

@@ -106,3 +106,15 @@ class ExpandKernelCheck:
     def workbook_cpu_expand_ok(self) -> bool:
         """cpu_expand_kernel_ok() evaluated in the worker process (call via llm.collective_rpc)."""
         return cpu_expand_kernel_ok()
+
+    def workbook_expanded_temperatures(self, temperatures: list[float], drafts: int) -> list[float]:
+        """What the worker's rejection sampler reads as each draft token's temperature."""
+        import torch
+        from vllm.v1.sample import rejection_sampler
+
+        per_request = torch.tensor(temperatures, dtype=torch.float32)
+        cu = torch.arange(1, len(temperatures) + 1, dtype=torch.int32) * drafts
+        expanded = rejection_sampler.expand_batch_to_tokens(
+            per_request, cu, len(temperatures) * drafts, replace_from=-1, replace_to=1
+        )
+        return [round(float(t), 6) for t in expanded]
