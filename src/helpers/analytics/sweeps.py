@@ -62,6 +62,7 @@ __all__ = [
     "metered_throughput",
     "throughput_vs_k",
     "SweepResults",
+    "main_k_runs",
     "run_sweeps",
     "best_k",
 ]
@@ -251,6 +252,14 @@ def _with_engine(profile: Profile, k: int, work: Callable[[Any], Any]) -> tuple[
     with open_engine(**engine_kwargs(profile, k=k, **extra)) as llm:
         result = work(llm)
     return result, time.perf_counter() - t0
+
+
+def main_k_runs(profile: Profile, plan: SweepPlan) -> dict[str, CategoryRun]:
+    """The plan's main-k, T = 0 runs on one profile's engine (what run_sweeps keeps as main_runs)."""
+    prompts = load_prompts(plan.n_prompts)
+    greedy = sampling(plan.max_tokens)
+    runs, _ = _with_engine(profile, plan.k, lambda llm: run_categories(llm, prompts, greedy))
+    return runs
 
 
 def run_sweeps(profile: Profile, plan: SweepPlan, verbose: bool = True) -> SweepResults:
