@@ -55,10 +55,17 @@ def triggers(workflow: dict) -> dict:
 
 
 def the_job(workflow: dict) -> dict:
-    """The workflow's only job."""
-    jobs = workflow["jobs"]
-    assert len(jobs) == 1, f"expected one job, got {list(jobs)}"
-    return next(iter(jobs.values()))
+    """The job on the real pairing."""
+    return workflow["jobs"]["nbval-qwen3-30b-a3b"]
+
+
+def test_no_download_job_tests_the_gpu_path_without_a_token(workflow: dict) -> None:
+    job = workflow["jobs"]["gpu-no-download"]
+    assert "self-hosted" in job["runs-on"] and "gpu" in job["runs-on"]
+    runs = [step["run"].strip() for step in job["steps"] if "run" in step]
+    assert "make test" in runs and any("scripts/gpu_moe_lab.py" in r for r in runs), runs
+    assert "HF_TOKEN" not in str(job)
+    assert workflow["jobs"]["nbval-qwen3-30b-a3b"]["needs"] == "gpu-no-download"
 
 
 def test_workflow_parses_and_is_named(workflow: dict) -> None:

