@@ -1,6 +1,6 @@
-"""Acceptance analytics on top of the engine: the sweeps over k, temperature and task, the cost
-and speed-up model with the recorded H200 step costs, acceptance figures and the token-coloured
-view, and text-quality measures (notebook 03).
+"""Analytics on top of the engine: the sweeps over k, temperature and task (notebook 03), the
+MoE economics of a verify pass (expert union, c(k, B); notebook 06), the speed-up model with the
+recorded H200 and published measurements, figures, and text-quality measures.
 """
 
-__all__ = ["figures", "speedup", "sweeps", "text_quality"]
+__all__ = ["figures", "moe", "speedup", "sweeps", "text_quality"]

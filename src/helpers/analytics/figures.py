@@ -1,4 +1,4 @@
-"""Figures and the token-colored view of notebook 03 (acceptance analytics and speedup), all via plots.py."""
+"""Figures: acceptance (notebook 03), the token-coloured view, and MoE economics (notebook 06)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,9 @@ from helpers.common.figures import PALETTE, new_figure
 from helpers.common.tables import K_COLUMN
 
 __all__ = [
+    "plot_expert_union",
+    "plot_relative_cost",
+    "plot_speedup_map",
     "TAU",
     "LABEL_COLORS",
     "LABEL_TEXT",
@@ -25,7 +28,6 @@ __all__ = [
     "token_html",
     "MONO_ADVANCE",
     "plot_token_colors",
-    "plot_speedup_model",
 ]
 
 TAU = "spec_decode_acceptance_length"
@@ -227,68 +229,127 @@ def plot_token_colors(
     return fig
 
 
-# --------------------------------------------------------------------------- speedup
+# --------------------------------------------------------------------------- MoE economics (06)
 
 
-def plot_speedup_model(
-    pvm: pd.DataFrame,
-    best: int,
-    h200_curve: pd.DataFrame,
-    h200_costs: pd.DataFrame,
-    record_date: str,
-    alpha_here: float | None = None,
-) -> Figure:
-    """Left: this CPU, predicted (τ / c(k)) vs measured vLLM speedup. Right: the recorded H200 costs."""
-    fig, (ax, bx) = new_figure(2, width=5.4, height=3.9)
-    ax.axhline(1.0, color=PALETTE["plain"], lw=1, label="plain decoding")
+def plot_expert_union(windows: pd.DataFrame, batches: pd.DataFrame, experts: int) -> Figure:
+    """Left: distinct experts per layer for n consecutive positions, measured vs the two bounds.
+    Right: the union over B sequences x (k + 1) positions, measured vs the bounds."""
+    fig, (ax, bx) = new_figure(2, width=5.2)
     ax.plot(
-        pvm[K_COLUMN],
-        pvm.predicted_speedup,
-        "s--",
-        color=PALETTE["recorded"],
-        label="predicted: τ / c(k), PyTorch step costs",
+        windows.positions,
+        windows.independent_union,
+        "--",
+        color=PALETTE["correction"],
+        label="independent routing",
     )
-    ks, measured = [0, *pvm[K_COLUMN]], [1.0, *pvm.measured_speedup]
-    ax.plot(ks, measured, "o-", color=PALETTE["spec"], label="measured: vLLM tokens/s ratio")
     ax.plot(
-        [best],
-        [measured[ks.index(best)]],
-        "*",
-        ms=16,
-        color=PALETTE["bonus"],
-        mec="k",
-        label=f"fastest measured: {'plain' if best == 0 else f'k = {best}'}",
+        windows.positions,
+        windows.measured_union,
+        "o-",
+        color=PALETTE["spec"],
+        label="measured (trained router)",
+    )
+    ax.plot(
+        windows.positions,
+        windows.shared_bound,
+        ":",
+        color=PALETTE["plain"],
+        label="all positions agree",
     )
     ax.set(
-        xlabel="k (0 = plain)",
-        ylabel="speedup over plain (concurrency 1)",
-        title="this CPU, tiny pair (this run)",
-        xticks=ks,
-        ylim=(0, None),
+        xlabel="positions verified together (k + 1)",
+        ylabel="distinct experts per layer",
+        title="one sequence",
+        ylim=(0, experts + 0.5),
     )
-    ax.legend(fontsize=7)
-    cmap = mpl.colormaps["viridis"]
-    alphas = sorted(h200_curve.alpha.unique())
-    for i, a in enumerate(alphas):
-        grp = h200_curve[h200_curve.alpha == a]
-        here = alpha_here is not None and abs(a - alpha_here) < 0.005
-        bx.plot(
-            grp[K_COLUMN],
-            grp.predicted_speedup,
-            "o-",
-            color=cmap(i / max(1, len(alphas) - 1) * 0.85),
-            lw=2.5 if here else 1.5,
-            label=f"α = {a:.2f}" + (" (tiny drafter, this run)" if here else ""),
-        )
-    bx.axhline(1.0, color=PALETTE["plain"], lw=1)
-    ticks = list(h200_costs[K_COLUMN])
-    bx.set_xticks(
-        ticks, [f"k={k}\nc={c:.2f}" for k, c in zip(ticks, h200_costs.relative_step_cost)]
+    ax.legend(fontsize=8)
+    bx.plot(
+        batches.batch,
+        batches.independent_union,
+        "--",
+        color=PALETTE["correction"],
+        label="independent",
     )
+    bx.plot(batches.batch, batches.measured_union, "o-", color=PALETTE["spec"], label="measured")
+    bx.plot(
+        batches.batch,
+        batches.shared_union,
+        ":",
+        color=PALETTE["plain"],
+        label="each sequence agrees with itself",
+    )
+    bx.set_xscale("log", base=2)
     bx.set(
-        ylabel="predicted speedup",
-        ylim=(0, None),
-        title=f"Qwen3-30B-A3B shape, H200 step costs\n(RECORDED {record_date}, another machine)",
+        xlabel="batch B (sequences)",
+        ylabel="distinct experts per layer",
+        title=f"B sequences x {int(batches.positions.iloc[0])} positions",
+        ylim=(0, experts + 0.5),
     )
-    bx.legend(fontsize=7, title="acceptance", title_fontsize=7, loc="lower left")
+    bx.legend(fontsize=8)
+    return fig
+
+
+def plot_relative_cost(model: pd.DataFrame, recorded: pd.DataFrame, shape: str) -> Figure:
+    """c(k, B) of the bytes model for one shape (a band from shared to independent routing) next
+    to the step costs recorded on an H200, one panel per k."""
+    ks = sorted(model[K_COLUMN].unique())
+    fig, axes = new_figure(len(ks), width=3.8)
+    for ax, k in zip(axes, ks):
+        sub = model[(model[K_COLUMN] == k) & (model["shape"] == shape)]
+        for routing, grp in sub.groupby("routing", sort=False):
+            ax.plot(grp.batch, grp.relative_step_cost, "-", label=f"bytes model, {routing}")
+        rec = recorded[recorded[K_COLUMN] == k]
+        ax.plot(
+            rec.batch_size,
+            rec.relative_step_cost,
+            "s",
+            ms=8,
+            color=PALETTE["recorded"],
+            mec="k",
+            label="recorded H200 (random weights)",
+        )
+        ax.axhline(1.0, color=PALETTE["plain"], lw=1)
+        ax.set_xscale("log", base=2)
+        ax.set(
+            xlabel="batch B",
+            ylabel="c(k, B) = spec step / plain step",
+            title=f"{shape}, k={k}",
+            ylim=(0, None),
+        )
+    axes[0].legend(fontsize=7)
+    return fig
+
+
+def plot_speedup_map(grid: pd.DataFrame, points: pd.DataFrame, k: int, title: str) -> Figure:
+    """Predicted speed-up τ / c(k, B) over τ and B, with the break-even line and recorded points."""
+    fig, (ax,) = new_figure(1, width=6.4, height=4.2)
+    pivot = grid.pivot(index="tau", columns="batch", values="predicted_speedup")
+    mesh = ax.pcolormesh(
+        pivot.columns,
+        pivot.index,
+        pivot.values,
+        cmap="RdYlGn",
+        vmin=0.4,
+        vmax=1.6,
+        shading="nearest",
+    )
+    ax.contour(pivot.columns, pivot.index, pivot.values, levels=[1.0], colors="k", linewidths=1.5)
+    fig.colorbar(mesh, ax=ax, label="predicted speed-up (1 = break-even, black line)")
+    if len(points):
+        ax.scatter(
+            points.batch,
+            points.acceptance_length,
+            c=points.speedup_vs_plain,
+            cmap="RdYlGn",
+            vmin=0.4,
+            vmax=1.6,
+            edgecolors="k",
+            s=60,
+            marker="D",
+            label="published runs (recorded, SGLang, H100)",
+        )
+        ax.legend(fontsize=7, loc="upper right")
+    ax.set_xscale("log", base=2)
+    ax.set(xlabel="batch B", ylabel="acceptance length τ", title=title, ylim=(1, k + 1))
     return fig

@@ -30,6 +30,8 @@ from helpers.common.threads import torch_threads
 from helpers.eagle3.drafter import Eagle3Drafter, draft_chain, greedy_feedback
 
 __all__ = [
+    "PUBLISHED_FILE",
+    "published_points",
     "H200_FILE",
     "H200_SHAPE",
     "expected_tokens_per_step",
@@ -40,11 +42,11 @@ __all__ = [
     "verifier_step_seconds",
     "drafter_step_seconds",
     "measure_step_costs",
-    "predicted_vs_measured",
     "model_curve",
     "load_h200",
     "recorded_on",
     "h200_step_costs",
+    "h200_all_batches",
     "h200_tiny_pair",
     "break_even",
 ]
@@ -167,25 +169,6 @@ def measure_step_costs(
     return df
 
 
-def predicted_vs_measured(costs: pd.DataFrame, throughput_df: pd.DataFrame) -> pd.DataFrame:
-    """Per k: measured τ, predicted speedup τ / c(k) from PyTorch step costs, measured vLLM speedup."""
-    spec = throughput_df[throughput_df[K_COLUMN] > 0]
-    df = costs[[K_COLUMN, "relative_step_cost"]].merge(
-        spec[
-            [
-                K_COLUMN,
-                "spec_decode_acceptance_length",
-                "speedup_vs_plain",
-                "implied_relative_step_cost",
-            ]
-        ],
-        on=K_COLUMN,
-    )
-    df["predicted_speedup"] = df.spec_decode_acceptance_length / df.relative_step_cost
-    df = df.rename(columns={"speedup_vs_plain": "measured_speedup"})
-    return df
-
-
 def model_curve(
     costs: pd.DataFrame, alphas: Sequence[float], cost_column: str = "relative_step_cost"
 ) -> pd.DataFrame:
@@ -242,6 +225,16 @@ def h200_step_costs(record: dict[str, Any], batch: str = "bs1") -> pd.DataFrame:
     return df
 
 
+def h200_all_batches(record: dict[str, Any]) -> pd.DataFrame:
+    """c(k) on the H200 at every recorded batch size (bs1, bs8, bs32), with batch_size as a number."""
+    columns = sorted(
+        {b for r in record[H200_SHAPE]["steps_per_s"].values() for b in r}, key=lambda b: int(b[2:])
+    )
+    df = pd.concat([h200_step_costs(record, b) for b in columns], ignore_index=True)
+    df["batch_size"] = df.batch.str[2:].astype(int)
+    return df
+
+
 def h200_tiny_pair(record: dict[str, Any]) -> pd.DataFrame:
     """The recorded tiny-pair runs on the H200: plain vs k=3 tokens/s at concurrency 1 and batch 32."""
     rows = []
@@ -273,3 +266,26 @@ def break_even(costs: pd.DataFrame) -> pd.DataFrame:
         for k, t in zip(df[K_COLUMN], df.break_even_tau)
     ]
     return df
+
+
+PUBLISHED_FILE: Path = DATA_DIR / "published" / "qwen3-30b-a3b-eagle3.json"
+
+
+def published_points(path: Path = PUBLISHED_FILE) -> pd.DataFrame:
+    """Published Qwen3-30B-A3B + EAGLE-3 runs (recorded, another framework and GPU): one row per
+    run with its batch, acceptance length, and speed-up over the same source's plain run."""
+    record = json.loads(Path(path).read_text())
+    rows = []
+    for run in record["spec"]:
+        plain = record["plain_tok_s"][run["source"]].get(str(run["batch"]))
+        if plain is None:
+            continue
+        rows.append(
+            {
+                **run,
+                "plain_tok_s": plain,
+                "speedup_vs_plain": run["tok_s"] / plain,
+                "date": record["sources"][run["source"]]["date"],
+            }
+        )
+    return pd.DataFrame(rows)

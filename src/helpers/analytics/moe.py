@@ -1,0 +1,246 @@
+"""Why a Mixture-of-Experts verifier is not a dense one: the expert union of a verify pass, and the
+cost of a speculative step in bytes read (notebook 06).
+
+A verify pass scores k + 1 positions at once. In a dense model they share every weight, so on a
+memory-bound GPU the pass costs about one decode step. In a MoE layer each position routes to its
+own top-a of E experts, and the pass streams the **union** of their experts: E·(1 − (1 − a/E)ⁿ)
+experts for n independently routed positions, a when all n agree. Trained routers are correlated
+across neighbouring tokens, so the truth lies in between; `window_union` measures it on a real
+router. `step_bytes` turns a union into bytes (dense and attention weights once, routed experts by
+the union, the KV cache, the drafter) and `relative_cost` into c(k, B) = spec step / plain step.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+import torch
+
+from helpers.common.configs import read_config
+from helpers.common.paths import DATA_DIR
+
+__all__ = [
+    "BYTES_BF16",
+    "MoeShape",
+    "QWEN3_30B_A3B",
+    "QWEN3_235B_A22B",
+    "independent_union",
+    "shared_union",
+    "router_choices",
+    "window_union",
+    "union_table",
+    "batch_union",
+    "correlation",
+    "union_with_correlation",
+    "step_bytes",
+    "relative_cost",
+    "cost_table",
+]
+
+BYTES_BF16 = 2
+
+
+@dataclass(frozen=True)
+class MoeShape:
+    """The sizes of a Qwen3-MoE verifier that decide what a decode step reads."""
+
+    name: str
+    layers: int
+    hidden: int
+    experts: int
+    active: int
+    expert_ffn: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    vocab: int
+
+    @classmethod
+    def from_config(cls, name: str, config: dict[str, Any]) -> MoeShape:
+        """A shape from a Qwen3-MoE config.json."""
+        return cls(
+            name,
+            config["num_hidden_layers"],
+            config["hidden_size"],
+            config.get("num_experts") or config["num_local_experts"],
+            config["num_experts_per_tok"],
+            config["moe_intermediate_size"],
+            config["num_attention_heads"],
+            config["num_key_value_heads"],
+            config.get("head_dim") or config["hidden_size"] // config["num_attention_heads"],
+            config["vocab_size"],
+        )
+
+    def expert_params(self) -> int:
+        """Parameters of one routed expert (gate, up and down projections)."""
+        return 3 * self.hidden * self.expert_ffn
+
+    def dense_params_per_layer(self) -> int:
+        """Attention projections and the router: read once per step, whatever the token count."""
+        attn = self.hidden * self.head_dim * (2 * self.heads + 2 * self.kv_heads)
+        return attn + self.hidden * self.experts
+
+    def drafter_params(self) -> int:
+        """A one-layer EAGLE-3 drafter of this width: fc (3H→H), a Llama layer, lm_head."""
+        attn = (
+            2 * self.hidden * self.head_dim * (self.heads + 2 * self.kv_heads)
+            + self.heads * self.head_dim * self.hidden
+        )
+        return (
+            3 * self.hidden * self.hidden
+            + attn
+            + 3 * self.hidden * 4 * self.hidden
+            + self.vocab * self.hidden
+        )
+
+
+QWEN3_30B_A3B = MoeShape.from_config(
+    "Qwen3-30B-A3B", read_config(DATA_DIR / "shapes" / "qwen3-30b-a3b")
+)
+#: Published architecture of Qwen3-235B-A22B (model card): 94 layers, hidden 4096, 128 experts of
+#: FFN width 1536, 8 active, 64 query and 4 KV heads of 128, vocabulary 151,936.
+QWEN3_235B_A22B = MoeShape("Qwen3-235B-A22B", 94, 4096, 128, 8, 1536, 64, 4, 128, 151936)
+
+
+def independent_union(experts: int, active: int, n: float) -> float:
+    """Expected distinct experts when n positions each pick `active` of `experts` independently."""
+    return experts * (1 - (1 - active / experts) ** n)
+
+
+def shared_union(experts: int, active: int, sequences: float) -> float:
+    """Distinct experts when positions of one sequence all agree, sequences independent."""
+    return independent_union(experts, active, sequences)
+
+
+@torch.no_grad()
+def router_choices(verifier: Any, ids: Sequence[int]) -> torch.Tensor:
+    """The experts each position routes to, per layer: [layers, T, active] (transformers MoE)."""
+    out = verifier(input_ids=torch.tensor([list(ids)]), output_router_logits=True)
+    active = verifier.config.num_experts_per_tok
+    return torch.stack([logits.topk(active, dim=-1).indices for logits in out.router_logits])
+
+
+def _distinct(choices: torch.Tensor) -> torch.Tensor:
+    """Distinct experts per layer of [layers, positions, active] choices: [layers]."""
+    flat = choices.reshape(choices.shape[0], -1)
+    return torch.tensor([len(set(row.tolist())) for row in flat], dtype=torch.float32)
+
+
+def window_union(choices: torch.Tensor, n: int, start: int = 0) -> float:
+    """Mean distinct experts per layer over every window of n consecutive positions from `start`."""
+    t = choices.shape[1]
+    sizes = [_distinct(choices[:, i : i + n]).mean().item() for i in range(start, t - n + 1)]
+    return sum(sizes) / len(sizes) if sizes else float("nan")
+
+
+def union_table(
+    choices: Sequence[tuple[torch.Tensor, int]], ns: Sequence[int], experts: int, active: int
+) -> pd.DataFrame:
+    """Per window size n: measured mean union (answers only), the independent curve, the shared bound.
+
+    `choices` holds (router choices, index of the first answer position) per sequence.
+    """
+    rows = []
+    for n in ns:
+        per_seq = [window_union(c, n, start) for c, start in choices]
+        per_seq = [u for u in per_seq if u == u]
+        rows.append(
+            {
+                "positions": n,
+                "measured_union": sum(per_seq) / len(per_seq),
+                "independent_union": independent_union(experts, active, n),
+                "shared_bound": float(active),
+                "sequences": len(per_seq),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def batch_union(
+    choices: Sequence[tuple[torch.Tensor, int]],
+    batch: int,
+    n: int,
+    samples: int = 50,
+    seed: int = 0,
+) -> float:
+    """Mean distinct experts per layer over `batch` sequences × n consecutive answer positions each."""
+    rng = random.Random(seed)
+    eligible = [(c, s) for c, s in choices if c.shape[1] - s >= n]
+    sizes = []
+    for _ in range(samples):
+        picks = [eligible[rng.randrange(len(eligible))] for _ in range(batch)]
+        windows = []
+        for c, s in picks:
+            i = rng.randrange(s, c.shape[1] - n + 1)
+            windows.append(c[:, i : i + n])
+        sizes.append(_distinct(torch.cat(windows, dim=1)).mean().item())
+    return sum(sizes) / len(sizes)
+
+
+def correlation(measured: float, experts: int, active: int, n: int) -> float:
+    """How far routing sits from independent (0) towards fully shared (1) for n positions."""
+    indep = independent_union(experts, active, n)
+    return (indep - measured) / (indep - active) if indep > active else 0.0
+
+
+def union_with_correlation(experts: int, active: int, batch: int, n: int, rho: float) -> float:
+    """Expected union of `batch` sequences × n positions, routing correlated by rho within a sequence."""
+    indep = independent_union(experts, active, batch * n)
+    shared = shared_union(experts, active, batch)
+    return indep - rho * (indep - shared)
+
+
+def step_bytes(
+    shape: MoeShape,
+    batch: int,
+    union: float,
+    context: int,
+    drafter_steps: int = 0,
+    bytes_per_param: int = BYTES_BF16,
+) -> float:
+    """Bytes one decode step reads: dense weights and lm_head once, `union` experts per layer, the KV
+    cache of `batch` sequences of `context` tokens, and `drafter_steps` reads of the drafter."""
+    weights = shape.layers * (shape.dense_params_per_layer() + union * shape.expert_params())
+    weights += shape.vocab * shape.hidden  # lm_head; embeddings are a gather, not a stream
+    kv = batch * context * shape.layers * 2 * shape.kv_heads * shape.head_dim
+    drafter = drafter_steps * shape.drafter_params()
+    return (weights + drafter) * bytes_per_param + kv * bytes_per_param
+
+
+def relative_cost(shape: MoeShape, k: int, batch: int, rho: float, context: int = 512) -> float:
+    """c(k, B): bytes of a speculative step (verify B·(k+1) positions, k drafter steps) over a plain
+    step (B positions), both memory-bound, with within-sequence routing correlation rho."""
+    plain_union = union_with_correlation(shape.experts, shape.active, batch, 1, rho)
+    spec_union = union_with_correlation(shape.experts, shape.active, batch, k + 1, rho)
+    plain = step_bytes(shape, batch, plain_union, context)
+    spec = step_bytes(shape, batch, spec_union, context, drafter_steps=k)
+    return spec / plain
+
+
+def cost_table(
+    shapes: Sequence[MoeShape],
+    ks: Sequence[int],
+    batches: Sequence[int],
+    rhos: dict[str, float],
+    context: int = 512,
+) -> pd.DataFrame:
+    """c(k, B) for every shape, k, batch and named routing correlation (a tidy table)."""
+    rows = [
+        {
+            "shape": s.name,
+            "num_speculative_tokens": k,
+            "batch": b,
+            "routing": name,
+            "rho": rho,
+            "relative_step_cost": relative_cost(s, k, b, rho, context),
+        }
+        for s in shapes
+        for k in ks
+        for b in batches
+        for name, rho in rhos.items()
+    ]
+    return pd.DataFrame(rows)

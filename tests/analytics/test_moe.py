@@ -1,0 +1,59 @@
+"""helpers.analytics.moe: the expert-union bounds and measurement, and the bytes model of c(k, B)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from helpers.analytics.moe import (
+    QWEN3_30B_A3B,
+    QWEN3_235B_A22B,
+    batch_union,
+    correlation,
+    independent_union,
+    relative_cost,
+    union_table,
+    union_with_correlation,
+    window_union,
+)
+
+
+def test_independent_union_matches_the_issue_numbers() -> None:
+    assert independent_union(128, 8, 1) == pytest.approx(8)
+    assert independent_union(128, 8, 4) == pytest.approx(29.1, abs=0.05)
+    assert independent_union(8, 2, 64) == pytest.approx(8, abs=1e-6)
+
+
+def test_window_union_counts_distinct_experts_per_layer() -> None:
+    # 1 layer, 4 positions, top-2: positions 0-1 share experts, 2-3 differ.
+    choices = torch.tensor([[[0, 1], [1, 0], [2, 3], [4, 5]]])
+    assert window_union(choices, 1) == 2.0
+    assert window_union(choices, 2) == pytest.approx((2 + 4 + 4) / 3)
+    assert window_union(choices, 2, start=2) == 4.0
+
+
+def test_shared_routing_is_detected_as_correlated() -> None:
+    same = torch.tensor([[[0, 1]] * 10])
+    table = union_table([(same, 0)], [1, 4], experts=8, active=2)
+    assert list(table.measured_union) == [2.0, 2.0]
+    assert correlation(2.0, 8, 2, 4) == pytest.approx(1.0)
+    assert correlation(independent_union(8, 2, 4), 8, 2, 4) == pytest.approx(0.0)
+    assert batch_union([(same, 0)], batch=3, n=4, samples=5) == 2.0
+
+
+def test_union_with_correlation_spans_the_bounds() -> None:
+    assert union_with_correlation(128, 8, 1, 4, 0.0) == pytest.approx(independent_union(128, 8, 4))
+    assert union_with_correlation(128, 8, 1, 4, 1.0) == pytest.approx(8)
+
+
+@pytest.mark.parametrize("shape", [QWEN3_30B_A3B, QWEN3_235B_A22B], ids=lambda s: s.name)
+def test_cost_grows_with_k_and_with_independence(shape) -> None:  # noqa: ANN001
+    assert 1 < relative_cost(shape, 1, 1, 0.0) < relative_cost(shape, 3, 1, 0.0)
+    assert relative_cost(shape, 3, 1, 1.0) < relative_cost(shape, 3, 1, 0.0)
+
+
+def test_published_shape_of_30b() -> None:
+    s = QWEN3_30B_A3B
+    assert (s.layers, s.hidden, s.experts, s.active, s.expert_ffn) == (48, 2048, 128, 8, 768)
+    active_params = s.layers * (s.dense_params_per_layer() + s.active * s.expert_params())
+    assert 2.5e9 < active_params + 2 * s.vocab * s.hidden < 3.6e9  # "A3B": ~3.3 B active
