@@ -63,3 +63,23 @@ def test_bench_prompts_interleave_the_categories() -> None:
     assert len(prompts) == 8 and len(set(prompts)) == 8
     per_category = load_prompts()
     assert prompts[:4] == [per_category[c][0] for c in CATEGORIES]
+
+
+def test_cpu_by_role_splits_engine_and_front_end() -> None:
+    import os
+    import subprocess
+    import sys
+
+    import psutil
+
+    from helpers.serving.bench import cpu_by_role
+
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(5)"])
+    try:
+        roles = cpu_by_role([psutil.Process(child.pid)])
+        assert set(roles) == {"client", "front_end", "engine"}
+        assert roles["client"] > 0 and roles["engine"] == 0.0
+        assert cpu_by_role([psutil.Process(os.getpid())])["front_end"] > 0
+    finally:
+        child.kill()
+        child.wait()

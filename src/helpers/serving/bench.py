@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+import psutil
 from matplotlib.figure import Figure
 
 from helpers.common.ci import ci_scaled
@@ -33,6 +34,8 @@ __all__ = [
     "requests_for",
     "bench_prompts",
     "LevelRun",
+    "ENGINE_PROCESS_NAMES",
+    "cpu_by_role",
     "run_level",
     "warm_up",
     "run_benchmark",
@@ -72,6 +75,8 @@ class LevelRun:
     duration: float
     skipped: int = 0
     counters: SpecCounters = field(default_factory=SpecCounters)
+    #: CPU seconds spent during the level by role: client (this process), front end, engine.
+    cpu_seconds: dict[str, float] = field(default_factory=dict)
 
     def row(self) -> dict[str, float | int | str]:
         """One tidy row: throughput, TTFT, TPOT and (for a drafter) acceptance length τ."""
@@ -96,7 +101,28 @@ class LevelRun:
             "acceptance_length": stats["spec_decode_acceptance_length"]
             if self.counters.num_drafts
             else math.nan,
+            **{f"cpu_s_{role}": round(sec, 2) for role, sec in self.cpu_seconds.items()},
         }
+
+
+ENGINE_PROCESS_NAMES = ("EngineCore", "Worker", "VllmWorker")
+
+
+def cpu_by_role(server_processes: Sequence[psutil.Process]) -> dict[str, float]:
+    """CPU seconds (user + system) so far of this process (the client), of the server's engine
+    processes (names containing EngineCore / Worker), and of its other processes (front end)."""
+    roles = {"client": 0.0, "front_end": 0.0, "engine": 0.0}
+    me = psutil.Process()
+    roles["client"] = sum(me.cpu_times()[:2])
+    for proc in server_processes:
+        try:
+            seconds = sum(proc.cpu_times()[:2])
+            name = proc.name()  # e.g. "VLLM::EngineCor" (vLLM sets process titles; 15 characters)
+            role = "engine" if any(n in name for n in ENGINE_PROCESS_NAMES) else "front_end"
+        except psutil.Error:
+            continue
+        roles[role] += seconds
+    return roles
 
 
 def run_level(
@@ -108,6 +134,7 @@ def run_level(
     max_tokens: int = DEFAULT_MAX_TOKENS,
     time_limit: float = LEVEL_TIME_LIMIT,
     mode: str = "spec",
+    server_processes: Callable[[], Sequence[psutil.Process]] | None = None,
 ) -> LevelRun:
     """Send n_requests streaming requests, `concurrency` in flight; none starts after `time_limit` seconds."""
     deadline = time.perf_counter() + time_limit
@@ -126,6 +153,8 @@ def run_level(
             ignore_eos=True,
         )
 
+    processes = list(server_processes()) if server_processes else []
+    cpu_before = cpu_by_role(processes)
     before = scrape_spec_counters(base_url)
     t0 = time.perf_counter()
     with ThreadPoolExecutor(
@@ -133,6 +162,7 @@ def run_level(
     ) as pool:
         outcomes = list(pool.map(one, range(n_requests)))
     duration = time.perf_counter() - t0
+    cpu = {k: v - cpu_before[k] for k, v in cpu_by_role(processes).items()} if processes else {}
     done = [r for r in outcomes if r is not None]
     return LevelRun(
         mode,
@@ -141,6 +171,7 @@ def run_level(
         duration,
         len(outcomes) - len(done),
         scrape_spec_counters(base_url) - before,
+        cpu,
     )
 
 
@@ -159,13 +190,25 @@ def run_benchmark(
     max_tokens: int = DEFAULT_MAX_TOKENS,
     time_limit: float = LEVEL_TIME_LIMIT,
     progress: bool = True,
+    server_processes: Callable[[], Sequence[psutil.Process]] | None = None,
 ) -> list[LevelRun]:
-    """Every concurrency level on one server (prompts default: held-out prompts, enough for the largest level)."""
+    """Every concurrency level on one server (prompts default: held-out prompts, enough for the
+    largest level); with `server_processes`, each level also records CPU seconds by role."""
     prompts = list(prompts or bench_prompts(max(requests_for(c) for c in concurrency)))
     warm_up(base_url, model, prompts)
     runs = []
     for c in concurrency:
-        run = run_level(base_url, model, prompts, c, requests_for(c), max_tokens, time_limit, mode)
+        run = run_level(
+            base_url,
+            model,
+            prompts,
+            c,
+            requests_for(c),
+            max_tokens,
+            time_limit,
+            mode,
+            server_processes,
+        )
         runs.append(run)
         if progress:
             r = run.row()
