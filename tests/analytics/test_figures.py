@@ -31,3 +31,28 @@ def test_token_html_and_layout() -> None:
 def test_token_figure() -> None:
     fig = ap.plot_token_colors(["a", "b\n", "c"], ["prefill", "accepted", "bonus"], "t")
     assert {t.get_text() for t in fig.axes[0].texts} >= {"a", "b", "c"}
+
+
+def test_expert_union_figure_has_both_panels() -> None:
+    import pandas as pd
+
+    windows = pd.DataFrame(
+        {
+            "positions": [1, 2],
+            "measured_union": [2.0, 3.0],
+            "independent_union": [2.0, 3.5],
+            "shared_bound": [2.0, 2.0],
+        }
+    )
+    batches = pd.DataFrame(
+        {
+            "batch": [1, 2],
+            "positions": [4, 4],
+            "measured_union": [4.0, 5.0],
+            "independent_union": [5.5, 7.2],
+            "shared_union": [2.0, 3.5],
+        }
+    )
+    fig = ap.plot_expert_union(windows, batches, experts=8)
+    assert [ax.get_title() for ax in fig.axes] == ["one sequence", "B sequences x 4 positions"]
+    assert all(len(ax.get_lines()) == 3 for ax in fig.axes)

@@ -232,30 +232,24 @@ def plot_token_colors(
 # --------------------------------------------------------------------------- MoE economics (06)
 
 
+def _union_panel(ax: Any, x: pd.Series, curves: Sequence[pd.Series], labels: Sequence[str]) -> None:
+    """Independent bound (dashed), measured (dots), shared bound (dotted) against x."""
+    styles = (("--", PALETTE["correction"]), ("o-", PALETTE["spec"]), (":", PALETTE["plain"]))
+    for (style, color), values, label in zip(styles, curves, labels):
+        ax.plot(x, values, style, color=color, label=label)
+    ax.legend(fontsize=8)
+
+
 def plot_expert_union(windows: pd.DataFrame, batches: pd.DataFrame, experts: int) -> Figure:
     """Left: distinct experts per layer for n consecutive positions, measured vs the two bounds.
     Right: the union over B sequences x (k + 1) positions, measured vs the bounds."""
     fig, (ax, bx) = new_figure(2, width=5.2)
-    ax.plot(
+    columns = ("independent_union", "measured_union")
+    _union_panel(
+        ax,
         windows.positions,
-        windows.independent_union,
-        "--",
-        color=PALETTE["correction"],
-        label="independent routing",
-    )
-    ax.plot(
-        windows.positions,
-        windows.measured_union,
-        "o-",
-        color=PALETTE["spec"],
-        label="measured (trained router)",
-    )
-    ax.plot(
-        windows.positions,
-        windows.shared_bound,
-        ":",
-        color=PALETTE["plain"],
-        label="all positions agree",
+        [windows[c] for c in (*columns, "shared_bound")],
+        ("independent routing", "measured (trained router)", "all positions agree"),
     )
     ax.set(
         xlabel="positions verified together (k + 1)",
@@ -263,30 +257,20 @@ def plot_expert_union(windows: pd.DataFrame, batches: pd.DataFrame, experts: int
         title="one sequence",
         ylim=(0, experts + 0.5),
     )
-    ax.legend(fontsize=8)
-    bx.plot(
+    _union_panel(
+        bx,
         batches.batch,
-        batches.independent_union,
-        "--",
-        color=PALETTE["correction"],
-        label="independent",
-    )
-    bx.plot(batches.batch, batches.measured_union, "o-", color=PALETTE["spec"], label="measured")
-    bx.plot(
-        batches.batch,
-        batches.shared_union,
-        ":",
-        color=PALETTE["plain"],
-        label="each sequence agrees with itself",
+        [batches[c] for c in (*columns, "shared_union")],
+        ("independent", "measured", "each sequence agrees with itself"),
     )
     bx.set_xscale("log", base=2)
+    n = int(batches.positions.iloc[0])
     bx.set(
         xlabel="batch B (sequences)",
         ylabel="distinct experts per layer",
-        title=f"B sequences x {int(batches.positions.iloc[0])} positions",
+        title=f"B sequences x {n} positions",
         ylim=(0, experts + 0.5),
     )
-    bx.legend(fontsize=8)
     return fig
 
 
