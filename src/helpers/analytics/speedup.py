@@ -1,4 +1,4 @@
-"""When does speculation pay? Step costs measured here, a speedup model, and a recorded H200 measurement (notebook 03).
+"""When does speculation pay? Step costs measured here, a speedup model, and a recorded H200 measurement (notebook 06).
 
 Model (Leviathan et al. 2023, with EAGLE's per-token acceptance α assumed i.i.d.): a speculative
 step emits E[tokens/step] = (1 − α^{k+1}) / (1 − α) tokens (k + 1 when α = 1) and costs c(k) plain

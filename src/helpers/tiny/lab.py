@@ -1,6 +1,6 @@
 """Train your own EAGLE-3 drafter: checkpoints, τ measured in vLLM, the learning curve, the wrong verifier (notebook 05).
 
-The recipe itself (self-distillation, the drafter, training-time test) lives in drafter_training;
+The recipe itself (the drafter, the training-time test) lives in helpers.eagle3.train;
 this module adds what a learner needs around it: a few checkpoints written in the speculators
 format under build/, an acceptance length τ measured by a real vLLM engine for each, a plot of τ
 against training steps, and a randomly initialized verifier of the same shape to pair with.

@@ -119,7 +119,7 @@ A {v["params"] / 1e6:.1f} M-parameter `Qwen3MoeForCausalLM` (hidden 128, 8 layer
 speculative decoding on a laptop CPU with no downloads. It is a teaching model: it only knows four
 synthetic chat tasks (JSON records, small Python functions, city descriptions, short poems).
 
-**Trained by** `make tiny-models` (`helpers.tiny_pair.build_tiny_pair`): tokenizer `../tiny-tokenizer`
+**Trained by** `make tiny-models` (`helpers.tiny.recipe.build_tiny_pair`): tokenizer `../tiny-tokenizer`
 (byte-level BPE built from CPython's own sources), {c["n_per_category"] * len(CATEGORIES):,} synthetic chat exchanges
 ({log["corpus_tokens"]:,} tokens), {c["verifier_steps"]} AdamW steps of {c["verifier_batch"]} × {c["seq_len"]} tokens,
 seed {c["seed"]}: {v["seconds"]:.0f} s; loss {v["loss_first"]} → {v["loss_last10"]}

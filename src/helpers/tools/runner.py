@@ -1,4 +1,4 @@
-"""Run notebooks headless (`python -m helpers.runner`): executed copies + HTML under build/, a peak-RSS summary."""
+"""Run notebooks headless (`python -m helpers.tools.runner`): executed copies + HTML under build/, a peak-RSS summary."""
 
 from __future__ import annotations
 
@@ -308,7 +308,7 @@ def _indent(text: str | None) -> str:
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """Command-line options."""
-    parser = argparse.ArgumentParser(prog="python -m helpers.runner", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m helpers.tools.runner", description=__doc__)
     parser.add_argument(
         "notebooks", nargs="*", help="notebooks to run (default: notebooks/*.ipynb by name)"
     )
