@@ -517,19 +517,10 @@ def make_server(
 
 
 def start_server(
-    profile: Profile,
-    k: int | None = None,
-    name: str | None = None,
-    port: int | None = None,
-    short_form: bool = False,
-    gpu: bool | None = None,
-    timeout: float = START_TIMEOUT,
-    progress: bool = True,
+    profile: Profile, timeout: float = START_TIMEOUT, progress: bool = True, **server: Any
 ) -> VllmServer:
-    """make_server(...).start(): a healthy server on 127.0.0.1 (stop it with .stop() or stop_all())."""
-    return make_server(profile, k, name, port, short_form, gpu).start(
-        timeout=timeout, progress=progress
-    )
+    """make_server(profile, **server).start(): a healthy server on 127.0.0.1 (stop it with .stop())."""
+    return make_server(profile, **server).start(timeout=timeout, progress=progress)
 
 
 def running_servers() -> list[VllmServer]:
