@@ -4,6 +4,7 @@
 # wall time and peak GPU memory. No hub access needed. Logs and results go to $LOGS (default
 # build/gpu-check); run it detached on a shared box:  setsid nohup bash scripts/gpu_check.sh &
 #   STEPS="nb tests lab" (default all three, in that order)   LAB_ENGINES="1:1.5,3:2.5" (default all)
+#   NOTEBOOKS="06 04" (notebook number prefixes in the order to run; default every notebook)
 set -u
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 PY=${PY:-$([ -x .venv/bin/python ] && echo .venv/bin/python || echo python3)}
@@ -26,7 +27,9 @@ step() {  # step NAME COMMAND...: run, log, and append "NAME rc=N start end" to 
 }
 for s in $STEPS; do
   case $s in
-    nb) for nb in notebooks/*.ipynb; do
+    nb) if [ -n "${NOTEBOOKS:-}" ]; then nbs=(); for n in $NOTEBOOKS; do nbs+=(notebooks/"$n"_*.ipynb); done
+        else nbs=(notebooks/*.ipynb); fi
+        for nb in "${nbs[@]}"; do
           step "$(basename "$nb" .ipynb)" "$PY" -m pytest --nbval-lax --nbval-current-env "$nb" \
             -p no:cacheprovider -q --durations=8
         done ;;
