@@ -4,15 +4,13 @@ from __future__ import annotations
 
 from helpers.analytics import figures as ap
 from helpers.analytics import sweeps as sw
-from tests.analytics.test_sweeps import RUNS, counters
+from tests.analytics.test_sweeps import RUNS
 
 
 def test_figures_are_drawn() -> None:
     fig = ap.plot_k_sweep(sw.acceptance_vs_k(RUNS), sw.per_position_vs_k(RUNS))
-    assert [ax.get_title() for ax in fig.axes] == ["τ vs k", "per-position acceptance"]
-    temps = sw.acceptance_vs_temperature(
-        {0.0: counters(3, 10, [9, 8, 7]), 0.7: counters(3, 10, [5, 2, 1])}, 3
-    )
+    assert [ax.get_title() for ax in fig.axes] == ["τ vs k", "conditional acceptance per position"]
+    temps = sw.acceptance_vs_temperature({0.0: RUNS[3]["code"], 0.7: RUNS[3]["creative"]}, 3)
     fig = ap.plot_category_temperature(sw.acceptance_by_category(RUNS), temps, 3)
     assert len(fig.axes) == 2
 

@@ -53,3 +53,17 @@ def test_meter_measures_only_its_block() -> None:
     with Meter(llm) as m:
         state["drafts"] = 12
     assert m.delta.num_drafts == 7
+
+
+def test_request_histograms_add_up_to_counters() -> None:
+    from helpers.common.counters import RequestAcceptance, counters_of, request_acceptance
+
+    # two requests at k=3: steps accepting 0..3 drafts
+    a, b = RequestAcceptance((1, 0, 2, 3), 18), RequestAcceptance((0, 1, 0, 1), 6)
+    assert a.counters == SpecCounters(6, 18, 0 + 4 + 9, (5, 5, 3))
+    assert counters_of([a, b]) == SpecCounters(8, 24, 13 + 4, (7, 6, 4))
+    metrics = SimpleNamespace(histogram=[0, 2, 0, 15], num_draft_tokens=51)
+    assert request_acceptance(SimpleNamespace(spec_decode_metrics=metrics)) == RequestAcceptance(
+        (0, 2, 0, 15), 51
+    )
+    assert request_acceptance(SimpleNamespace(spec_decode_metrics=None)) is None

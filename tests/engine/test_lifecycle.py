@@ -26,6 +26,9 @@ def test_cpu_defaults_plain_and_speculative() -> None:
         "method": "eagle3",
         "num_speculative_tokens": 3,
     }
+    # Speculative engines keep per-request acceptance (what the bootstrap intervals resample).
+    assert spec["per_request_spec_decode_metrics"] == "summary"
+    assert "per_request_spec_decode_metrics" not in plain
 
 
 def test_gpu_defaults_by_model_size_and_overrides_win() -> None:

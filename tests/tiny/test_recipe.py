@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from helpers.common.counters import acceptance_stats
+from helpers.common.counters import acceptance_stats, counters_of
 from helpers.common.profiles import load_profile
 from helpers.common.prompts import load_prompts
 from helpers.engine.lifecycle import engine_kwargs, open_engine
@@ -35,3 +35,12 @@ def test_shipped_pair_accepts_drafts_and_is_lossless() -> None:
     assert acceptance_stats(pooled(spec))["spec_decode_accepted_tokens"] > 0
     for cat in prompts:
         assert lossless_check(plain[cat].token_ids, spec[cat].token_ids).all_identical, cat
+    # Per-request histograms add up to exactly the engine's counter delta (where vLLM keeps them).
+    from dataclasses import fields
+
+    from vllm.engine.arg_utils import EngineArgs
+
+    if "per_request_spec_decode_metrics" in {f.name for f in fields(EngineArgs)}:
+        for cat, run in spec.items():
+            assert len(run.requests) == len(prompts[cat])
+            assert counters_of(run.requests) == run.counters, cat

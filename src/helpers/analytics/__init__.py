@@ -3,4 +3,4 @@ MoE economics of a verify pass (expert union, c(k, B); notebook 06), the speed-u
 recorded H200 and published measurements, figures, and text-quality measures.
 """
 
-__all__ = ["figures", "moe", "speedup", "sweeps", "text_quality"]
+__all__ = ["figures", "intervals", "moe", "speedup", "sweeps", "text_quality"]

@@ -52,8 +52,15 @@ def _k_colors(ks: Sequence[int]) -> dict[int, Any]:
     return {k: cmap(i / max(1, len(ks) - 1) * 0.85) for i, k in enumerate(ks)}
 
 
+def _yerr(df: pd.DataFrame, value: str, low: str, high: str) -> Any:
+    """Matplotlib error-bar lengths from interval columns (None when the table has none)."""
+    if low not in df or df[low].isna().all():
+        return None
+    return [(df[value] - df[low]).clip(lower=0), (df[high] - df[value]).clip(lower=0)]
+
+
 def plot_k_sweep(by_k: pd.DataFrame, per_position: pd.DataFrame) -> Figure:
-    """Left: τ vs k with the k + 1 ceiling. Right: per-position acceptance rate for each k."""
+    """Left: τ vs k with 95 % intervals and the k + 1 ceiling. Right: conditional acceptance per position."""
     fig, (ax, bx) = new_figure(2, width=5.2)
     ax.plot(
         by_k[K_COLUMN],
@@ -62,7 +69,15 @@ def plot_k_sweep(by_k: pd.DataFrame, per_position: pd.DataFrame) -> Figure:
         color=PALETTE["plain"],
         label="ceiling k + 1",
     )
-    ax.plot(by_k[K_COLUMN], by_k[TAU], "o-", color=PALETTE["spec"], label="measured τ (T = 0)")
+    ax.errorbar(
+        by_k[K_COLUMN],
+        by_k[TAU],
+        yerr=_yerr(by_k, TAU, "tau_ci_low", "tau_ci_high"),
+        fmt="o-",
+        capsize=3,
+        color=PALETTE["spec"],
+        label="measured τ, 95 % interval (T = 0)",
+    )
     for k, tau in zip(by_k[K_COLUMN], by_k[TAU]):
         ax.annotate(
             f"{tau:.2f}",
@@ -80,18 +95,22 @@ def plot_k_sweep(by_k: pd.DataFrame, per_position: pd.DataFrame) -> Figure:
     )
     ax.legend()
     colors = _k_colors(sorted(per_position[K_COLUMN].unique()))
-    for k, grp in per_position.groupby(K_COLUMN):
-        bx.plot(
-            grp.position + 1,
-            grp.spec_decode_per_position_acceptance_rate,
-            "o-",
+    for i, (k, grp) in enumerate(per_position.groupby(K_COLUMN)):
+        bx.errorbar(
+            grp.position + 1 + 0.04 * (i - len(colors) / 2),
+            grp.conditional_acceptance_rate,
+            yerr=_yerr(
+                grp, "conditional_acceptance_rate", "conditional_ci_low", "conditional_ci_high"
+            ),
+            fmt="o-",
+            capsize=2,
             color=colors[k],
             label=f"k={k}",
         )
     bx.set(
         xlabel="draft position",
-        ylabel="accepted / drafts",
-        title="per-position acceptance",
+        ylabel="accepted / reached",
+        title="conditional acceptance per position",
         ylim=(0, 1.02),
         xticks=sorted(per_position.position.unique() + 1),
     )
@@ -105,12 +124,25 @@ def plot_category_temperature(
     """Left: τ per task category at k. Right: τ vs temperature at k."""
     fig, (ax, bx) = new_figure(2, width=5.2)
     cats = by_category[by_category[K_COLUMN] == k]
-    bars = ax.bar(cats.category, cats[TAU], color=PALETTE["spec"])
-    ax.bar_label(bars, fmt="%.2f", fontsize=8)
+    bars = ax.bar(
+        cats.category,
+        cats[TAU],
+        yerr=_yerr(cats, TAU, "tau_ci_low", "tau_ci_high"),
+        capsize=4,
+        color=PALETTE["spec"],
+    )
+    ax.bar_label(bars, fmt="%.2f", fontsize=8, label_type="center", color="white")
     ax.axhline(k + 1, ls="--", color=PALETTE["plain"], label=f"ceiling {k + 1}")
-    ax.set(ylabel="acceptance length τ", title=f"τ per category (k={k}, T=0)")
+    ax.set(ylabel="acceptance length τ (95 % interval)", title=f"τ per category (k={k}, T=0)")
     ax.legend()
-    bx.plot(by_temperature.temperature, by_temperature[TAU], "o-", color=PALETTE["spec"])
+    bx.errorbar(
+        by_temperature.temperature,
+        by_temperature[TAU],
+        yerr=_yerr(by_temperature, TAU, "tau_ci_low", "tau_ci_high"),
+        fmt="o-",
+        capsize=3,
+        color=PALETTE["spec"],
+    )
     for t, tau in zip(by_temperature.temperature, by_temperature[TAU]):
         bx.annotate(
             f"{tau:.2f}",

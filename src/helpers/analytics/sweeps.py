@@ -19,6 +19,11 @@ the workbook's vLLM plugin fixes it in every vLLM process (`helpers.engine.vllm_
 the main-k engine loads `ExpandKernelCheck` as a worker extension so `run_sweeps` can ask the
 worker process itself whether the fix is in place.
 
+Every acceptance table carries 95 % bootstrap intervals over whole requests (`tau_ci_low`,
+`tau_ci_high`, `n_requests`; per position also the conditional rate), from vLLM's per-request
+histograms (`helpers.analytics.intervals`); where the installed vLLM keeps none, the interval
+columns are NaN. Throughput is repeated and reported as median with min and max.
+
 Functions return tables; the notebook saves them (`helpers.common.tables.save_table`).
 """
 
@@ -29,8 +34,16 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
+from helpers.analytics.intervals import (
+    Interval,
+    position_intervals,
+    ranking,
+    spread,
+    tau_interval,
+)
 from helpers.common.ci import ci_scaled
 from helpers.common.counters import Meter, SpecCounters, acceptance_stats
 from helpers.common.profiles import Profile
@@ -39,7 +52,7 @@ from helpers.common.tables import K_COLUMN
 from helpers.engine.lifecycle import engine_kwargs, open_engine
 from helpers.engine.runs import (
     CategoryRun,
-    pooled,
+    merge_runs,
     run_categories,
     run_prompts,
     sampling,
@@ -49,6 +62,7 @@ from helpers.engine.vllm_issue_55005 import EXPAND_KERNEL_CHECK
 
 __all__ = [
     "SCALAR_KEYS",
+    "CI_KEYS",
     "SweepPlan",
     "sweep_plan",
     "acceptance_row",
@@ -57,14 +71,18 @@ __all__ = [
     "acceptance_vs_k",
     "per_position_vs_k",
     "acceptance_by_category",
-    "temperature_counters",
+    "temperature_runs",
     "acceptance_vs_temperature",
+    "LENGTHS",
     "metered_throughput",
     "throughput_vs_k",
     "SweepResults",
     "main_k_runs",
     "run_sweeps",
     "best_k",
+    "best_k_sentence",
+    "tau_ranking",
+    "table_intervals",
 ]
 
 #: Scalar statistics copied into the tables (the per-position list goes to its own long table).
@@ -75,6 +93,8 @@ SCALAR_KEYS = (
     "spec_decode_acceptance_length",
     "spec_decode_acceptance_rate",
 )
+#: The interval columns next to τ: 95 % bootstrap over requests, and how many requests there were.
+CI_KEYS = ("tau_ci_low", "tau_ci_high", "n_requests")
 
 
 @dataclass(frozen=True)
@@ -88,6 +108,7 @@ class SweepPlan:
     max_tokens: int = 64
     throughput_prompts: int = 4
     throughput_tokens: int = 64
+    throughput_repeats: int = 3
     seed: int = 0
 
     @property
@@ -112,91 +133,141 @@ def sweep_plan(**params: Any) -> SweepPlan:
     return plan
 
 
-def acceptance_row(counters: SpecCounters) -> dict[str, Any]:
-    """The scalar acceptance statistics of one counter delta (vLLM's key names)."""
-    stats = acceptance_stats(counters)
-    return {key: stats[key] for key in SCALAR_KEYS}
+def acceptance_row(run: CategoryRun) -> dict[str, Any]:
+    """The scalar acceptance statistics of one run (vLLM's key names) and τ's 95 % interval."""
+    stats = acceptance_stats(run.counters)
+    row = {key: stats[key] for key in SCALAR_KEYS}
+    if run.requests:
+        tau = tau_interval(run.requests)
+        return {**row, "tau_ci_low": tau.low, "tau_ci_high": tau.high, "n_requests": tau.n}
+    return {**row, "tau_ci_low": np.nan, "tau_ci_high": np.nan, "n_requests": len(run.token_ids)}
 
 
-def acceptance_table(counters: Mapping[Any, SpecCounters], key: str) -> pd.DataFrame:
-    """One row per experiment (key column first) with the scalar statistics."""
-    return pd.DataFrame([{key: name, **acceptance_row(c)} for name, c in counters.items()])
+def acceptance_table(runs: Mapping[Any, CategoryRun], key: str) -> pd.DataFrame:
+    """One row per experiment (key column first) with the scalar statistics and τ's interval."""
+    return pd.DataFrame([{key: name, **acceptance_row(r)} for name, r in runs.items()])
 
 
-def per_position_table(counters: Mapping[Any, SpecCounters], key: str) -> pd.DataFrame:
-    """Long table: one row per (experiment, draft position) with vLLM's per-position rate."""
-    rows = []
-    for name, c in counters.items():
-        rates = acceptance_stats(c)["spec_decode_per_position_acceptance_rates"]
-        rows += [
-            {key: name, "position": i, "spec_decode_per_position_acceptance_rate": r}
-            for i, r in enumerate(rates)
-        ]
-    return pd.DataFrame(rows)
+def per_position_table(runs: Mapping[Any, CategoryRun], key: str) -> pd.DataFrame:
+    """Long table: one row per (experiment, draft position): vLLM's rate, the conditional rate, CIs."""
+    frames = []
+    for name, run in runs.items():
+        if run.requests:
+            df = position_intervals(run.requests)
+        else:
+            rates = acceptance_stats(run.counters)["spec_decode_per_position_acceptance_rates"]
+            before = [1.0, *rates[:-1]]
+            df = pd.DataFrame(
+                {
+                    "position": range(len(rates)),
+                    "spec_decode_per_position_acceptance_rate": rates,
+                    "conditional_acceptance_rate": [
+                        r / b if b else np.nan for r, b in zip(rates, before)
+                    ],
+                }
+            )
+        frames.append(df.assign(**{key: name}))
+    df = pd.concat(frames, ignore_index=True)
+    return df[[key, *(c for c in df.columns if c != key)]]
+
+
+def _pooled_by_k(runs_by_k: Mapping[int, Mapping[str, CategoryRun]]) -> dict[int, CategoryRun]:
+    """Each k's category runs merged into one (τ pooled over every request of that k)."""
+    return {k: merge_runs(list(runs.values())) for k, runs in runs_by_k.items()}
 
 
 def acceptance_vs_k(runs_by_k: Mapping[int, Mapping[str, CategoryRun]]) -> pd.DataFrame:
-    """τ and acceptance per k (T = 0, categories pooled), with the k + 1 ceiling."""
-    df = acceptance_table({k: pooled(runs) for k, runs in runs_by_k.items()}, K_COLUMN)
+    """τ and acceptance per k (T = 0, categories pooled), with intervals and the k + 1 ceiling."""
+    df = acceptance_table(_pooled_by_k(runs_by_k), K_COLUMN)
     df["acceptance_length_ceiling"] = df[K_COLUMN] + 1
     return df
 
 
 def per_position_vs_k(runs_by_k: Mapping[int, Mapping[str, CategoryRun]]) -> pd.DataFrame:
-    """Per-position acceptance rates for every k (long table)."""
-    df = per_position_table({k: pooled(runs) for k, runs in runs_by_k.items()}, K_COLUMN)
-    return df
+    """Per-position and conditional acceptance rates for every k (long table, with intervals)."""
+    return per_position_table(_pooled_by_k(runs_by_k), K_COLUMN)
 
 
 def acceptance_by_category(runs_by_k: Mapping[int, Mapping[str, CategoryRun]]) -> pd.DataFrame:
-    """τ per task category for every k (T = 0)."""
+    """τ per task category for every k (T = 0), with intervals."""
     frames = [
-        acceptance_table({c: r.counters for c, r in runs.items()}, "category").assign(
-            **{K_COLUMN: k}
-        )
-        for k, runs in runs_by_k.items()
+        acceptance_table(runs, "category").assign(**{K_COLUMN: k}) for k, runs in runs_by_k.items()
     ]
     df = pd.concat(frames, ignore_index=True)
-    df = df[[K_COLUMN, "category", *SCALAR_KEYS]]
-    return df
+    return df[[K_COLUMN, "category", *SCALAR_KEYS, *CI_KEYS]]
 
 
-def temperature_counters(
+def temperature_runs(
     llm: Any, prompts: Sequence[str], temperatures: Sequence[float], max_tokens: int, seed: int
-) -> dict[float, SpecCounters]:
-    """Counter deltas of one batch of prompts at each temperature (seeded sampling)."""
+) -> dict[float, CategoryRun]:
+    """One batch of prompts at each temperature (seeded sampling)."""
     return {
-        t: run_prompts(llm, prompts, sampling(max_tokens, temperature=t, seed=seed)).counters
+        t: run_prompts(llm, prompts, sampling(max_tokens, temperature=t, seed=seed))
         for t in temperatures
     }
 
 
-def acceptance_vs_temperature(counters: Mapping[float, SpecCounters], k: int) -> pd.DataFrame:
-    """τ and acceptance per temperature at one k."""
-    df = acceptance_table(counters, "temperature")
+def acceptance_vs_temperature(runs: Mapping[float, CategoryRun], k: int) -> pd.DataFrame:
+    """τ and acceptance per temperature at one k, with intervals."""
+    df = acceptance_table(runs, "temperature")
     df.insert(1, K_COLUMN, k)
     return df
 
 
-def metered_throughput(llm: Any, prompts: Sequence[str], max_tokens: int) -> dict[str, Any]:
-    """experiments.throughput at concurrency 1, plus the acceptance length τ of that same run."""
-    with Meter(llm) as meter:
-        row = throughput(llm, prompts, concurrency=1, max_tokens=max_tokens)
-    return {
-        **row,
-        "spec_decode_acceptance_length": meter.stats["spec_decode_acceptance_length"] or 1.0,
-    }
+#: The two lengths throughput is measured at: answers forced to max_tokens, and natural answers.
+LENGTHS = {"forced": True, "natural": False}
+
+
+def metered_throughput(
+    llm: Any, prompts: Sequence[str], max_tokens: int, repeats: int = 3
+) -> dict[str, Any]:
+    """Tokens/s at concurrency 1, `repeats` times at forced and at natural length, with τ of each.
+
+    Forced length (ignore_eos) gives every engine the same number of tokens; natural length
+    measures the answers users get. At T = 0 speculative decoding is lossless, so plain and
+    speculative engines write the same natural answers: equal work there too.
+    """
+    row: dict[str, Any] = {"concurrency": 1, "requests": len(prompts), "repeats": repeats}
+    for label, ignore_eos in LENGTHS.items():
+        rates, tokens, total = [], 0, SpecCounters()
+        for _ in range(repeats):
+            with Meter(llm) as meter:
+                run = throughput(llm, prompts, 1, max_tokens, ignore_eos=ignore_eos)
+            rates.append(run["output_tokens_per_s"])
+            tokens += run["output_tokens"]
+            total += meter.delta
+        s = spread(rates)
+        prefix = "" if label == "forced" else "natural_"
+        row[f"{prefix}output_tokens_per_s"] = s["median"]
+        row[f"{prefix}tokens_per_s_min"] = s["min"]
+        row[f"{prefix}tokens_per_s_max"] = s["max"]
+        row[f"{prefix}mean_answer_tokens"] = tokens / (repeats * len(prompts))
+        tau = acceptance_stats(total)["spec_decode_acceptance_length"] or 1.0
+        row[
+            "spec_decode_acceptance_length" if label == "forced" else "natural_acceptance_length"
+        ] = tau
+    return row
 
 
 def throughput_vs_k(rows: Mapping[int, dict[str, Any]]) -> pd.DataFrame:
-    """Output tokens/s per k (0 = plain) at concurrency 1, speedup over plain, implied step cost.
+    """Output tokens/s per k (0 = plain) at concurrency 1, speed-up over plain with its range.
 
-    A plain step emits 1 token and a speculative step τ tokens, so the cost of a speculative step
-    relative to a plain one, as vLLM ran it here, is τ / speedup.
+    The range of a speed-up is (slowest spec / fastest plain, fastest spec / slowest plain) over
+    the repeats. A plain step emits 1 token and a speculative step τ tokens, so the cost of a
+    speculative step relative to a plain one, as vLLM ran it here, is τ / speed-up.
     """
     df = pd.DataFrame([{K_COLUMN: k, **row} for k, row in sorted(rows.items())])
-    plain = df.loc[df[K_COLUMN] == 0, "output_tokens_per_s"].iloc[0]
-    df["speedup_vs_plain"] = df.output_tokens_per_s / plain
+    plain = df.loc[df[K_COLUMN] == 0].iloc[0]
+    for prefix in ("", "natural_"):
+        rate = df[f"{prefix}output_tokens_per_s"]
+        df[f"{prefix}speedup_vs_plain"] = rate / plain[f"{prefix}output_tokens_per_s"]
+        if f"{prefix}tokens_per_s_min" in df:
+            df[f"{prefix}speedup_min"] = (
+                df[f"{prefix}tokens_per_s_min"] / plain[f"{prefix}tokens_per_s_max"]
+            )
+            df[f"{prefix}speedup_max"] = (
+                df[f"{prefix}tokens_per_s_max"] / plain[f"{prefix}tokens_per_s_min"]
+            )
     df["implied_relative_step_cost"] = df.spec_decode_acceptance_length / df.speedup_vs_plain
     return df
 
@@ -229,7 +300,7 @@ class SweepResults:
     @property
     def main_counters(self) -> SpecCounters:
         """vLLM's counter delta over the main-k, T = 0 runs."""
-        return pooled(self.main_runs)
+        return merge_runs(list(self.main_runs.values())).counters
 
     def tables(self) -> dict[str, pd.DataFrame]:
         """Every table of the sweep under the name it is saved as (build/tables/<name>.csv)."""
@@ -271,26 +342,28 @@ def run_sweeps(profile: Profile, plan: SweepPlan, verbose: bool = True) -> Sweep
     tput, runs, seconds, temps, checks = {}, {}, {}, {}, {}
 
     tput[0], seconds["plain"] = _with_engine(
-        profile, 0, lambda llm: metered_throughput(llm, tp, plan.throughput_tokens)
+        profile,
+        0,
+        lambda llm: metered_throughput(llm, tp, plan.throughput_tokens, plan.throughput_repeats),
     )
     for k in plan.ks:
 
         def work(llm: Any, k: int = k) -> None:
             runs[k] = run_categories(llm, prompts, greedy)
-            tput[k] = metered_throughput(llm, tp, plan.throughput_tokens)
+            tput[k] = metered_throughput(llm, tp, plan.throughput_tokens, plan.throughput_repeats)
             if k == plan.k:
                 checks["expand_kernel_ok_in_worker"] = all(
                     llm.collective_rpc("workbook_cpu_expand_ok")
                 )
                 temps.update(
-                    temperature_counters(llm, flat, plan.temperatures, plan.max_tokens, plan.seed)
+                    temperature_runs(llm, flat, plan.temperatures, plan.max_tokens, plan.seed)
                 )
 
         _, seconds[f"k={k}"] = _with_engine(profile, k, work)
         if verbose:
             print(
                 f"k={k}: engine + runs {seconds[f'k={k}']:.0f} s, τ = "
-                f"{acceptance_stats(pooled(runs[k]))['spec_decode_acceptance_length']:.2f}"
+                f"{acceptance_stats(merge_runs(list(runs[k].values())).counters)['spec_decode_acceptance_length']:.2f}"
             )
     return SweepResults(
         plan,
@@ -307,5 +380,48 @@ def run_sweeps(profile: Profile, plan: SweepPlan, verbose: bool = True) -> Sweep
 
 
 def best_k(throughput_df: pd.DataFrame) -> int:
-    """The k with the highest measured output tokens/s (0 when plain decoding wins)."""
+    """The k with the highest median output tokens/s (0 when plain decoding wins)."""
     return int(throughput_df.loc[throughput_df.output_tokens_per_s.idxmax(), K_COLUMN])
+
+
+def best_k_sentence(throughput_df: pd.DataFrame) -> str:
+    """Which k was fastest, by how much, and whether the runner-up's range overlaps it."""
+    df = throughput_df.sort_values("output_tokens_per_s", ascending=False)
+    first, second = df.iloc[0], df.iloc[1]
+
+    def name(row: pd.Series) -> str:
+        k = int(row[K_COLUMN])
+        return "plain" if k == 0 else f"k={k}"
+
+    def rng(row: pd.Series) -> str:
+        low, high = row.get("tokens_per_s_min", np.nan), row.get("tokens_per_s_max", np.nan)
+        return f"{row.output_tokens_per_s:.0f} tok/s [{low:.0f}, {high:.0f}]"
+
+    overlap = first.get("tokens_per_s_min", np.inf) <= second.get("tokens_per_s_max", -np.inf)
+    verdict = (
+        "their ranges overlap: this run cannot tell them apart"
+        if overlap
+        else "their ranges do not overlap"
+    )
+    return f"fastest {name(first)} {rng(first)}, then {name(second)} {rng(second)}: {verdict}"
+
+
+def tau_ranking(runs: Mapping[Any, CategoryRun]) -> str:
+    """τ of each run ranked with 95 % intervals, or one line saying why there are no intervals."""
+    if not all(r.requests for r in runs.values()):
+        return "no per-request acceptance from this vLLM: τ cannot be ranked with intervals"
+    return ranking({str(name): tau_interval(r.requests) for name, r in runs.items()})
+
+
+def table_intervals(
+    df: pd.DataFrame,
+    key: str,
+    value: str = "spec_decode_acceptance_length",
+    low: str = "tau_ci_low",
+    high: str = "tau_ci_high",
+) -> dict[str, Interval]:
+    """The intervals of a saved table by its key column (NaN ends where vLLM kept no requests)."""
+    return {
+        str(row[key]): Interval(row[value], row[low], row[high], int(row.get("n_requests", 0)))
+        for row in df.to_dict("records")
+    }

@@ -5,6 +5,10 @@ snapshot before and after and works on the difference. Names and formulas follow
 `examples/offline_inference/spec_decode.py` and the JSON of `vllm bench serve`:
 acceptance length τ = 1 + accepted / drafts; per-position rate = accepted_at_pos / drafts;
 acceptance rate (%) = 100 · accepted / draft_tokens.
+
+Per request, vLLM (0.31 with `per_request_spec_decode_metrics`) keeps a histogram of verify steps by
+how many drafts each accepted; `RequestAcceptance` holds it, and the requests of a batch add up to
+exactly the counter delta of that batch (`counters_of`), which is how the two views reconcile.
 """
 
 from __future__ import annotations
@@ -19,6 +23,9 @@ __all__ = [
     "snapshot",
     "acceptance_stats",
     "Meter",
+    "RequestAcceptance",
+    "request_acceptance",
+    "counters_of",
 ]
 
 PREFIX = "vllm:spec_decode_"
@@ -110,3 +117,32 @@ class Meter:
     def stats(self) -> dict[str, Any]:
         """acceptance_stats of the measured block."""
         return acceptance_stats(self.delta)
+
+
+@dataclass(frozen=True)
+class RequestAcceptance:
+    """One request's verify steps counted by accepted drafts: histogram[j] = steps accepting j."""
+
+    histogram: tuple[int, ...]
+    num_draft_tokens: int
+
+    @property
+    def counters(self) -> SpecCounters:
+        """The same request as counters: drafts, draft tokens, accepted, accepted per position."""
+        h = self.histogram
+        accepted = sum(j * n for j, n in enumerate(h))
+        per_pos = tuple(sum(h[i + 1 :]) for i in range(len(h) - 1))
+        return SpecCounters(sum(h), self.num_draft_tokens, accepted, per_pos)
+
+
+def request_acceptance(output: Any) -> RequestAcceptance | None:
+    """A vLLM CompletionOutput's per-request metrics (None when the engine did not record them)."""
+    metrics = getattr(output, "spec_decode_metrics", None)
+    if metrics is None:
+        return None
+    return RequestAcceptance(tuple(metrics.histogram), int(metrics.num_draft_tokens))
+
+
+def counters_of(requests: list[RequestAcceptance]) -> SpecCounters:
+    """Requests pooled into counters: equal to the engine's counter delta over the same batch."""
+    return sum((r.counters for r in requests), SpecCounters())

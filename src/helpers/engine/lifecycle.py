@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import dataclasses
 import gc
 import os
 from collections.abc import Iterator
@@ -20,6 +21,8 @@ from helpers.engine.pairing import check_pair
 
 __all__ = [
     "SMALL_KV_CACHE_BYTES",
+    "PER_REQUEST_METRICS",
+    "OPTIONAL_ARGS",
     "GPU_MULTIPROC_METHOD",
     "device_defaults",
     "speculative_config",
@@ -35,6 +38,11 @@ __all__ = [
 SMALL_KV_CACHE_BYTES = 512 * 1024**2
 #: How vLLM starts engine processes on a GPU: a fresh interpreter, so CUDA state never crosses a fork.
 GPU_MULTIPROC_METHOD = "spawn"
+
+#: Per-request acceptance histograms (vLLM >= 0.31): what the bootstrap intervals resample.
+PER_REQUEST_METRICS = {"per_request_spec_decode_metrics": "summary"}
+#: Engine arguments that older vLLMs lack, with what is lost where they are dropped.
+OPTIONAL_ARGS = {"per_request_spec_decode_metrics": "no per-request acceptance, so no intervals"}
 
 _current: Any = None
 
@@ -86,6 +94,7 @@ def engine_kwargs(
     kwargs.update(profile.engine)
     if k:
         kwargs["speculative_config"] = speculative_config(drafter or profile.drafter_path(), k)
+        kwargs.update(PER_REQUEST_METRICS)
     kwargs.update(overrides)
     return kwargs
 
@@ -144,7 +153,13 @@ def start_engine(**kwargs: Any) -> Any:
     if has_gpu():
         os.environ.setdefault("VLLM_WORKER_MULTIPROC_METHOD", GPU_MULTIPROC_METHOD)
     from vllm import LLM
+    from vllm.engine.arg_utils import EngineArgs
 
+    known = {f.name for f in dataclasses.fields(EngineArgs)}
+    for name, lost in OPTIONAL_ARGS.items():
+        if name in kwargs and name not in known:
+            print(f"start_engine: this vLLM has no {name}: {lost}")
+            kwargs = {k: v for k, v in kwargs.items() if k != name}
     _current = LLM(**kwargs)
     return _current
 

@@ -7,7 +7,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from helpers.common.counters import Meter, SpecCounters, acceptance_stats
+from helpers.common.counters import (
+    Meter,
+    RequestAcceptance,
+    SpecCounters,
+    acceptance_stats,
+    request_acceptance,
+)
 from helpers.common.prompts import as_messages
 
 __all__ = [
@@ -17,6 +23,7 @@ __all__ = [
     "CategoryRun",
     "run_prompts",
     "pooled",
+    "merge_runs",
     "run_categories",
     "LosslessReport",
     "lossless_check",
@@ -72,6 +79,8 @@ class CategoryRun:
     counters: SpecCounters = field(default_factory=SpecCounters)
     margins: list[list[float]] = field(default_factory=list)
     finished_naturally: list[bool] = field(default_factory=list)
+    #: Per-request acceptance histograms (empty without a drafter or on a vLLM that lacks them).
+    requests: list[RequestAcceptance] = field(default_factory=list)
 
     @property
     def stats(self) -> dict[str, Any]:
@@ -97,12 +106,26 @@ def run_prompts(llm: Any, prompts: Sequence[str], params: Any) -> CategoryRun:
         meter.delta,
         [top2_margins(o.outputs[0].logprobs) for o in outs],
         [o.outputs[0].finish_reason == "stop" for o in outs],
+        [r for o in outs if (r := request_acceptance(o.outputs[0])) is not None],
     )
 
 
 def pooled(runs: Mapping[str, CategoryRun]) -> SpecCounters:
     """Counters of several runs added up: pooled, not an average of ratios (τ is a ratio of sums)."""
     return sum((r.counters for r in runs.values()), SpecCounters())
+
+
+def merge_runs(runs: Sequence[CategoryRun]) -> CategoryRun:
+    """Several runs as one: outputs and per-request histograms concatenated, counters pooled."""
+    return CategoryRun(
+        [ids for r in runs for ids in r.token_ids],
+        [t for r in runs for t in r.texts],
+        sum(r.seconds for r in runs),
+        sum((r.counters for r in runs), SpecCounters()),
+        [m for r in runs for m in r.margins],
+        [f for r in runs for f in r.finished_naturally],
+        [q for r in runs for q in r.requests],
+    )
 
 
 def run_categories(llm: Any, prompts: dict[str, list[str]], params: Any) -> dict[str, CategoryRun]:
@@ -147,13 +170,15 @@ def lossless_check(
 
 
 def throughput(
-    llm: Any, prompts: Sequence[str], concurrency: int, max_tokens: int
+    llm: Any, prompts: Sequence[str], concurrency: int, max_tokens: int, ignore_eos: bool = True
 ) -> dict[str, float]:
-    """Output tokens/s with `concurrency` requests in flight (batches of that size, ignore_eos).
+    """Output tokens/s with `concurrency` requests in flight (batches of that size).
 
-    One warm-up request runs first; at concurrency 1 the requests run one after another.
+    `ignore_eos=True` forces every answer to `max_tokens` (equal work per request); False lets
+    answers end where the model ends them. One warm-up request runs first; at concurrency 1 the
+    requests run one after another.
     """
-    params = sampling(max_tokens, ignore_eos=True)
+    params = sampling(max_tokens, ignore_eos=ignore_eos)
     llm.chat([as_messages(prompts[0])], params, use_tqdm=False)
     tokens, t0 = 0, time.perf_counter()
     for i in range(0, len(prompts), concurrency):
