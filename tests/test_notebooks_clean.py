@@ -44,3 +44,12 @@ def test_first_code_cell_calls_setup_notebook(path: Path) -> None:
     assert "setup_notebook()" in first.source, (
         f"{path.name}: the first code cell must call setup_notebook() (explicit, printed setup)"
     )
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_every_cell_has_its_own_id(path: Path) -> None:
+    import json
+
+    ids = [cell.get("id") for cell in json.loads(path.read_text())["cells"]]
+    assert all(isinstance(i, str) and i for i in ids), f"{path.name}: a cell has no id"
+    assert len(set(ids)) == len(ids), f"{path.name}: duplicate cell ids"

@@ -160,3 +160,18 @@ def test_evaluate_tau_on_the_shipped_pair() -> None:
     )
     assert result.drafts > 0 and len(result.per_position) == 3
     assert 1.0 <= result.tau <= 4.0 and set(result.by_category) == set(load_prompts(1))
+
+
+def test_tau_table_shows_intervals_when_vllm_kept_requests() -> None:
+    from helpers.common.counters import RequestAcceptance, counters_of
+    from helpers.engine.runs import CategoryRun
+    from helpers.tiny.lab import TauResult, tau_table
+
+    reqs = [RequestAcceptance((1, 1, 2, 4), 24), RequestAcceptance((0, 2, 2, 2), 18)]
+    run = CategoryRun([[1], [2]], ["a", "b"], 1.0, counters_of(reqs), requests=reqs)
+    result = TauResult("x", 3.0, [], 14, 0, 2, 1.0, {"code": 3.0}, runs={"code": run})
+    assert result.interval is not None and result.interval.n == 2
+    row = tau_table({"x": result}, by_category=True).iloc[0]
+    assert row["tau 95% CI"].startswith("[") and row["tau code"].startswith(
+        f"{result.interval.estimate:.2f} ["
+    )

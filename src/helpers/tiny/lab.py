@@ -21,6 +21,7 @@ from matplotlib.figure import Figure
 from safetensors import safe_open
 from transformers import PreTrainedTokenizerBase, Qwen3MoeConfig, Qwen3MoeForCausalLM
 
+from helpers.analytics.intervals import Interval, tau_interval
 from helpers.common.ci import ci_scaled
 from helpers.common.counters import acceptance_stats
 from helpers.common.figures import PALETTE, new_figure
@@ -31,7 +32,7 @@ from helpers.eagle3.checkpoint import save_drafter
 from helpers.eagle3.drafter import Eagle3Drafter, draft_chain, teacher_forced
 from helpers.eagle3.train import DrafterHistory
 from helpers.engine.lifecycle import engine_kwargs, open_engine, speculative_config
-from helpers.engine.runs import pooled, run_categories, sampling
+from helpers.engine.runs import CategoryRun, pooled, run_categories, sampling
 from helpers.tiny.corpus import Example, build_corpus, make_examples
 from helpers.tiny.verifier import encode_examples
 
@@ -251,6 +252,14 @@ class TauResult:
     output_tokens: int
     seconds: float
     by_category: dict[str, float] = field(default_factory=dict)
+    #: The category runs, with vLLM's per-request acceptance (what the intervals resample).
+    runs: dict[str, CategoryRun] = field(default_factory=dict, repr=False)
+
+    @property
+    def interval(self) -> Interval | None:
+        """τ with its 95 % bootstrap interval over requests (None without per-request metrics)."""
+        requests = [q for r in self.runs.values() for q in r.requests]
+        return tau_interval(requests) if requests else None
 
 
 def evaluate_tau(
@@ -284,19 +293,27 @@ def evaluate_tau(
         output_tokens=sum(r.output_tokens for r in runs.values()),
         seconds=time.perf_counter() - t0,
         by_category={c: r.stats["spec_decode_acceptance_length"] for c, r in runs.items()},
+        runs=runs,
     )
 
 
 def tau_table(results: dict[Any, TauResult], by_category: bool = False) -> pd.DataFrame:
     """One row per measured pair: τ, acceptance rate at each draft position, drafts, seconds.
 
-    With by_category, τ of each task category instead of the per-position rates.
+    With by_category, τ of each task category instead of the per-position rates. Where vLLM kept
+    per-request acceptance, `tau 95% CI` (and each category) shows the bootstrap interval.
     """
     rows = []
     for key, r in results.items():
         row = {"run": key, "drafter": r.label, "tau": round(r.tau, 3)}
+        if r.interval is not None:
+            row["tau 95% CI"] = f"[{r.interval.low:.2f}, {r.interval.high:.2f}]"
         if by_category:
-            row |= {f"tau {c}": round(t, 3) for c, t in r.by_category.items()}
+            for c, t in r.by_category.items():
+                run = r.runs.get(c)
+                row[f"tau {c}"] = (
+                    str(tau_interval(run.requests)) if run and run.requests else round(t, 3)
+                )
         else:
             row |= {f"accept@{j + 1}": round(p, 3) for j, p in enumerate(r.per_position)}
         row |= {"drafts": r.drafts, "seconds": round(r.seconds, 1)}
