@@ -44,6 +44,7 @@ __all__ = [
     "PROGRESS_EVERY",
     "LOG_TAIL_LINES",
     "spec_config_json",
+    "short_form_override_honored",
     "serve_command",
     "shell_text",
     "serve_command_text",
@@ -116,6 +117,20 @@ def _check_short_form(profile: Profile) -> int | None:
             f"model folder (relative to {REPO_ROOT}): use the long form or fix the drafter config"
         )
     return _drafter_default_k(drafter_dir)
+
+
+def short_form_override_honored() -> bool:
+    """True when the installed vLLM applies a short form's --speculative-config (vLLM PR #42376).
+
+    Older vLLMs (0.26.0 among them) rebuild the speculative config from the drafter's speculators
+    config and drop the override: a short-form server then drafts the drafter's own k.
+    """
+    import inspect
+
+    from vllm.transformers_utils import config
+
+    source = inspect.getsource(config.maybe_override_with_speculators)
+    return "update(vllm_speculative_config)" in source
 
 
 def serve_command(
@@ -504,8 +519,12 @@ def make_server(
     short_form: bool = False,
     gpu: bool | None = None,
     use_console_script: bool | None = None,
+    env: dict[str, str] | None = None,
 ) -> VllmServer:
-    """A (not yet started) server for a profile: speculative unless k=0; port=None picks a free port."""
+    """A (not yet started) server for a profile: speculative unless k=0; port=None picks a free port.
+
+    `env` adds environment variables for the server process only (e.g. VLLM_LOG_STATS_INTERVAL).
+    """
     k = profile.num_speculative_tokens if k is None else k
     name = name or ("spec" if k else "plain")
     port = free_port() if port is None else port
@@ -513,7 +532,12 @@ def make_server(
     argv = launch_command(
         profile, k=k, port=port, served_model_name=served, short_form=short_form, gpu=gpu
     )
-    return VllmServer(entry_point_argv(argv, use_console_script), port, name, served)
+    if short_form and "--speculative-config" in argv and not short_form_override_honored():
+        print(
+            f"make_server: this vLLM drops the short form's --speculative-config (fixed by vLLM "
+            f"PR #42376): the server drafts the drafter's own k, not k={k}"
+        )
+    return VllmServer(entry_point_argv(argv, use_console_script), port, name, served, env=env)
 
 
 def start_server(
