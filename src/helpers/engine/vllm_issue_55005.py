@@ -108,12 +108,16 @@ class ExpandKernelCheck:
         return cpu_expand_kernel_ok()
 
     def workbook_expanded_temperatures(self, temperatures: list[float], drafts: int) -> list[float]:
-        """What the worker's rejection sampler reads as each draft token's temperature."""
+        """What the worker's rejection sampler reads as each draft token's temperature.
+
+        The tensors live on the worker's device: on a GPU the kernel is Triton's and reads CUDA memory.
+        """
         import torch
         from vllm.v1.sample import rejection_sampler
 
-        per_request = torch.tensor(temperatures, dtype=torch.float32)
-        cu = torch.arange(1, len(temperatures) + 1, dtype=torch.int32) * drafts
+        device = getattr(self, "device", None) or "cpu"
+        per_request = torch.tensor(temperatures, dtype=torch.float32, device=device)
+        cu = torch.arange(1, len(temperatures) + 1, dtype=torch.int32, device=device) * drafts
         expanded = rejection_sampler.expand_batch_to_tokens(
             per_request, cu, len(temperatures) * drafts, replace_from=-1, replace_to=1
         )
