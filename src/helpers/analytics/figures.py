@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import matplotlib as mpl
+import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch, Rectangle
@@ -18,6 +19,7 @@ __all__ = [
     "plot_expert_union",
     "plot_relative_cost",
     "plot_speedup_map",
+    "plot_lab_speedups",
     "TAU",
     "LABEL_COLORS",
     "LABEL_TEXT",
@@ -368,4 +370,26 @@ def plot_speedup_map(grid: pd.DataFrame, points: pd.DataFrame, k: int, title: st
         ax.legend(fontsize=7, loc="upper right")
     ax.set_xscale("log", base=2)
     ax.set(xlabel="batch B", ylabel="acceptance length τ", title=title, ylim=(1, k + 1))
+    return fig
+
+
+def plot_lab_speedups(lab: pd.DataFrame) -> Figure:
+    """Measured vs bytes-model speed-up per (k, τ) engine and concurrency, as two heat maps."""
+    fig, axes = new_figure(2, width=4.6, height=3.8)
+    for ax, column, title in zip(
+        axes,
+        ("speedup", "model_speedup"),
+        ("measured on the H200 (recorded)", "bytes model, independent routing"),
+    ):
+        pivot = lab.pivot_table(
+            index=[K_COLUMN, "tau_target"], columns="concurrency", values=column
+        )
+        mesh = ax.imshow(pivot.values, cmap="RdYlGn", vmin=0.4, vmax=2.6, aspect="auto")
+        for (i, j), v in np.ndenumerate(pivot.values):
+            ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=8)
+        ax.set_xticks(range(len(pivot.columns)), [str(c) for c in pivot.columns])
+        ax.set_yticks(range(len(pivot.index)), [f"k={k}, τ={t:g}" for k, t in pivot.index])
+        ax.set(xlabel="concurrency", title=title)
+        ax.grid(False)
+    fig.colorbar(mesh, ax=axes[1], label="speed-up over plain (1 = break-even)")
     return fig
