@@ -83,3 +83,56 @@ def test_cpu_by_role_splits_engine_and_front_end() -> None:
     finally:
         child.kill()
         child.wait()
+
+
+def test_repeats_give_a_median_and_a_range_and_the_sentence_says_when_1_is_inside() -> None:
+    frames = []
+    for rep, (plain, spec) in enumerate(
+        [([100, 100], [150, 90]), ([100, 100], [170, 110]), ([120, 100], [160, 95])]
+    ):
+        frames.append(bench_frame(plain, spec, levels=(1, 16)).assign(repeat=rep))
+    table = speedup_table(pd.concat(frames)).set_index("concurrency")
+    assert table.speedup[1] == pytest.approx(1.5) and table.speedup_min[1] == pytest.approx(
+        160 / 120
+    )
+    assert table.speedup_max[16] == pytest.approx(1.1) and int(table.repeats[16]) == 3
+    sentence = crossing_statement(table.reset_index())
+    assert (
+        "medians of 3 repeats" in sentence
+        and "at concurrency [16] the repeats fall on both sides" in sentence
+    )
+
+
+def test_interleaved_runs_alternate_modes_and_repeat_every_level(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from types import SimpleNamespace
+
+    from helpers.common.counters import SpecCounters
+    from helpers.serving import bench
+
+    calls = []
+
+    def fake_level(url, model, prompts, c, n, max_tokens, limit, mode, procs):
+        calls.append((mode, c))
+        return bench.LevelRun(mode, c, [], 1.0, 0, SpecCounters(2, 6, 3, (2, 1, 0)))
+
+    monkeypatch.setattr(bench, "run_level", fake_level)
+    monkeypatch.setattr(bench, "warm_up", lambda *a, **k: None)
+    servers = {
+        m: SimpleNamespace(base_url=m, model=m, group_processes=list) for m in ("spec", "plain")
+    }
+    runs = bench.run_interleaved(servers, ["p"], (1, 4), 8, repeats=2, progress=False)
+    assert calls == [
+        ("spec", 1),
+        ("plain", 1),
+        ("spec", 4),
+        ("plain", 4),
+        ("plain", 1),
+        ("spec", 1),
+        ("plain", 4),
+        ("spec", 4),
+    ]
+    assert [r.repeat for r in runs] == [0, 0, 0, 0, 1, 1, 1, 1]
+    pooled = bench.counters_frame([r for r in runs if r.mode == "spec"])
+    assert pooled.spec_decode_num_drafts.tolist() == [4, 4]

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -39,6 +40,7 @@ __all__ = [
     "run_level",
     "warm_up",
     "run_benchmark",
+    "run_interleaved",
     "results_frame",
     "counters_frame",
     "speedup_table",
@@ -77,6 +79,8 @@ class LevelRun:
     counters: SpecCounters = field(default_factory=SpecCounters)
     #: CPU seconds spent during the level by role: client (this process), front end, engine.
     cpu_seconds: dict[str, float] = field(default_factory=dict)
+    #: Which repetition of the level this was (run_interleaved repeats every level).
+    repeat: int = 0
 
     def row(self) -> dict[str, float | int | str]:
         """One tidy row: throughput, TTFT, TPOT and (for a drafter) acceptance length τ."""
@@ -88,6 +92,7 @@ class LevelRun:
         return {
             "mode": self.mode,
             "concurrency": self.concurrency,
+            "repeat": self.repeat,
             "requests": len(res),
             "skipped": self.skipped,
             "output_tokens": tokens,
@@ -219,6 +224,53 @@ def run_benchmark(
     return runs
 
 
+def run_interleaved(
+    servers: Mapping[str, Any],
+    prompts: Sequence[str],
+    concurrency: Sequence[int] = DEFAULT_CONCURRENCY,
+    max_tokens: int = DEFAULT_MAX_TOKENS,
+    repeats: int = 3,
+    time_limit: float = LEVEL_TIME_LIMIT,
+    progress: bool = True,
+) -> list[LevelRun]:
+    """Every level `repeats` times on servers that are all up, alternating which mode goes first.
+
+    `servers` maps a mode to a started server (base_url, model, group_processes). Interleaving
+    spreads slow drifts of a shared machine (other work, thermal state) over both modes instead of
+    charging them to whichever ran second; the repeats give each figure a spread.
+    """
+    modes = list(servers)
+    for srv in servers.values():
+        warm_up(srv.base_url, srv.model, prompts)
+    runs = []
+    for rep in range(repeats):
+        for c in concurrency:
+            for mode in modes if rep % 2 == 0 else modes[::-1]:
+                srv = servers[mode]
+                run = run_level(
+                    srv.base_url,
+                    srv.model,
+                    prompts,
+                    c,
+                    requests_for(c),
+                    max_tokens,
+                    time_limit,
+                    mode,
+                    srv.group_processes,
+                )
+                run.repeat = rep
+                runs.append(run)
+        if progress:
+            done = [r.row() for r in runs if r.repeat == rep]
+            print(
+                f"repeat {rep + 1}/{repeats}: "
+                + ", ".join(
+                    f"{r['mode']} C={r['concurrency']} {r['output_tok_s']:.0f} tok/s" for r in done
+                )
+            )
+    return runs
+
+
 def results_frame(*runs: Sequence[LevelRun]) -> pd.DataFrame:
     """One tidy DataFrame (a row per mode × concurrency) from any number of benchmark runs."""
     return pd.DataFrame([run.row() for group in runs for run in group]).sort_values(
@@ -227,14 +279,17 @@ def results_frame(*runs: Sequence[LevelRun]) -> pd.DataFrame:
 
 
 def counters_frame(runs: Sequence[LevelRun]) -> pd.DataFrame:
-    """The spec-decode counter delta of each level with the statistics `vllm bench serve` reports."""
-    rows = []
+    """The spec-decode counter delta of each level (repeats pooled) with `vllm bench serve`'s keys."""
+    pooled: dict[int, SpecCounters] = {}
     for run in runs:
-        stats = acceptance_stats(run.counters)
+        pooled[run.concurrency] = pooled.get(run.concurrency, SpecCounters()) + run.counters
+    rows = []
+    for concurrency, counters in sorted(pooled.items()):
+        stats = acceptance_stats(counters)
         per_pos = stats.pop("spec_decode_per_position_acceptance_rates")
         rows.append(
             {
-                "concurrency": run.concurrency,
+                "concurrency": concurrency,
                 **stats,
                 **{f"position_{i}_rate": rate for i, rate in enumerate(per_pos)},
             }
@@ -246,26 +301,36 @@ def counters_frame(runs: Sequence[LevelRun]) -> pd.DataFrame:
 
 
 def speedup_table(df: pd.DataFrame) -> pd.DataFrame:
-    """Per concurrency: plain and spec output tok/s, TTFT, TPOT, and the speedup spec/plain tok/s."""
-    wide = df.pivot(
-        index="concurrency", columns="mode", values=["output_tok_s", "mean_ttft_ms", "mean_tpot_ms"]
-    )
-    missing = [m for m in MODES if m not in wide.columns.get_level_values("mode")]
+    """Per concurrency: median plain and spec tok/s, TTFT, TPOT, and the speed-up spec/plain.
+
+    With repeats, each repeat's speed-up pairs the spec and plain runs of that repeat; the table
+    gives their median (`speedup`) and range (`speedup_min`, `speedup_max`).
+    """
+    if "repeat" not in df:
+        df = df.assign(repeat=0)
+    missing = [m for m in MODES if m not in set(df["mode"])]
     if missing:
         raise ValueError(
             f"the results have no {missing} rows: run the benchmark on both servers first"
         )
+    values = ["output_tok_s", "mean_ttft_ms", "mean_tpot_ms"]
+    wide = df.pivot_table(index=["concurrency", "repeat"], columns="mode", values=values)
+    per_repeat = (wide["output_tok_s"]["spec"] / wide["output_tok_s"]["plain"]).groupby(level=0)
+    med = wide.groupby(level=0).median()
     out = pd.DataFrame(
         {
-            "plain_tok_s": wide["output_tok_s"]["plain"],
-            "spec_tok_s": wide["output_tok_s"]["spec"],
-            "plain_ttft_ms": wide["mean_ttft_ms"]["plain"],
-            "spec_ttft_ms": wide["mean_ttft_ms"]["spec"],
-            "plain_tpot_ms": wide["mean_tpot_ms"]["plain"],
-            "spec_tpot_ms": wide["mean_tpot_ms"]["spec"],
+            "plain_tok_s": med["output_tok_s"]["plain"],
+            "spec_tok_s": med["output_tok_s"]["spec"],
+            "plain_ttft_ms": med["mean_ttft_ms"]["plain"],
+            "spec_ttft_ms": med["mean_ttft_ms"]["spec"],
+            "plain_tpot_ms": med["mean_tpot_ms"]["plain"],
+            "spec_tpot_ms": med["mean_tpot_ms"]["spec"],
+            "speedup": per_repeat.median(),
+            "speedup_min": per_repeat.min(),
+            "speedup_max": per_repeat.max(),
+            "repeats": per_repeat.size(),
         }
     )
-    out["speedup"] = out["spec_tok_s"] / out["plain_tok_s"]
     return out.reset_index()
 
 
@@ -285,6 +350,11 @@ def crossing_statement(table: pd.DataFrame) -> str:
         f"speedup {first.speedup:.2f}× at concurrency {int(first.concurrency)}, "
         f"{last.speedup:.2f}× at {int(last.concurrency)}"
     )
+    if "speedup_min" in t and t["repeats"].max() > 1:
+        unsure = t[(t.speedup_min < 1) & (t.speedup_max > 1)].concurrency.tolist()
+        span += f"; medians of {int(t.repeats.min())} repeats" + (
+            f", and at concurrency {unsure} the repeats fall on both sides of 1" if unsure else ""
+        )
     if cross is None:
         return f"The ratio did not cross 1 up to concurrency {int(last.concurrency)} ({span})."
     if (t["speedup"] < 1).all():
@@ -310,8 +380,10 @@ def plot_serving(df: pd.DataFrame) -> Figure:
     ]
     for ax, (col, label) in zip(axes, panels):
         for mode in MODES:
-            sub = df[df["mode"] == mode].sort_values("concurrency")
-            ax.plot(sub["concurrency"], sub[col], marker="o", color=PALETTE[mode], label=mode)
+            sub = df[df["mode"] == mode].groupby("concurrency")[col].median()
+            ax.plot(
+                sub.index, sub.values, marker="o", color=PALETTE[mode], label=f"{mode} (median)"
+            )
         ax.set_xscale("log", base=2)
         ax.set_xticks(
             sorted(df["concurrency"].unique()),
@@ -327,12 +399,17 @@ def plot_serving_speedup(table: pd.DataFrame) -> Figure:
     """Speedup (spec/plain output tok/s) against concurrency, with the break-even line at 1."""
     fig, (ax,) = new_figure()
     t = table.sort_values("concurrency")
-    ax.plot(
+    yerr = None
+    if "speedup_min" in t:
+        yerr = [t["speedup"] - t["speedup_min"], t["speedup_max"] - t["speedup"]]
+    ax.errorbar(
         t["concurrency"],
         t["speedup"],
+        yerr=yerr,
         marker="o",
+        capsize=4,
         color=PALETTE["spec"],
-        label="spec / plain tok/s",
+        label="spec / plain tok/s (median, range of repeats)",
     )
     ax.axhline(1.0, color=PALETTE["plain"], linestyle="--", label="break-even")
     ax.set_xscale("log", base=2)
