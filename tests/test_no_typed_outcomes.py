@@ -23,6 +23,7 @@ TYPED_OUTCOMES = [
     r"easier to guess than a poem",
     r"shrinks as concurrency",
     r"speed-?up (falls|shrinks) (as|with) (the )?(batch|concurrency)",
+    r"prose turned out slightly more predictable than code",
 ]
 
 

@@ -171,6 +171,7 @@ def test_tau_table_shows_intervals_when_vllm_kept_requests() -> None:
     run = CategoryRun([[1], [2]], ["a", "b"], 1.0, counters_of(reqs), requests=reqs)
     result = TauResult("x", 3.0, [], 14, 0, 2, 1.0, {"code": 3.0}, runs={"code": run})
     assert result.interval is not None and result.interval.n == 2
+    assert tau_table({"x": result}).iloc[0]["accept@3 95% CI"].startswith("[")
     row = tau_table({"x": result}, by_category=True).iloc[0]
     assert row["tau 95% CI"].startswith("[") and row["tau code"].startswith(
         f"{result.interval.estimate:.2f} ["

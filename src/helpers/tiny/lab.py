@@ -21,7 +21,7 @@ from matplotlib.figure import Figure
 from safetensors import safe_open
 from transformers import PreTrainedTokenizerBase, Qwen3MoeConfig, Qwen3MoeForCausalLM
 
-from helpers.analytics.intervals import Interval, tau_interval
+from helpers.analytics.intervals import Interval, position_intervals, tau_interval
 from helpers.common.ci import ci_scaled
 from helpers.common.counters import acceptance_stats
 from helpers.common.figures import PALETTE, new_figure
@@ -316,6 +316,13 @@ def tau_table(results: dict[Any, TauResult], by_category: bool = False) -> pd.Da
                 )
         else:
             row |= {f"accept@{j + 1}": round(p, 3) for j, p in enumerate(r.per_position)}
+            requests = [q for run in r.runs.values() for q in run.requests]
+            if requests:
+                table = position_intervals(requests)
+                row |= {
+                    f"accept@{j + 1} 95% CI": f"[{lo:.2f}, {hi:.2f}]"
+                    for j, (lo, hi) in enumerate(zip(table.rate_ci_low, table.rate_ci_high))
+                }
         row |= {"drafts": r.drafts, "seconds": round(r.seconds, 1)}
         rows.append(row)
     return pd.DataFrame(rows).set_index("run")
@@ -338,8 +345,18 @@ def plot_learning_curve(
     """τ at each checkpoint vs the shipped drafter; training loss; top-1 agreement per draft step."""
     fig, (ax_tau, ax_loss, ax_agree) = new_figure(3, width=4.4, height=3.4)
     steps, k = sorted(taus), len(shipped.per_position)
-    ax_tau.plot(
-        steps, [taus[s].tau for s in steps], "o-", color=PALETTE["spec"], label="your drafter"
+    ivs = [taus[s].interval for s in steps]
+    yerr = None
+    if all(iv is not None for iv in ivs):
+        yerr = [[iv.estimate - iv.low for iv in ivs], [iv.high - iv.estimate for iv in ivs]]
+    ax_tau.errorbar(
+        steps,
+        [taus[s].tau for s in steps],
+        yerr=yerr,
+        fmt="o-",
+        capsize=3,
+        color=PALETTE["spec"],
+        label="your drafter (95 % interval)",
     )
     for s in steps:
         ax_tau.annotate(

@@ -101,7 +101,8 @@ def _provenance(res: dict[str, Any]) -> str:
     p, s = res["provenance"], res["settings"]
     return (
         f"Measured {p['date']} by `{p['command']}` on {p['machine']} (vLLM {p['vllm']}, torch {p['torch']}), "
-        f"{s['prompts']} held-out prompts per category, {s['max_tokens']} new tokens, temperature 0."
+        f"{s['prompts']} held-out prompts per category, temperature 0; τ on natural answers capped "
+        f"at {s['max_tokens']} new tokens, tokens/s at forced length (ignore_eos)."
     )
 
 
@@ -131,9 +132,9 @@ seed {c["seed"]}: {v["seconds"]:.0f} s; loss {v["loss_first"]} → {v["loss_last
 |---|---|---|---|
 {quality}
 
-**Limits.** It is a toy: it often copies JSON fields wrongly, its greedy poems can repeat a line,
-and on its four synthetic tasks prose turned out slightly more predictable than code (see the
-drafter's card), unlike real workloads. A second corpus that drew poem and prose words without
+**Limits.** It is a toy: it often copies JSON fields wrongly and its greedy poems can repeat a line.
+How predictable each task is for the drafter is in the drafter's card, as point estimates from
+the benchmark (no intervals: the recorded run kept no per-request acceptance). A second corpus that drew poem and prose words without
 replacement (to make the creative task harder) gave looping poems and the highest τ on them,
 so it was not shipped.
 
