@@ -18,6 +18,7 @@ from helpers.common.paths import REPO_ROOT
 PROBE = r"""
 import importlib, json, os, pkgutil, sys
 import torch
+import torch._dynamo  # third-party: sets TORCHINDUCTOR_CACHE_DIR when first imported (by transformers)
 calls = []
 for name in ("is_available", "device_count", "init", "_lazy_init", "get_device_properties",
              "current_device", "mem_get_info"):
