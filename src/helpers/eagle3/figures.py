@@ -13,6 +13,8 @@ from helpers.eagle3.taps import KNOWN_STACKS, default_aux_layers
 __all__ = [
     "draft_verify_round",
     "plot_aux_layers",
+    "DATAFLOW_NAMES",
+    "plot_eagle3_dataflow",
 ]
 
 
@@ -120,4 +122,75 @@ def plot_aux_layers(
     ax.set_xticklabels(["embeddings\n(hidden_states[0])", "depth k / L", "final norm → lm_head"])
     ax.grid(False)
     ax.set_title("EAGLE-3 taps: residual stream after k layers (vLLM default (2, L//2, L-3))")
+    return fig
+
+
+#: Where each box of the dataflow lives in vLLM (the installed code is quoted in notebook 02).
+DATAFLOW_NAMES: dict[str, str] = {
+    "taps": "Qwen3MoeModel.forward → _maybe_add_hidden_state",
+    "concat": "GPUModelRunner.propose_draft_token_ids: torch.cat",
+    "fc": "Eagle3LlamaForCausalLM.combine_hidden_states",
+    "layer": "llama_eagle3.LlamaDecoderLayer.forward: cat(embeds, hidden)",
+    "head": "Eagle3LlamaForCausalLM.compute_logits (+ d2t)",
+}
+
+
+def _arrow(ax: Any, start: tuple[float, float], end: tuple[float, float], text: str = "") -> None:
+    """An arrow from start to end with an optional label at its middle."""
+    ax.annotate("", end, start, arrowprops={"arrowstyle": "->", "lw": 1.0})
+    if text:
+        mid = ((start[0] + end[0]) / 2, (start[1] + end[1]) / 2)
+        ax.text(mid[0], mid[1] + 0.08, text, fontsize=7, ha="center", va="bottom")
+
+
+def plot_eagle3_dataflow(
+    num_layers: int, taps: tuple[int, ...], hidden: int, vocab: int, draft_vocab: int
+) -> Figure:
+    """One EAGLE-3 draft step: verifier taps → concat 3H → fc → H; [embed ‖ H] → layer → lm_head."""
+    fig, (ax,) = new_figure(1, width=11.5, height=4.4)
+    ax.grid(False)
+    ax.axis("off")
+    grey, blue, green = "#dee2e6", "#cfe2ff", PALETTE["accepted"]
+    ax.add_patch(Rectangle((0, 0.2), 1.1, 3.6, facecolor=grey, edgecolor="black", lw=0.6))
+    ax.text(0.55, 4.0, f"verifier\n{num_layers} layers", ha="center", fontsize=9)
+    ys = {}
+    for i, t in enumerate(sorted(taps)):
+        y = 0.2 + 3.6 * t / num_layers
+        ys[t] = y
+        ax.plot([0, 1.1], [y, y], color=PALETTE["spec"], lw=2)
+        ax.text(-0.08, y, f"h[{t}]", ha="right", va="center", fontsize=8)
+        _arrow(ax, (1.1, y), (2.0, 1.65 + 0.2 * i))
+    ax.text(0.55, 0.0, DATAFLOW_NAMES["taps"], ha="left", fontsize=7, style="italic")
+    _box(ax, 2.0, 1.55, f"concat\n{len(taps)}×H = {len(taps) * hidden}", blue, 1.3)
+    ax.text(2.65, 2.55, DATAFLOW_NAMES["concat"], ha="center", fontsize=7, style="italic")
+    _arrow(ax, (3.3, 1.85), (3.8, 1.85))
+    _box(ax, 3.8, 1.55, f"fc\n{len(taps) * hidden} → {hidden}", blue, 1.1)
+    ax.text(4.35, 1.3, DATAFLOW_NAMES["fc"], ha="center", fontsize=7, style="italic", va="top")
+    _box(ax, 3.8, 3.0, "embed(next token)\n" + str(hidden), grey, 1.5)
+    _arrow(ax, (4.9, 1.85), (5.7, 2.2), "H")
+    _arrow(ax, (5.3, 3.3), (5.7, 2.5), "H")
+    _box(ax, 5.7, 2.05, f"cat → {2 * hidden}\n1 decoder layer", green, 1.6)
+    ax.text(6.5, 2.75, DATAFLOW_NAMES["layer"], ha="center", fontsize=7, style="italic")
+    _arrow(ax, (7.3, 2.35), (7.8, 2.35), "H")
+    _box(ax, 7.8, 2.05, f"lm_head\n{hidden} → {draft_vocab}", blue, 1.3)
+    ax.text(8.9, 1.8, DATAFLOW_NAMES["head"], ha="center", fontsize=7, style="italic", va="top")
+    _arrow(ax, (9.1, 2.35), (9.6, 2.35))
+    vocab_note = "" if draft_vocab == vocab else f"\n+ d2t → id < {vocab}"
+    _box(ax, 9.6, 2.05, "argmax" + vocab_note, PALETTE["bonus"], 1.4)
+    ax.annotate(
+        "",
+        (5.9, 2.05),
+        (7.1, 2.05),
+        arrowprops={"arrowstyle": "->", "lw": 1.0, "ls": "--", "connectionstyle": "arc3,rad=-0.6"},
+    )
+    ax.text(
+        6.5,
+        0.85,
+        "draft steps 2…k: the layer's own pre-norm\noutput replaces fc's",
+        fontsize=7,
+        ha="center",
+    )
+    ax.set_xlim(-0.6, 11.2)
+    ax.set_ylim(-0.2, 4.5)
+    ax.set_title("One EAGLE-3 draft step in vLLM (schematic, sizes of this pair)", fontsize=10)
     return fig

@@ -1,0 +1,127 @@
+"""The installed vLLM's own EAGLE-3 code path, quoted from its source, and the taps of a running engine.
+
+Notebook 02 reads the code that runs, not a description of it: `excerpt` takes the lines of an
+installed function that carry the idea (with their file and line numbers), so when vLLM changes,
+the notebook shows the new code. `engine_taps` asks the worker process of a running engine which
+layers its verifier actually hands to the drafter.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "SourceRef",
+    "EAGLE3_PATH",
+    "resolve",
+    "excerpt",
+    "eagle3_path_markdown",
+    "worker_taps",
+    "engine_taps",
+]
+
+
+@dataclass(frozen=True)
+class SourceRef:
+    """An installed function and the words whose lines (with context) carry the idea."""
+
+    title: str
+    module: str
+    qualname: str
+    keep: tuple[str, ...] = ()
+
+
+#: One EAGLE-3 step through the installed vLLM, in the order the data flows.
+EAGLE3_PATH: tuple[SourceRef, ...] = (
+    SourceRef(
+        "1. the verifier's forward keeps the residual stream after the tapped layers",
+        "vllm.model_executor.models.qwen3_moe",
+        "Qwen3MoeModel.forward",
+        ("aux_hidden_states", "for layer_idx", "layer(positions"),
+    ),
+    SourceRef(
+        "2. one tap is hidden + residual: the pre-norm residual stream, as transformers' hidden_states[i]",
+        "vllm.model_executor.models.interfaces",
+        "EagleModelMixin._maybe_add_hidden_state",
+    ),
+    SourceRef(
+        "3. which layers: the drafter's eagle_aux_hidden_state_layer_ids, else (2, L // 2, L - 3)",
+        "vllm.model_executor.models.interfaces",
+        "SupportsEagle3.get_eagle3_default_aux_hidden_state_layers",
+        ("num_layers", "return"),
+    ),
+    SourceRef(
+        "4. the model runner concatenates the taps of every scheduled token: [tokens, 3H]",
+        "vllm.v1.worker.gpu_model_runner",
+        "GPUModelRunner.propose_draft_token_ids",
+        ("target_hidden_states = torch.cat(",),
+    ),
+    SourceRef(
+        "5. the drafter fuses them with fc, 3H -> H",
+        "vllm.model_executor.models.llama_eagle3",
+        "Eagle3LlamaForCausalLM.combine_hidden_states",
+        ("def combine_hidden_states", "self.model.fc("),
+    ),
+    SourceRef(
+        "6. its one decoder layer reads [embedding of the next token ‖ fused hidden state], 2H",
+        "vllm.model_executor.models.llama_eagle3",
+        "LlamaDecoderLayer.forward",
+        ("torch.cat",),
+    ),
+)
+
+
+def resolve(ref: SourceRef) -> Any:
+    """The installed object a SourceRef names (module attribute path)."""
+    obj: Any = importlib.import_module(ref.module)
+    for part in ref.qualname.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def excerpt(ref: SourceRef, context: int = 1, max_lines: int = 14) -> str:
+    """The lines of the function that contain a keep word (± context), numbered as in the file."""
+    fn = resolve(ref)
+    lines, first = inspect.getsourcelines(fn)
+    path = inspect.getsourcefile(fn) or "?"
+    short = path[path.rfind("vllm/") :] if "vllm/" in path else path
+    if ref.keep:
+        wanted = {
+            j
+            for i, line in enumerate(lines)
+            if any(word in line for word in ref.keep)
+            for j in range(max(0, i - context), min(len(lines), i + context + 1))
+        }
+    else:
+        wanted = set(range(len(lines)))
+    out, previous = [f"# {short}, {ref.qualname}"], -2
+    for i in sorted(wanted)[:max_lines]:
+        if i != previous + 1:
+            out.append("    ...")
+        out.append(f"{first + i:5d}  {lines[i].rstrip()}")
+        previous = i
+    return "\n".join(out)
+
+
+def eagle3_path_markdown(refs: Sequence[SourceRef] = EAGLE3_PATH) -> str:
+    """Every excerpt under its title, as Markdown with Python code blocks."""
+    return "\n\n".join(f"**{ref.title}**\n\n```python\n{excerpt(ref)}\n```" for ref in refs)
+
+
+def worker_taps(worker: Any) -> tuple[int, ...]:
+    """Inside a vLLM worker: the layers the verifier hands to the drafter (empty without EAGLE-3)."""
+    model = worker.model_runner.get_model()
+    for module in (model, getattr(model, "model", None)):
+        layers = getattr(module, "aux_hidden_state_layers", None)
+        if layers:
+            return tuple(int(x) for x in layers)
+    return ()
+
+
+def engine_taps(llm: Any) -> list[tuple[int, ...]]:
+    """The verifier's tapped layers, read from each worker of a running engine."""
+    return llm.collective_rpc(worker_taps)
