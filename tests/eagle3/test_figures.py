@@ -21,3 +21,14 @@ def test_draft_verify_round_draws_one_box_per_emitted_token() -> None:
     assert {"d1=v1", "d2=v2", "v3"} <= labels and "v4" in labels
     with pytest.raises(ValueError, match="accepted must be between 0 and k=3"):
         draft_verify_round(3, accepted=4)
+
+
+def test_dataflow_names_the_installed_functions_and_the_draft_vocab() -> None:
+    from helpers.eagle3.figures import DATAFLOW_NAMES, plot_eagle3_dataflow
+
+    fig = plot_eagle3_dataflow(8, (2, 4, 5), 128, 2048, 512)
+    texts = {t.get_text() for t in fig.axes[0].texts}
+    assert set(DATAFLOW_NAMES.values()) <= texts
+    assert any("d2t" in t for t in texts) and any("384" in t for t in texts)
+    full = plot_eagle3_dataflow(8, (2, 4, 5), 128, 2048, 2048)
+    assert not any("d2t →" in t.get_text() for t in full.axes[0].texts)

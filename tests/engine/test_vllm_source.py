@@ -6,7 +6,14 @@ from types import SimpleNamespace
 
 import pytest
 
-from helpers.engine.vllm_source import EAGLE3_PATH, excerpt, resolve, worker_taps
+from helpers.engine.vllm_source import (
+    EAGLE3_PATH,
+    excerpt,
+    resolve,
+    runs_model_runner_v2,
+    worker_runner,
+    worker_taps,
+)
 
 pytest.importorskip("vllm")
 
@@ -33,3 +40,14 @@ def test_worker_taps_reads_the_model_or_its_inner_model() -> None:
     assert worker_taps(worker) == (2, 4, 5)
     bare = SimpleNamespace(model_runner=SimpleNamespace(get_model=lambda: SimpleNamespace()))
     assert worker_taps(bare) == ()
+
+
+def test_the_runner_is_named_by_its_class() -> None:
+    class GPUModelRunner:  # a stand-in with V1's name and module
+        pass
+
+    GPUModelRunner.__module__ = "vllm.v1.worker.gpu_model_runner"
+    worker = SimpleNamespace(model_runner=GPUModelRunner())
+    name = worker_runner(worker)
+    assert name.endswith("GPUModelRunner") and not runs_model_runner_v2(name)
+    assert runs_model_runner_v2("vllm.v1.worker.gpu.model_runner.GPUModelRunner")

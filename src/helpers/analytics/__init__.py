@@ -1,6 +1,16 @@
 """Analytics on top of the engine: the sweeps over k, temperature and task (notebook 03), the
 MoE economics of a verify pass (expert union, c(k, B); notebook 06), the speed-up model with the
-recorded H200 and published measurements, figures, and text-quality measures.
+recorded H200 and published measurements, figures, text-quality measures, bootstrap intervals, the
+distributional lossless test, and EAGLE-3's place among other drafting methods (notebook 07).
 """
 
-__all__ = ["figures", "intervals", "moe", "speedup", "sweeps", "text_quality"]
+__all__ = [
+    "distribution",
+    "field",
+    "figures",
+    "intervals",
+    "moe",
+    "speedup",
+    "sweeps",
+    "text_quality",
+]

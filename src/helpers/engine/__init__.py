@@ -5,4 +5,12 @@ backport for vLLM < 0.11.1, the `vllm.general_plugins` entry point that applies 
 installed vLLM's own EAGLE-3 code path quoted from its source.
 """
 
-__all__ = ["eagle3_backport", "lifecycle", "pairing", "plugin", "runs", "vllm_issue_55005", "vllm_source"]
+__all__ = [
+    "eagle3_backport",
+    "lifecycle",
+    "pairing",
+    "plugin",
+    "runs",
+    "vllm_issue_55005",
+    "vllm_source",
+]

@@ -3,7 +3,9 @@
 Notebook 02 reads the code that runs, not a description of it: `excerpt` takes the lines of an
 installed function that carry the idea (with their file and line numbers), so when vLLM changes,
 the notebook shows the new code. `engine_taps` asks the worker process of a running engine which
-layers its verifier actually hands to the drafter.
+layers its verifier actually hands to the drafter; that needs the engine to load `WorkerProbe` as
+its worker extension (`worker_extension_cls=WORKER_PROBE`), because vLLM sends method names, not
+functions, to its workers unless insecure serialization is switched on.
 """
 
 from __future__ import annotations
@@ -20,8 +22,13 @@ __all__ = [
     "resolve",
     "excerpt",
     "eagle3_path_markdown",
+    "WORKER_PROBE",
+    "WorkerProbe",
     "worker_taps",
     "engine_taps",
+    "worker_runner",
+    "engine_runner",
+    "runs_model_runner_v2",
 ]
 
 
@@ -123,5 +130,37 @@ def worker_taps(worker: Any) -> tuple[int, ...]:
 
 
 def engine_taps(llm: Any) -> list[tuple[int, ...]]:
-    """The verifier's tapped layers, read from each worker of a running engine."""
-    return llm.collective_rpc(worker_taps)
+    """The verifier's tapped layers, read from each worker of a running engine (WorkerProbe)."""
+    return [tuple(t) for t in llm.collective_rpc("workbook_taps")]
+
+
+def worker_runner(worker: Any) -> str:
+    """Inside a vLLM worker: the model runner's class, with its module."""
+    cls = type(worker.model_runner)
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def engine_runner(llm: Any) -> str:
+    """The model runner class of a running engine's (first) worker (WorkerProbe)."""
+    return llm.collective_rpc("workbook_runner")[0]
+
+
+class WorkerProbe:
+    """vLLM worker extension: answers questions about the worker it is mixed into."""
+
+    def workbook_taps(self) -> tuple[int, ...]:
+        """worker_taps of this worker."""
+        return worker_taps(self)
+
+    def workbook_runner(self) -> str:
+        """worker_runner of this worker."""
+        return worker_runner(self)
+
+
+#: The dotted name vLLM loads WorkerProbe by (`worker_extension_cls`).
+WORKER_PROBE = f"{__name__}.WorkerProbe"
+
+
+def runs_model_runner_v2(runner: str) -> bool:
+    """True for vLLM's Model Runner V2 (vllm/v1/worker/gpu/), the one with block verification."""
+    return runner.startswith("vllm.v1.worker.gpu.")
