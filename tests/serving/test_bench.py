@@ -136,3 +136,5 @@ def test_interleaved_runs_alternate_modes_and_repeat_every_level(
     assert [r.repeat for r in runs] == [0, 0, 0, 0, 1, 1, 1, 1]
     pooled = bench.counters_frame([r for r in runs if r.mode == "spec"])
     assert pooled.spec_decode_num_drafts.tolist() == [4, 4]
+    assert pooled.tau_min.tolist() == pooled.tau_max.tolist() == [2.5, 2.5]
+    assert pooled.repeats.tolist() == [2, 2]

@@ -279,18 +279,26 @@ def results_frame(*runs: Sequence[LevelRun]) -> pd.DataFrame:
 
 
 def counters_frame(runs: Sequence[LevelRun]) -> pd.DataFrame:
-    """The spec-decode counter delta of each level (repeats pooled) with `vllm bench serve`'s keys."""
-    pooled: dict[int, SpecCounters] = {}
+    """The spec-decode counter delta of each level (repeats pooled) with `vllm bench serve`'s keys.
+
+    The OpenAI server keeps no per-request acceptance, so there is no request bootstrap here:
+    with repeats, `tau_min` and `tau_max` give the range of τ over them instead.
+    """
+    by_level: dict[int, list[SpecCounters]] = {}
     for run in runs:
-        pooled[run.concurrency] = pooled.get(run.concurrency, SpecCounters()) + run.counters
+        by_level.setdefault(run.concurrency, []).append(run.counters)
     rows = []
-    for concurrency, counters in sorted(pooled.items()):
-        stats = acceptance_stats(counters)
+    for concurrency, deltas in sorted(by_level.items()):
+        stats = acceptance_stats(sum(deltas, SpecCounters()))
         per_pos = stats.pop("spec_decode_per_position_acceptance_rates")
+        taus = [acceptance_stats(d)["spec_decode_acceptance_length"] for d in deltas]
         rows.append(
             {
                 "concurrency": concurrency,
                 **stats,
+                "tau_min": min(taus),
+                "tau_max": max(taus),
+                "repeats": len(deltas),
                 **{f"position_{i}_rate": rate for i, rate in enumerate(per_pos)},
             }
         )
