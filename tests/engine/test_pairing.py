@@ -15,6 +15,7 @@ from helpers.common.configs import read_config
 from helpers.engine.pairing import (
     PairingError,
     check_pair,
+    local_tensor,
     safetensors_header,
     validate_pair,
     weight_index,
@@ -201,6 +202,30 @@ def test_reduced_draft_vocab_with_maps_passes(tiny_pair) -> None:
         },
     )
     assert check_pair(tiny_pair.verifier, tiny_pair.drafter).ok
+
+
+def test_d2t_values_must_land_inside_the_verifier_vocab(tiny_pair) -> None:
+    hidden, vocab, _ = sizes(tiny_pair)
+    draft = vocab // 4
+    edit_config(tiny_pair.drafter, draft_vocab_size=draft)
+    # offsets: draft id i -> verifier id i + d2t[i]; the last id overshoots, two ids collide
+    d2t = torch.zeros(draft, dtype=torch.int64)
+    d2t[-1] = vocab
+    d2t[1] = -1
+    edit_weights(
+        tiny_pair.drafter,
+        **{
+            "lm_head.weight": torch.zeros(draft, hidden),
+            "d2t": d2t,
+            "t2d": torch.zeros(vocab, dtype=torch.bool),
+        },
+    )
+    report = validate_pair(tiny_pair.verifier, tiny_pair.drafter)
+    assert f"1 of {draft} d2t entries" in only(report, "d2t_out_of_range").message
+    assert only(report, "d2t_duplicate_targets").severity == "warning"
+    assert local_tensor(tiny_pair.drafter, "d2t").tolist() == d2t.tolist()
+    assert local_tensor(tiny_pair.drafter, "no-such-tensor") is None
+    assert local_tensor("RedHatAI/some-hub-drafter", "d2t") is None
 
 
 def test_lm_head_rows_disagree_with_draft_vocab(tiny_pair) -> None:

@@ -32,6 +32,7 @@ __all__ = [
     "safetensors_header",
     "weight_index",
     "drafter_weights",
+    "local_tensor",
     "is_eagle3_checkpoint",
     "layer_config",
     "Weights",
@@ -39,6 +40,7 @@ __all__ = [
     "check_hidden_sizes",
     "check_fc",
     "check_vocab",
+    "check_d2t_values",
     "check_aux_layer_ids",
     "check_max_model_len",
     "check_verifier_name",
@@ -148,6 +150,24 @@ def drafter_weights(ref: str | Path) -> dict[str, dict[str, Any]]:
     """The drafter's tensor headers, local or (headers only) from the hub."""
     folder = local_dir(ref)
     return weight_index(folder) if folder is not None else _hub_weight_index(str(ref))
+
+
+def local_tensor(ref: str | Path, name: str) -> Any:
+    """One tensor's values (numpy) from a local model folder; None for hub models or if absent."""
+    from safetensors import safe_open
+
+    folder = local_dir(ref)
+    if folder is None:
+        return None
+    path = folder / "model.safetensors"
+    if not path.is_file():
+        index = folder / "model.safetensors.index.json"
+        shard = json.loads(index.read_text())["weight_map"].get(name) if index.is_file() else None
+        if shard is None:
+            return None
+        path = folder / shard
+    with safe_open(str(path), "np") as f:
+        return f.get_tensor(name) if name in f.keys() else None
 
 
 # --------------------------------------------------------------------------- config helpers
@@ -371,6 +391,34 @@ def _check_vocab_maps(weights: Weights, draft_vocab: int, vocab: int) -> list[Pr
     return problems
 
 
+def check_d2t_values(d2t: Any, vocab: int) -> list[Problem]:
+    """d2t holds offsets (vLLM: target id = draft id + d2t[draft id]): every target inside the vocab."""
+    import numpy as np
+
+    targets = np.arange(len(d2t)) + np.asarray(d2t, dtype=np.int64)
+    problems = []
+    outside = int(((targets < 0) | (targets >= vocab)).sum())
+    if outside:
+        problems.append(
+            _error(
+                "d2t_out_of_range",
+                f"{outside} of {len(targets)} d2t entries map a draft id outside the verifier's "
+                f"vocabulary [0, {vocab}): vLLM would emit invalid token ids; rebuild the map "
+                f"for this verifier",
+            )
+        )
+    repeated = len(targets) - len(np.unique(targets))
+    if repeated:
+        problems.append(
+            _warning(
+                "d2t_duplicate_targets",
+                f"{repeated} draft ids map to a verifier id another draft id already has: those "
+                f"lm_head rows can never add a token; rebuild the map from distinct ids",
+            )
+        )
+    return problems
+
+
 def check_aux_layer_ids(
     verifier: dict[str, Any], drafter: dict[str, Any]
 ) -> tuple[tuple[int, ...] | None, list[Problem]]:
@@ -450,7 +498,7 @@ def validate_pair(
     max_model_len: int | None = None,
     verifier_name: str | None = None,
 ) -> PairingReport:
-    """Run every check on a verifier/drafter pair (configs and headers only, no tensors)."""
+    """Run every check on a verifier/drafter pair: configs, tensor headers, and a local d2t's values."""
     report = PairingReport(verifier=str(verifier), drafter=str(drafter))
     try:
         v_cfg, d_cfg = read_config(verifier), read_config(drafter)
@@ -465,6 +513,10 @@ def validate_pair(
     if weights is not None:
         report.problems += check_fc(v_cfg, d_cfg, weights, report.aux_layers)
         report.problems += check_vocab(v_cfg, d_cfg, weights)
+        if _shape(weights, "d2t") is not None:  # values: local drafters only (hub: headers only)
+            d2t = local_tensor(drafter, "d2t")
+            if d2t is not None:
+                report.problems += check_d2t_values(d2t, v_cfg["vocab_size"])
     report.problems += aux_problems
     report.problems += check_max_model_len(d_cfg, max_model_len)
     report.problems += check_verifier_name(v_cfg, d_cfg, verifier_name or str(verifier))
