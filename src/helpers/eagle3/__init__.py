@@ -1,7 +1,8 @@
 """EAGLE-3 itself, in plain PyTorch and with no vLLM import: the drafter with vLLM's weight names,
 the taps (which verifier layers feed it, and reading them), greedy draft-and-verify from scratch,
-the training-time-test loss and its samplers, the speculators checkpoint format, and schematic
-figures of the mechanism. Notebooks 02, 03 and 05 teach from here.
+the training-time-test loss and its samplers, the speculators checkpoint format, a reduced draft
+vocabulary (d2t/t2d), and schematic figures of the mechanism. Notebooks 02, 03, 05 and 07 teach
+from here.
 """
 
-__all__ = ["checkpoint", "decode", "drafter", "figures", "taps", "train"]
+__all__ = ["checkpoint", "decode", "drafter", "figures", "taps", "train", "vocab"]
