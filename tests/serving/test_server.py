@@ -334,5 +334,8 @@ def test_the_pinned_vllm_honours_the_short_form_override() -> None:
     pytest.importorskip("vllm.transformers_utils.config")
     from helpers.common.envinfo import vllm_version
 
-    if vllm_version().startswith("0.31"):
-        assert short_form_override_honored()
+    if not vllm_version().startswith("0.31"):
+        pytest.skip(
+            f"vLLM {vllm_version()} is not the pinned 0.31: whether it has PR #42376 varies"
+        )
+    assert short_form_override_honored()

@@ -23,6 +23,7 @@ __all__ = [
     "TAU",
     "LABEL_COLORS",
     "LABEL_TEXT",
+    "interval_yerr",
     "plot_k_sweep",
     "plot_category_temperature",
     "token_pieces",
@@ -54,7 +55,7 @@ def _k_colors(ks: Sequence[int]) -> dict[int, Any]:
     return {k: cmap(i / max(1, len(ks) - 1) * 0.85) for i, k in enumerate(ks)}
 
 
-def _yerr(df: pd.DataFrame, value: str, low: str, high: str) -> Any:
+def interval_yerr(df: pd.DataFrame, value: str, low: str, high: str) -> Any:
     """Matplotlib error-bar lengths from interval columns (None when the table has none)."""
     if low not in df or df[low].isna().all():
         return None
@@ -74,7 +75,7 @@ def plot_k_sweep(by_k: pd.DataFrame, per_position: pd.DataFrame) -> Figure:
     ax.errorbar(
         by_k[K_COLUMN],
         by_k[TAU],
-        yerr=_yerr(by_k, TAU, "tau_ci_low", "tau_ci_high"),
+        yerr=interval_yerr(by_k, TAU, "tau_ci_low", "tau_ci_high"),
         fmt="o-",
         capsize=3,
         color=PALETTE["spec"],
@@ -101,7 +102,7 @@ def plot_k_sweep(by_k: pd.DataFrame, per_position: pd.DataFrame) -> Figure:
         bx.errorbar(
             grp.position + 1 + 0.04 * (i - len(colors) / 2),
             grp.conditional_acceptance_rate,
-            yerr=_yerr(
+            yerr=interval_yerr(
                 grp, "conditional_acceptance_rate", "conditional_ci_low", "conditional_ci_high"
             ),
             fmt="o-",
@@ -129,7 +130,7 @@ def plot_category_temperature(
     bars = ax.bar(
         cats.category,
         cats[TAU],
-        yerr=_yerr(cats, TAU, "tau_ci_low", "tau_ci_high"),
+        yerr=interval_yerr(cats, TAU, "tau_ci_low", "tau_ci_high"),
         capsize=4,
         color=PALETTE["spec"],
     )
@@ -140,7 +141,7 @@ def plot_category_temperature(
     bx.errorbar(
         by_temperature.temperature,
         by_temperature[TAU],
-        yerr=_yerr(by_temperature, TAU, "tau_ci_low", "tau_ci_high"),
+        yerr=interval_yerr(by_temperature, TAU, "tau_ci_low", "tau_ci_high"),
         fmt="o-",
         capsize=3,
         color=PALETTE["spec"],

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from helpers.common.counters import SpecCounters
+from helpers.common.counters import SpecCounters, acceptance_stats
 from helpers.serving.clients import scrape_spec_counters
 
 __all__ = [
@@ -117,16 +117,16 @@ def dashboard(samples: list[Sample], window: float) -> pd.DataFrame:
         delta = now.counters - first.counters
         if span <= 0 or delta.num_drafts == 0:
             continue
+        stats = acceptance_stats(delta)  # vLLM's formulas, as everywhere in the workbook
         row = {
             "t": now.t,
-            "acceptance_length": 1 + delta.num_accepted_tokens / delta.num_drafts,
-            "acceptance_rate": delta.num_accepted_tokens / delta.num_draft_tokens,
+            "acceptance_length": stats["spec_decode_acceptance_length"],
+            "acceptance_rate": stats["spec_decode_acceptance_rate"] / 100,
             "accepted_tokens_per_s": delta.num_accepted_tokens / span,
             "drafts_per_s": delta.num_drafts / span,
         }
-        row |= {
-            f"position_{j + 1}": a / delta.num_drafts for j, a in enumerate(delta.accepted_per_pos)
-        }
+        rates = stats["spec_decode_per_position_acceptance_rates"]
+        row |= {f"position_{j + 1}": r for j, r in enumerate(rates)}
         rows.append(row)
     return pd.DataFrame(rows)
 

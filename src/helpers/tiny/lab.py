@@ -12,6 +12,7 @@ import shutil
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -255,7 +256,7 @@ class TauResult:
     #: The category runs, with vLLM's per-request acceptance (what the intervals resample).
     runs: dict[str, CategoryRun] = field(default_factory=dict, repr=False)
 
-    @property
+    @cached_property
     def interval(self) -> Interval | None:
         """τ with its 95 % bootstrap interval over requests (None without per-request metrics)."""
         requests = [q for r in self.runs.values() for q in r.requests]
@@ -306,8 +307,8 @@ def tau_table(results: dict[Any, TauResult], by_category: bool = False) -> pd.Da
     rows = []
     for key, r in results.items():
         row = {"run": key, "drafter": r.label, "tau": round(r.tau, 3)}
-        if r.interval is not None:
-            row["tau 95% CI"] = f"[{r.interval.low:.2f}, {r.interval.high:.2f}]"
+        if (iv := r.interval) is not None:
+            row["tau 95% CI"] = f"[{iv.low:.2f}, {iv.high:.2f}]"
         if by_category:
             for c, t in r.by_category.items():
                 run = r.runs.get(c)
