@@ -42,3 +42,19 @@ def test_config_has_what_vllm_reads() -> None:
     assert config["transformer_layer_config"]["model_type"] == "llama"
     assert config["draft_vocab_size"] == 50 and config["target_hidden_size"] == 32
     assert config["speculators_config"]["verifier"]["name_or_path"] == "v"
+
+
+def test_a_reduced_vocabulary_drafter_round_trips_with_its_maps(tmp_path) -> None:
+    shape = DrafterShape(**{**SHAPE.to_dict(), "draft_vocab_size": 4})
+    d = Eagle3Drafter(shape)
+    d.d2t = torch.tensor([0, 1, 5, 40])
+    d.t2d = torch.zeros(50, dtype=torch.bool)
+    d.t2d[[0, 2, 7, 43]] = True
+    config = drafter_config(shape, [2, 4, 5], "v")
+    assert (
+        config["draft_vocab_size"] == 4 and config["transformer_layer_config"]["vocab_size"] == 50
+    )
+    save_drafter(d, tmp_path, config)
+    loaded, _ = load_drafter(tmp_path)
+    assert loaded.shape == shape
+    assert torch.equal(loaded.d2t, d.d2t) and torch.equal(loaded.t2d, d.t2d)

@@ -70,3 +70,25 @@ def test_weight_names_are_vllms() -> None:
         "midlayer.mlp.down_proj.weight",
     } <= names
     assert not any("embed" in n for n in names)
+
+
+def test_a_draft_vocabulary_scores_only_its_tokens_and_maps_them_back() -> None:
+    keep = torch.tensor([1, 4, 7, 30, 49])
+    d = Eagle3Drafter(DrafterShape(**{**SHAPE.to_dict(), "draft_vocab_size": 5}))
+    d.d2t = keep - torch.arange(5)
+    d.t2d = torch.zeros(50, dtype=torch.bool)
+    d.t2d[keep] = True
+    assert d.lm_head.out_features == 5 and {"d2t", "t2d"} <= set(d.state_dict())
+    assert d.target_ids(torch.tensor([0, 3, 4])).tolist() == [1, 30, 49]
+    logits = torch.arange(50.0).expand(2, 50)
+    assert torch.equal(d.draft_scores(logits)[0], keep.float())
+
+
+@torch.no_grad()
+def test_greedy_feedback_embeds_the_verifier_id_of_a_draft_id() -> None:
+    _, embed, _, _ = setup()
+    d = Eagle3Drafter(DrafterShape(**{**SHAPE.to_dict(), "draft_vocab_size": 3}))
+    d.d2t = torch.tensor([10, 20, 30])  # draft ids 0, 1, 2 -> verifier ids 10, 21, 32
+    logits = torch.tensor([[[0.0, 0.0, 1.0]]])
+    assert torch.equal(greedy_feedback(embed, d)(1, logits), embed(torch.tensor([[32]])))
+    assert torch.equal(greedy_feedback(embed)(1, logits), embed(torch.tensor([[2]])))

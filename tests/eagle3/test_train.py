@@ -47,6 +47,23 @@ def test_ttt_loss_is_weighted_per_step_and_agreement_is_a_rate() -> None:
     assert one.item() < loss.item()  # each extra step adds a weighted, positive term
 
 
+def test_a_draft_vocabulary_drafter_starts_from_the_verifiers_rows_and_learns_over_them() -> None:
+    verifier = tiny_verifier()
+    keep = [0, 3, 9, 17, 40, 63]
+    drafter = new_drafter(verifier, [1, 2, 3], keep=keep)
+    assert torch.equal(drafter.lm_head.weight, verifier.lm_head.weight[keep])
+    assert drafter.target_ids(torch.arange(6)).tolist() == keep
+    assert drafter.t2d.sum().item() == 6 and drafter.t2d[keep].all()
+    x = torch.randint(0, 64, (2, 16))
+    loss, agree = ttt_loss(drafter, verifier, x, [1, 2, 3], steps=2)
+    full_loss, _ = ttt_loss(new_drafter(verifier, [1, 2, 3]), verifier, x, [1, 2, 3], steps=2)
+    assert loss.item() > 0 and loss.item() != full_loss.item() and len(agree) == 2
+    # agreement counts a draft as right only when its verifier id is the verifier's argmax
+    answers = verifier(x).logits.argmax(-1)
+    outside = (~drafter.t2d[answers[:, 1:-1]]).float().mean().item()
+    assert agree[0] <= 1.0 - outside + 1e-6
+
+
 def test_training_lowers_the_loss_and_uses_the_given_loss_fn() -> None:
     verifier = tiny_verifier()
     drafter = new_drafter(verifier, [1, 2, 3])

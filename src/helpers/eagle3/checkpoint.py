@@ -32,7 +32,7 @@ def drafter_config(
     num_speculative_tokens: int = 3,
     dtype: str = "float32",
 ) -> dict[str, Any]:
-    """The speculators `config.json` of an eagle3 drafter with a Llama midlayer and full vocabulary."""
+    """The speculators `config.json` of an eagle3 drafter with a Llama midlayer."""
     layer = {
         "model_type": "llama",
         "vocab_size": shape.vocab_size,
@@ -52,7 +52,7 @@ def drafter_config(
         "architectures": ["Eagle3Speculator"],
         "speculators_model_type": "eagle3",
         "transformer_layer_config": layer,
-        "draft_vocab_size": shape.vocab_size,
+        "draft_vocab_size": shape.draft_vocab,
         "norm_before_residual": True,
         "target_hidden_size": shape.target_hidden_size or shape.hidden_size,
         "eagle_aux_hidden_state_layer_ids": list(aux_layer_ids),
@@ -73,7 +73,7 @@ def shape_from_config(config: dict[str, Any]) -> DrafterShape:
     layer = config["transformer_layer_config"]
     return DrafterShape(
         hidden_size=layer["hidden_size"],
-        vocab_size=config.get("draft_vocab_size", layer["vocab_size"]),
+        vocab_size=layer["vocab_size"],
         num_attention_heads=layer["num_attention_heads"],
         num_key_value_heads=layer["num_key_value_heads"],
         head_dim=layer.get("head_dim", layer["hidden_size"] // layer["num_attention_heads"]),
@@ -83,11 +83,16 @@ def shape_from_config(config: dict[str, Any]) -> DrafterShape:
         rms_norm_eps=layer.get("rms_norm_eps", 1e-6),
         rope_theta=layer.get("rope_theta", 10000.0),
         max_position_embeddings=layer.get("max_position_embeddings", 2048),
+        draft_vocab_size=(
+            None
+            if config.get("draft_vocab_size", layer["vocab_size"]) == layer["vocab_size"]
+            else config["draft_vocab_size"]
+        ),
     )
 
 
 def save_drafter(drafter: Eagle3Drafter, out_dir: Path, config: dict[str, Any]) -> None:
-    """Write config.json and model.safetensors (fc, midlayer.*, norm, lm_head; no embed_tokens)."""
+    """Write config.json and model.safetensors (fc, midlayer.*, norm, lm_head, d2t/t2d; no embed_tokens)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     weights = {k: v.detach().contiguous().clone() for k, v in drafter.state_dict().items()}
     save_file(weights, str(out_dir / WEIGHTS_FILE), metadata={"format": "pt"})
@@ -95,7 +100,7 @@ def save_drafter(drafter: Eagle3Drafter, out_dir: Path, config: dict[str, Any]) 
 
 
 def load_drafter(model_dir: Path) -> tuple[Eagle3Drafter, dict[str, Any]]:
-    """Load a drafter saved by save_drafter (or any full-vocabulary speculators eagle3 checkpoint)."""
+    """Load a drafter saved by save_drafter (or a speculators eagle3 checkpoint with a Llama midlayer)."""
     config = read_config(model_dir)
     drafter = Eagle3Drafter(shape_from_config(config))
     state = load_file(str(Path(model_dir) / WEIGHTS_FILE))

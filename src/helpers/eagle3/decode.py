@@ -156,8 +156,8 @@ def draft(pair: ReferencePair, ids: Sequence[int], aux: torch.Tensor, k: int) ->
     embed = pair.verifier.get_input_embeddings()
     n = len(ids) - 1
     first = embed(torch.tensor([list(ids[1:])]))
-    logits = draft_chain(pair.drafter, first, aux[:, :n], k, greedy_feedback(embed))
-    return [int(step[0, -1].argmax()) for step in logits]
+    logits = draft_chain(pair.drafter, first, aux[:, :n], k, greedy_feedback(embed, pair.drafter))
+    return [int(pair.drafter.target_ids(step[0, -1].argmax())) for step in logits]
 
 
 def accept_greedy(drafts: Sequence[int], targets: Sequence[int]) -> Round:

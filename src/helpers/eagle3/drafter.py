@@ -44,6 +44,12 @@ class DrafterShape:
     rms_norm_eps: float = 1e-6
     rope_theta: float = 10000.0
     max_position_embeddings: int = 2048
+    draft_vocab_size: int | None = None
+
+    @property
+    def draft_vocab(self) -> int:
+        """Tokens the drafter scores: its draft vocabulary, else the verifier's whole vocabulary."""
+        return self.draft_vocab_size or self.vocab_size
 
     def to_dict(self) -> dict:
         """The shape as plain data."""
@@ -102,7 +108,12 @@ class MidLayer(nn.Module):
 
 
 class Eagle3Drafter(nn.Module):
-    """The trainable part of an EAGLE-3 drafter; token embeddings are borrowed from the verifier."""
+    """The trainable part of an EAGLE-3 drafter; token embeddings are borrowed from the verifier.
+
+    With a reduced draft vocabulary (`shape.draft_vocab_size`) `lm_head` scores only those tokens
+    and the buffers `d2t` (offsets: verifier id = draft id + d2t[draft id]) and `t2d` (a mask over
+    the verifier's vocabulary) map between the two, as in speculators checkpoints.
+    """
 
     def __init__(self, shape: DrafterShape) -> None:
         super().__init__()
@@ -111,7 +122,22 @@ class Eagle3Drafter(nn.Module):
         self.fc = nn.Linear(shape.num_aux_layers * target, shape.hidden_size, bias=False)
         self.midlayer = MidLayer(shape)
         self.norm = RMSNorm(shape.hidden_size, shape.rms_norm_eps)
-        self.lm_head = nn.Linear(shape.hidden_size, shape.vocab_size, bias=False)
+        self.lm_head = nn.Linear(shape.hidden_size, shape.draft_vocab, bias=False)
+        reduced = shape.draft_vocab != shape.vocab_size
+        self.register_buffer(
+            "d2t", torch.zeros(shape.draft_vocab, dtype=torch.int64) if reduced else None
+        )
+        self.register_buffer(
+            "t2d", torch.zeros(shape.vocab_size, dtype=torch.bool) if reduced else None
+        )
+
+    def target_ids(self, draft_ids: torch.Tensor) -> torch.Tensor:
+        """Verifier token ids of draft-vocabulary ids (the same ids without a draft vocabulary)."""
+        return draft_ids if self.d2t is None else draft_ids + self.d2t[draft_ids]
+
+    def draft_scores(self, verifier_logits: torch.Tensor) -> torch.Tensor:
+        """The verifier's logits restricted to the draft vocabulary (all of them without one)."""
+        return verifier_logits if self.t2d is None else verifier_logits[..., self.t2d]
 
 
 def rotary(x: torch.Tensor, positions: torch.Tensor, theta: float) -> torch.Tensor:
@@ -204,6 +230,8 @@ def teacher_forced(embed: nn.Embedding, tokens: torch.Tensor) -> NextEmbeddings:
     return pick
 
 
-def greedy_feedback(embed: nn.Embedding) -> NextEmbeddings:
-    """Step j sees the drafter's own argmax from step j-1: inference."""
-    return lambda _j, logits: embed(logits.argmax(-1))
+def greedy_feedback(embed: nn.Embedding, d: Eagle3Drafter | None = None) -> NextEmbeddings:
+    """Step j sees the drafter's own argmax from step j-1 (mapped to a verifier id by `d`): inference."""
+    if d is None:
+        return lambda _j, logits: embed(logits.argmax(-1))
+    return lambda _j, logits: embed(d.target_ids(logits.argmax(-1)))

@@ -13,6 +13,7 @@ from transformers import PreTrainedModel
 
 from helpers.eagle3.drafter import DrafterShape, Eagle3Drafter, draft_chain, teacher_forced
 from helpers.eagle3.taps import verifier_taps
+from helpers.eagle3.vocab import vocab_maps
 
 __all__ = [
     "drafter_shape_for",
@@ -26,7 +27,9 @@ __all__ = [
 ]
 
 
-def drafter_shape_for(verifier: PreTrainedModel, num_aux_layers: int = 3) -> DrafterShape:
+def drafter_shape_for(
+    verifier: PreTrainedModel, num_aux_layers: int = 3, draft_vocab_size: int | None = None
+) -> DrafterShape:
     """A drafter shaped like its verifier's layers (hidden, heads, vocabulary)."""
     c = verifier.config
     return DrafterShape(
@@ -40,17 +43,27 @@ def drafter_shape_for(verifier: PreTrainedModel, num_aux_layers: int = 3) -> Dra
         target_hidden_size=c.hidden_size,
         rms_norm_eps=c.rms_norm_eps,
         max_position_embeddings=c.max_position_embeddings,
+        draft_vocab_size=draft_vocab_size,
     )
 
 
 def new_drafter(
-    verifier: PreTrainedModel, aux_layers: Sequence[int], seed: int = 0
+    verifier: PreTrainedModel,
+    aux_layers: Sequence[int],
+    seed: int = 0,
+    keep: Sequence[int] | None = None,
 ) -> Eagle3Drafter:
-    """A fresh drafter; its lm_head and final norm start as copies of the verifier's."""
+    """A fresh drafter (scoring only the sorted ids `keep`, if given); lm_head and norm copied from the verifier."""
     torch.manual_seed(seed)
-    d = Eagle3Drafter(drafter_shape_for(verifier, len(aux_layers)))
+    d = Eagle3Drafter(
+        drafter_shape_for(verifier, len(aux_layers), None if keep is None else len(keep))
+    )
+    rows = torch.arange(verifier.config.vocab_size)
     with torch.no_grad():
-        d.lm_head.weight.copy_(verifier.lm_head.weight)
+        if keep is not None:
+            d.d2t, d.t2d = vocab_maps(keep, verifier.config.vocab_size)
+            rows = torch.tensor(list(keep))
+        d.lm_head.weight.copy_(verifier.lm_head.weight[rows])
         d.norm.weight.copy_(verifier.model.norm.weight)
     return d
 
@@ -65,10 +78,13 @@ def ttt_loss(
 ) -> tuple[torch.Tensor, list[float]]:
     """Training-time-test loss: soft cross-entropy of each draft step against the verifier.
 
-    Step j at root t predicts the verifier's distribution at position t+1+j; its loss is
-    weighted decay**j. Also returns each step's top-1 agreement with the verifier's argmax.
+    Step j at root t predicts the verifier's distribution at position t+1+j over the draft
+    vocabulary; its loss is weighted decay**j. Also returns each step's top-1 agreement with the
+    verifier's argmax.
     """
     aux, vlogits = verifier_taps(verifier, x, aux_layers)
+    answers = vlogits.argmax(-1)
+    vlogits = d.draft_scores(vlogits)
     embed = verifier.get_input_embeddings()
     with torch.no_grad():
         first = embed(torch.cat([x[:, 1:], torch.zeros_like(x[:, :1])], 1))
@@ -80,7 +96,8 @@ def ttt_loss(
         target = vlogits[:, 1 + j : 1 + j + n]
         logp = lg[:, :n].log_softmax(-1)
         loss = loss + decay**j * -(target.softmax(-1) * logp).sum(-1).mean()
-        agree.append((lg[:, :n].argmax(-1) == target.argmax(-1)).float().mean().item())
+        drafted = d.target_ids(lg[:, :n].argmax(-1))
+        agree.append((drafted == answers[:, 1 + j : 1 + j + n]).float().mean().item())
     return loss, agree
 
 
