@@ -5,8 +5,10 @@ Stdlib only, run by the system python3 (`make venv` does it). Re-running is a no
 requirements/*.txt, pyproject.toml or the device (WORKBOOK_DEVICE=cpu|gpu, else nvidia-smi) changed.
 """
 
-# No `from __future__ import annotations` (3.7+) and typing-module generics only, so that even
-# Python 3.6 gets as far as the one-line version check instead of a SyntaxError.
+# Annotations stay unevaluated (the __future__ import) and no module-level statement needs 3.10, so
+# Python 3.7-3.9 get as far as the one-line version check in main() instead of a TypeError.
+from __future__ import annotations
+
 import argparse
 import hashlib
 import os
@@ -29,8 +31,6 @@ TORCH_EXTENSIONS = ("torchvision", "torchaudio", "torchcodec")
 #: What the workbook needs to import; checked in the venv after every install.
 REQUIRED_IMPORTS = ("from transformers import Qwen3MoeForCausalLM", "import vllm")
 
-#: (returncode or None when nvidia-smi is missing or hung, stdout)
-SmiResult = tuple[int | None, str]
 
 _T0 = time.monotonic()
 _ERROR_LINE = re.compile(
@@ -59,8 +59,8 @@ def python_version_error(version: Sequence[int], executable: str = sys.executabl
     )
 
 
-def run_nvidia_smi(timeout: float = 15.0) -> SmiResult:
-    """Run `nvidia-smi -L`; (None, '') when it is not installed or does not answer."""
+def run_nvidia_smi(timeout: float = 15.0) -> tuple[int | None, str]:
+    """Run `nvidia-smi -L`: (returncode, stdout), or (None, '') when it is missing or does not answer."""
     exe = shutil.which("nvidia-smi")
     if exe is None:
         return None, ""
@@ -71,13 +71,15 @@ def run_nvidia_smi(timeout: float = 15.0) -> SmiResult:
     return done.returncode, done.stdout
 
 
-def smi_lists_gpu(result: SmiResult) -> bool:
+def smi_lists_gpu(result: tuple[int | None, str]) -> bool:
     """True iff nvidia-smi succeeded and listed at least one 'GPU 0: ...' line."""
     returncode, stdout = result
     return returncode == 0 and any(line.strip().startswith("GPU ") for line in stdout.splitlines())
 
 
-def choose_device(env: Mapping[str, str], smi: Callable[[], SmiResult] = run_nvidia_smi) -> str:
+def choose_device(
+    env: Mapping[str, str], smi: Callable[[], tuple[int | None, str]] = run_nvidia_smi
+) -> str:
     """'cpu' or 'gpu': $WORKBOOK_DEVICE if set, else 'gpu' iff nvidia-smi lists a GPU."""
     override = env.get(DEVICE_ENV_VAR, "").strip().lower()
     if override:

@@ -111,7 +111,7 @@ def test_cpuinfo_parsing(tmp_path: Path) -> None:
         "processor\t: 0\nmodel name\t: Test CPU 9000\nflags\t\t: fpu avx2 avx512f avx512_bf16 amx_tile amx_bf16\n"
         "processor\t: 1\nmodel name\t: Test CPU 9000\nflags\t\t: fpu\n"
     )
-    model, flags = envinfo._cpuinfo(fake)
+    model, flags = envinfo.cpuinfo(fake)
     assert model == "Test CPU 9000" and "amx_tile" in flags
     assert envinfo.cpu_flag_summary(flags) == "avx512f yes, avx512_bf16 yes, amx yes"
     assert envinfo.cpu_flag_summary({"avx2"}) == "avx512f no, avx512_bf16 no, amx no"

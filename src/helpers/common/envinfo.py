@@ -23,6 +23,8 @@ __all__ = [
     "hub_mode",
     "hub_reachable",
     "cpu_flag_summary",
+    "cpuinfo",
+    "ram_gib",
     "GpuInfo",
     "query_gpus",
     "has_gpu",
@@ -94,7 +96,7 @@ def hub_reachable(timeout: float = 3.0) -> bool:
     return True
 
 
-def _cpuinfo(path: Path = Path("/proc/cpuinfo")) -> tuple[str, set[str]]:
+def cpuinfo(path: Path = Path("/proc/cpuinfo")) -> tuple[str, set[str]]:
     """(CPU model name, flag set) from /proc/cpuinfo; falls back to platform.processor()."""
     model, flags = "", set()
     try:
@@ -119,7 +121,7 @@ def cpu_flag_summary(flags: set[str]) -> str:
     return ", ".join(parts)
 
 
-def _ram_gib() -> float:
+def ram_gib() -> float:
     """Total RAM in GiB."""
     try:
         import psutil  # noqa: PLC0415
@@ -192,9 +194,9 @@ def device_description() -> str:
         return f"GPU {first.name}, {first.total_gib:.0f} GiB" + (
             f" (x{len(gpus)})" if len(gpus) > 1 else ""
         )
-    model, flags = _cpuinfo()
+    model, flags = cpuinfo()
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return f"CPU {model} ({cpu_flag_summary(flags)}), {cores} cores, {_ram_gib():.0f} GiB RAM"
+    return f"CPU {model} ({cpu_flag_summary(flags)}), {cores} cores, {ram_gib():.0f} GiB RAM"
 
 
 def environment_report(profile_name: str) -> dict[str, str]:

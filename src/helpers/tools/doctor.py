@@ -479,10 +479,10 @@ def _machine(
     info = _envinfo()
     flags = ram = gpu = None
     if info is not None:
-        found = info._cpuinfo()[1]
+        found = info.cpuinfo()[1]
         flags = found if found else None
         try:
-            ram = info._ram_gib()
+            ram = info.ram_gib()
         except (AttributeError, ValueError, OSError):
             ram = None
         gpu = info.has_gpu()
