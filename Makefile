@@ -17,7 +17,7 @@ LAB_FLAGS := $(if $(filter 0,$(shell id -u)),--allow-root)
 UNAME_S := $(shell uname -s 2>/dev/null)
 UNAME_M := $(shell uname -m 2>/dev/null)
 WORKBOOK_ALLOW_PLATFORM ?=
-PLATFORM_GOALS := venv preflight prefetch run test lint lab tiny-models bench
+PLATFORM_GOALS := venv preflight prefetch run test lint lab browser-test tiny-models bench
 ifneq ($(UNAME_S)-$(UNAME_M),Linux-x86_64)
 ifeq ($(WORKBOOK_ALLOW_PLATFORM),)
 ifneq ($(filter $(PLATFORM_GOALS),$(MAKECMDGOALS)),)
@@ -35,7 +35,7 @@ export TRANSFORMERS_OFFLINE := 1
 endif
 
 .DEFAULT_GOAL := help
-.PHONY: help doctor venv preflight prefetch lint run test lab tiny-models bench clean FORCE
+.PHONY: help doctor venv preflight prefetch lint run test lab browser-test tiny-models bench clean FORCE
 
 help: ## list the targets
 	@echo "make <target> [PROFILE=tiny|qwen3-30b-a3b]   (PROFILE=$(PROFILE))"
@@ -75,6 +75,11 @@ lint: venv ## ruff: lint (src, tests, scripts, notebook cells) and format check
 
 lab: venv ## JupyterLab on notebooks/ with the venv's kernel
 	$(VPY) -m jupyter lab --notebook-dir=notebooks $(LAB_FLAGS)
+
+# Installs Chromium (apt-get, else Playwright's download) and Playwright into .venv when missing;
+# runs on a copy of notebooks/ and stops everything it started. Each failure is one line.
+browser-test: venv ## notebook 01 in JupyterLab + headless Chromium: Run All, outputs, a slider -> build/browser-test/
+	$(VPY) scripts/browser_test.py $(BROWSER_TEST_FLAGS)
 
 tiny-models: venv ## retrain the tiny verifier + EAGLE-3 drafter into data/
 	$(VPY) scripts/make_tiny_models.py
