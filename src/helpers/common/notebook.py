@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import os
+from pathlib import Path
+from typing import Any
+
+from helpers.common.paths import LOGS_DIR
 
 __all__ = [
     "NOTEBOOK_ENV",
+    "VLLM_LOG",
+    "vllm_logging_config",
     "setup_notebook",
 ]
 
@@ -18,13 +25,54 @@ NOTEBOOK_ENV: dict[str, str] = {
     # tokenizers' fork warning when vLLM starts its engine process after a tokenizer ran.
     "TOKENIZERS_PARALLELISM": "false",
 }
+#: Where the in-process engines' vLLM log goes (every process the kernel starts appends to it).
+VLLM_LOG: Path = LOGS_DIR / "vllm.log"
+
+
+def vllm_logging_config(log_file: Path = VLLM_LOG) -> dict[str, Any]:
+    """A logging dictConfig for vLLM: everything from INFO up to `log_file`, errors also on stdout."""
+    formatter = {
+        "()": "vllm.logging_utils.NewLineFormatter",
+        "format": "%(levelname)s %(asctime)s [%(process)d %(filename)s:%(lineno)d] %(message)s",
+        "datefmt": "%m-%d %H:%M:%S",
+    }
+    return {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "formatters": {"vllm": formatter},
+        "handlers": {
+            "file": {
+                "class": "logging.FileHandler",
+                "filename": str(log_file),
+                "mode": "a",
+                "formatter": "vllm",
+                "level": "INFO",
+            },
+            "console": {
+                "class": "logging.StreamHandler",
+                "stream": "ext://sys.stdout",
+                "formatter": "vllm",
+                "level": "ERROR",
+            },
+        },
+        "loggers": {"vllm": {"handlers": ["file", "console"], "level": "INFO", "propagate": False}},
+    }
 
 
 def setup_notebook(verbose: bool = True) -> dict[str, str]:
-    """Set NOTEBOOK_ENV for this kernel and its children (values already set are kept); print them."""
+    """Set NOTEBOOK_ENV for this kernel and its children (values already set are kept), send vLLM's
+    log to build/logs/vllm.log (errors still show); print what it set."""
     applied = {}
     for name, value in NOTEBOOK_ENV.items():
         applied[name] = os.environ.setdefault(name, value)
+    if "VLLM_LOGGING_CONFIG_PATH" not in os.environ:
+        LOGS_DIR.mkdir(parents=True, exist_ok=True)
+        config = LOGS_DIR / "vllm-logging.json"
+        config.write_text(json.dumps(vllm_logging_config(), indent=2) + "\n")
+        os.environ["VLLM_LOGGING_CONFIG_PATH"] = str(config)
+    applied["VLLM_LOGGING_CONFIG_PATH"] = os.environ["VLLM_LOGGING_CONFIG_PATH"]
     if verbose:
         print("setup_notebook: " + ", ".join(f"{k}={v}" for k, v in applied.items()))
+        if applied["VLLM_LOGGING_CONFIG_PATH"]:
+            print(f"vLLM's log (start-up warnings included): {VLLM_LOG}; errors still show here")
     return applied

@@ -404,6 +404,9 @@ class VllmServer:
             **offline,
             "VLLM_NO_USAGE_STATS": "1",
             "DO_NOT_TRACK": "1",
+            # vLLM's default logging: the server's whole log goes to its own file (self.log_path),
+            # where its SpecDecoding lines are read, not to the kernel's build/logs/vllm.log.
+            "VLLM_LOGGING_CONFIG_PATH": "",
             **self.env,
             OWNER_ENV: _owner_token(self.name),
         }
