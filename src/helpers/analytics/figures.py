@@ -20,6 +20,7 @@ __all__ = [
     "plot_relative_cost",
     "plot_speedup_map",
     "plot_lab_speedups",
+    "tau_bars",
     "TAU",
     "LABEL_COLORS",
     "LABEL_TEXT",
@@ -121,23 +122,27 @@ def plot_k_sweep(by_k: pd.DataFrame, per_position: pd.DataFrame) -> Figure:
     return fig
 
 
-def plot_category_temperature(
-    by_category: pd.DataFrame, by_temperature: pd.DataFrame, k: int
-) -> Figure:
-    """Left: τ per task category at k. Right: τ vs temperature at k."""
-    fig, (ax, bx) = new_figure(2, width=5.2)
-    cats = by_category[by_category[K_COLUMN] == k]
+def tau_bars(ax: Any, table: pd.DataFrame, key: str, k: int) -> None:
+    """τ per row of an acceptance table as bars with 95 % intervals, under the ceiling k + 1."""
     bars = ax.bar(
-        cats.category,
-        cats[TAU],
-        yerr=interval_yerr(cats, TAU, "tau_ci_low", "tau_ci_high"),
+        table[key].astype(str),
+        table[TAU],
+        yerr=interval_yerr(table, TAU, "tau_ci_low", "tau_ci_high"),
         capsize=4,
         color=PALETTE["spec"],
     )
     ax.bar_label(bars, fmt="%.2f", fontsize=8, label_type="center", color="white")
     ax.axhline(k + 1, ls="--", color=PALETTE["plain"], label=f"ceiling {k + 1}")
-    ax.set(ylabel="acceptance length τ (95 % interval)", title=f"τ per category (k={k}, T=0)")
+    ax.set(ylabel="acceptance length τ (95 % interval)", title=f"τ per {key} (k={k}, T=0)")
     ax.legend()
+
+
+def plot_category_temperature(
+    by_category: pd.DataFrame, by_temperature: pd.DataFrame, k: int
+) -> Figure:
+    """Left: τ per task category at k. Right: τ vs temperature at k."""
+    fig, (ax, bx) = new_figure(2, width=5.2)
+    tau_bars(ax, by_category[by_category[K_COLUMN] == k], "category", k)
     bx.errorbar(
         by_temperature.temperature,
         by_temperature[TAU],

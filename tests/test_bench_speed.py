@@ -1,0 +1,55 @@
+"""scripts/bench_speed.py: its table puts every measured figure next to its target, and says which it missed."""
+
+from __future__ import annotations
+
+import importlib.util
+from types import ModuleType
+
+from helpers.common.paths import REPO_ROOT
+
+SCRIPT = REPO_ROOT / "scripts" / "bench_speed.py"
+
+
+def _load() -> ModuleType:
+    """Import scripts/bench_speed.py as a module."""
+    spec = importlib.util.spec_from_file_location("bench_speed", SCRIPT)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+bs = _load()
+
+
+def result(first_plot: float | None = 250.0) -> dict:
+    return {
+        "commit": "abc1234",
+        "date": "2026-12-01",
+        "machine": "2 cores",
+        "make_run": {"seconds": 700.0, "rc": 0, "watched_seconds": first_plot},
+        "notebooks": [
+            {"notebook": "01_intro.ipynb", "seconds": 6.0},
+            {"notebook": "05_train.ipynb", "seconds": 230.0},
+            {"notebook": "03_sweep.ipynb", "seconds": 200.0},
+        ],
+        "notebooks_seconds": 436.0,
+        "engine_starts": [{"k": None, "start_s": 11.5}, {"k": 3, "start_s": 13.0}],
+        "make_test": {"seconds": 1100.0, "rc": 0},
+    }
+
+
+def test_every_target_has_a_row_and_05_has_its_own_budget() -> None:
+    rows = {what: (target, got) for what, target, got in bs.table_rows(result())}
+    assert rows["notebook 05_train"] == (240, 230.0)
+    assert rows["notebook 03_sweep"] == (180, 200.0)
+    assert rows["engine start (k=3)"] == (12, 13.0)
+    assert rows["make test"] == (1200, 1100.0)
+
+
+def test_the_table_names_what_it_missed_and_what_it_did_not_measure() -> None:
+    text = bs.markdown(result(first_plot=None))
+    assert "| notebook 03_sweep | ≤ 180 s | 200 s | **missed** |" in text
+    assert "| notebook 05_train | ≤ 240 s | 230 s | met |" in text
+    assert "| engine start (k=3) | ≤ 12 s | 13 s | **missed** |" in text
+    assert "install included) | ≤ 300 s | — | not measured |" in text
