@@ -71,3 +71,13 @@ def test_ranking_states_overlap_from_the_intervals() -> None:
 
 def test_spread() -> None:
     assert spread([3.0, 1.0, 2.0]) == {"median": 2.0, "min": 1.0, "max": 3.0}
+
+
+def test_exceeds_uses_the_intervals_when_both_have_ends_else_the_estimates() -> None:
+    nan = float("nan")
+    hi, lo = Interval(3.0, 2.9, 3.1, 8), Interval(2.0, 1.9, 2.1, 8)
+    assert hi.bounded and hi.exceeds(lo) and not lo.exceeds(hi)
+    assert not Interval(3.0, 2.0, 3.5, 8).exceeds(Interval(2.5, 2.2, 2.8, 8))  # overlap
+    no_ends = Interval(3.0, nan, nan, 8)
+    assert not no_ends.bounded and not no_ends.above(lo) and no_ends.exceeds(lo)
+    assert "not ranked" in ranking({"a": no_ends, "b": lo})

@@ -93,6 +93,14 @@ def test_without_per_request_metrics_the_intervals_are_nan() -> None:
     assert row.spec_decode_acceptance_length == pytest.approx(3.4) and pd.isna(row.tau_ci_low)
     pos = sw.per_position_table({"x": run}, "run")
     assert pos.conditional_acceptance_rate.tolist() == pytest.approx([0.9, 8 / 9, 7 / 8])
+    # the same columns as with per-request data (vLLM 0.26 has none), so tables read alike
+    assert set(sw.POSITION_CI_COLUMNS) <= set(pos.columns) and pos.conditional_ci_low.isna().all()
+    cond = sw.table_intervals(
+        pos, "position", "conditional_acceptance_rate", "conditional_ci_low", "conditional_ci_high"
+    )
+    assert not cond["0"].bounded and cond["0"].estimate == pytest.approx(0.9)
+    tau = sw.run_interval(run)
+    assert tau.estimate == pytest.approx(3.4) and not tau.bounded and tau.n == 1
 
 
 def test_by_category_has_every_k_and_category() -> None:

@@ -11,6 +11,7 @@ differences a run of this size can tell apart.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -53,9 +54,20 @@ class Interval:
     def __str__(self) -> str:
         return f"{self.estimate:.2f} [{self.low:.2f}, {self.high:.2f}]"
 
+    @property
+    def bounded(self) -> bool:
+        """True when the interval has ends (NaN where vLLM kept no per-request acceptance)."""
+        return not (math.isnan(self.low) or math.isnan(self.high))
+
     def above(self, other: Interval) -> bool:
         """True when this interval lies entirely above the other one (no overlap)."""
         return self.low > other.high
+
+    def exceeds(self, other: Interval) -> bool:
+        """Above beyond both intervals where both have ends; otherwise the estimates decide."""
+        if self.bounded and other.bounded:
+            return self.above(other)
+        return self.estimate > other.estimate
 
     def overlaps(self, other: Interval) -> bool:
         """True when the two intervals share any value: the run cannot order them."""
@@ -143,7 +155,9 @@ def ranking(intervals: Mapping[str, Interval]) -> str:
         sign = ">" if prev.estimate > cur.estimate else "="
         parts.append(f"{sign} {name} {cur}")
     separated = [a.above(b) for (_, a), (_, b) in zip(order, order[1:])]
-    if not any(separated):
+    if not all(i.bounded for i in intervals.values()):
+        verdict = "no intervals from this vLLM (no per-request acceptance): not ranked"
+    elif not any(separated):
         verdict = "every neighbouring pair of intervals overlaps: this run cannot rank them"
     elif all(separated):
         verdict = "no neighbouring intervals overlap: the order holds at this run's size"

@@ -63,9 +63,11 @@ from helpers.engine.vllm_issue_55005 import EXPAND_KERNEL_CHECK
 __all__ = [
     "SCALAR_KEYS",
     "CI_KEYS",
+    "POSITION_CI_COLUMNS",
     "SweepPlan",
     "sweep_plan",
     "acceptance_row",
+    "run_interval",
     "acceptance_table",
     "per_position_table",
     "acceptance_vs_k",
@@ -95,6 +97,8 @@ SCALAR_KEYS = (
 )
 #: The interval columns next to τ: 95 % bootstrap over requests, and how many requests there were.
 CI_KEYS = ("tau_ci_low", "tau_ci_high", "n_requests")
+#: The interval columns of per_position_table (from position_intervals).
+POSITION_CI_COLUMNS = ("rate_ci_low", "rate_ci_high", "conditional_ci_low", "conditional_ci_high")
 
 
 @dataclass(frozen=True)
@@ -143,6 +147,17 @@ def acceptance_row(run: CategoryRun) -> dict[str, Any]:
     return {**row, "tau_ci_low": np.nan, "tau_ci_high": np.nan, "n_requests": len(run.token_ids)}
 
 
+def run_interval(run: CategoryRun) -> Interval:
+    """τ of a run from vLLM's counters, with its 95 % interval (NaN ends without per-request data)."""
+    row = acceptance_row(run)
+    return Interval(
+        row["spec_decode_acceptance_length"],
+        row["tau_ci_low"],
+        row["tau_ci_high"],
+        int(row["n_requests"]),
+    )
+
+
 def acceptance_table(runs: Mapping[Any, CategoryRun], key: str) -> pd.DataFrame:
     """One row per experiment (key column first) with the scalar statistics and τ's interval."""
     return pd.DataFrame([{key: name, **acceptance_row(r)} for name, r in runs.items()])
@@ -164,6 +179,8 @@ def per_position_table(runs: Mapping[Any, CategoryRun], key: str) -> pd.DataFram
                     "conditional_acceptance_rate": [
                         r / b if b else np.nan for r, b in zip(rates, before)
                     ],
+                    # no per-request data, so no intervals: the same columns, empty
+                    **{c: np.nan for c in POSITION_CI_COLUMNS},
                 }
             )
         frames.append(df.assign(**{key: name}))
