@@ -1,6 +1,6 @@
-"""The exercises of notebooks 01-06, each variant run at CI size by calling the same helpers.
+"""The exercises of notebooks 01-07, each variant run at CI size by calling the same helpers.
 
-Every exercise in notebooks 01-06 is runnable by changing the parameters cell or by the code its
+Every exercise in notebooks 01-07 is runnable by changing the parameters cell or by the code its
 text shows; re-executing whole notebooks per variant would take many minutes, so these tests call
 the functions those cells call, with the exercise's arguments, at tiny sizes. One test starts a
 vLLM engine (marked `vllm`, about 20 s on 2 CPU cores); the rest run in seconds. Variants not run
@@ -12,7 +12,9 @@ here say why in the exercise text:
 - 04 ex. 1/2/4 (each K needs two server starts and the benchmark; qwen3-30b-a3b needs a GPU and the
   hub): the commands are checked, and the in-process engine runs at K = 1;
 - 05 ex. 3 (300 training steps) and τ of every trained variant (one engine start each): the
-  variants train for two steps.
+  variants train for two steps;
+- 07 ex. 1-3 and 6 (an n-gram engine per LOOKUP, 3,000 samples per side, POSITION = 0's samples, a
+  GPU with Model Runner V2) and ex. 5's 200 steps: ex. 4 and ex. 5's zero steps run here.
 """
 
 from __future__ import annotations
@@ -346,3 +348,46 @@ def test_06_ex4_long_context_pulls_c_towards_one() -> None:
     for k in (1, 3, 5):
         short, long = (relative_cost(QWEN3_30B_A3B, k, 64, 0.0, c) for c in (512, 4096))
         assert 1.0 < long < short, (k, short, long)
+
+
+# ------------------------------------------------------------------------------------ notebook 07
+
+
+def test_07_ex4_a_smaller_draft_vocabulary_leaves_more_tokens_outside() -> None:
+    """DRAFT_VOCAB = 128 instead of 512: the ceiling (share outside) can only grow."""
+    from helpers.eagle3.vocab import draft_vocab, outside_share
+
+    rng = random.Random(0)
+    answers = [[int(rng.paretovariate(1.2)) % 2048 for _ in range(200)] for _ in range(16)]
+    small, large = draft_vocab(answers, 128), draft_vocab(answers, 512)
+    assert len(small) <= 128 and set(small) <= set(large)
+    assert outside_share(answers, small) >= outside_share(answers, large)
+
+
+@needs_shipped
+def test_07_ex5_zero_training_steps_saves_the_pruned_drafter_unchanged(tiny, tmp_path) -> None:
+    """VOCAB_TRAIN_STEPS = 0: the loop runs no step and the saved drafter is the pruned one."""
+    import torch
+
+    from helpers.eagle3.checkpoint import load_drafter, load_verifier, save_drafter
+    from helpers.eagle3.taps import drafter_aux_layer_ids
+    from helpers.eagle3.train import MixedSampler, train_drafter
+    from helpers.eagle3.vocab import prune_draft_vocab
+    from helpers.engine.pairing import validate_pair
+
+    pruned = prune_draft_vocab(tiny.drafter_path(), tmp_path / "pruned", list(range(0, 2048, 8)))
+    drafter, config = load_drafter(pruned)
+    before = {k: v.clone() for k, v in drafter.state_dict().items()}
+    rows = [list(range(i, i + 40)) for i in range(8)]
+    history = train_drafter(
+        drafter,
+        load_verifier(tiny.verifier_path()),
+        MixedSampler(rows, rows, 32, 0.0, 0),
+        0,
+        list(drafter_aux_layer_ids(config)),
+    )
+    assert history.loss == []
+    save_drafter(drafter, tmp_path / "trained", config)
+    after, _ = load_drafter(tmp_path / "trained")
+    assert all(torch.equal(before[k], v) for k, v in after.state_dict().items())
+    assert validate_pair(tiny.verifier_path(), tmp_path / "trained").ok
