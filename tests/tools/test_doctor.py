@@ -352,9 +352,12 @@ def test_stage_one_imports_nothing_heavy(fake_venv: Path) -> None:
 
 
 def make(*args: str) -> subprocess.CompletedProcess:
-    """`make -n ARGS` in the repo (nothing runs)."""
+    """`make -n ARGS` in the repo (nothing runs), as a top-level make even under `make test`."""
+    # An outer make (CI runs these tests through `make test`) exports MAKELEVEL and MAKEFLAGS,
+    # which would make this one print "Entering directory" lines around its own output.
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS")}
     return subprocess.run(
-        ["make", "-n", *args], cwd=REPO_ROOT, capture_output=True, text=True, timeout=60
+        ["make", "-n", *args], cwd=REPO_ROOT, capture_output=True, text=True, timeout=60, env=env
     )
 
 

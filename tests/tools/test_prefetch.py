@@ -75,9 +75,13 @@ def test_tiny_has_nothing_to_prefetch(capsys: pytest.CaptureFixture[str]) -> Non
 
 @pytest.mark.parametrize("var", ["HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"])
 def test_offline_without_the_models_is_one_line(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, var: str
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    hub_env: None,
+    var: str,
 ) -> None:
-    monkeypatch.setenv(var, "1")
+    monkeypatch.setenv(var, "1")  # only this one (make test exports both for the tiny profile)
     assert prefetch.run_prefetch(PROFILE, cache_dir=tmp_path) == prefetch.EXIT_FAIL
     lines = output_lines(capsys)
     assert len(lines) == 1 and var in lines[0] and "Qwen/Qwen3-30B-A3B" in lines[0], lines
