@@ -2,24 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
-from types import ModuleType
-
 from helpers.common.paths import REPO_ROOT
+from tests.support import load_script
 
 SCRIPT = REPO_ROOT / "scripts" / "bench_speed.py"
 
 
-def _load() -> ModuleType:
-    """Import scripts/bench_speed.py as a module."""
-    spec = importlib.util.spec_from_file_location("bench_speed", SCRIPT)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-bs = _load()
+bs = load_script("bench_speed")
 
 
 def result(first_plot: float | None = 250.0) -> dict:

@@ -3,31 +3,19 @@ trees, the Lab command); no browser, no JupyterLab. `make browser-test` runs the
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import socket
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
 from helpers.common.paths import REPO_ROOT
+from tests.support import load_script
 
 SCRIPT = REPO_ROOT / "scripts" / "browser_test.py"
 
 
-def _load() -> ModuleType:
-    """Import scripts/browser_test.py as a module (registered first: its dataclass needs that)."""
-    spec = importlib.util.spec_from_file_location("browser_test", SCRIPT)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["browser_test"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-bt = _load()
+bt = load_script("browser_test")
 
 
 def test_one_line_is_one_line_with_stage_and_hint() -> None:

@@ -3,28 +3,18 @@
 from __future__ import annotations
 
 import ast
-import importlib.util
 import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
 from helpers.common.paths import REPO_ROOT
+from tests.support import load_script
 
 SCRIPT = REPO_ROOT / "scripts" / "setup_env.py"
 
 
-def _load() -> ModuleType:
-    """Import scripts/setup_env.py as a module."""
-    spec = importlib.util.spec_from_file_location("setup_env", SCRIPT)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-se = _load()
+se = load_script("setup_env")
 
 TORCHVISION_STDERR = """\
 /venv/lib/python3.11/site-packages/torchvision/io/image.py:14: UserWarning: Failed to load image Python extension

@@ -14,7 +14,6 @@ from helpers.analytics.explorers import (
     acceptance_explorer,
     acceptance_long_table,
     acceptance_state,
-    lab_step_costs,
     prompt_state,
     speedup_explorer,
     speedup_state,
@@ -23,8 +22,7 @@ from helpers.analytics.explorers import (
 )
 from helpers.analytics.figures import TAU
 from helpers.analytics.moe import QWEN3_30B_A3B, MoeShape
-from helpers.analytics.speedup import published_points
-from helpers.common.paths import DATA_DIR
+from helpers.analytics.speedup import LAB_FILE, lab_step_costs, published_points
 from helpers.common.profiles import load_profile
 from helpers.common.tables import K_COLUMN
 from helpers.eagle3.decode import load_pair
@@ -33,7 +31,7 @@ TINY = MoeShape("tiny", 6, 64, 8, 2, 64, 4, 2, 16, 2048)
 
 
 def lab() -> pd.DataFrame:
-    return lab_step_costs(json.loads((DATA_DIR / "measurements" / "h200-moe-lab.json").read_text()))
+    return lab_step_costs(json.loads(LAB_FILE.read_text()))
 
 
 def test_speedup_is_tau_over_c_and_pays_only_above_break_even() -> None:

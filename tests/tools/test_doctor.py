@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import ast
 import contextlib
-import importlib.util
 import json
 import os
 import stat
@@ -27,6 +26,7 @@ from helpers.common.paths import REPO_ROOT
 from helpers.engine.runs import CategoryRun
 from helpers.tools import doctor
 from helpers.tools.doctor import OK, PROBLEM, SKIPPED, Row
+from tests.support import load_script, run_module
 
 #: Seconds the stage-one CLI may take against a fake .venv on a busy 2-core machine (~0.3 s idle).
 STAGE_ONE_LIMIT = 20.0
@@ -55,16 +55,7 @@ def run_doctor_cli(*args: str, **env: str) -> tuple[subprocess.CompletedProcess,
     """`python -m helpers.tools.doctor ARGS` as the Makefile runs it (PYTHONPATH=src); (result, seconds)."""
     full_env = {k: v for k, v in os.environ.items() if not k.startswith(doctor.ENV_PREFIX)}
     full_env.update({"PYTHONPATH": str(REPO_ROOT / "src"), **env})
-    t0 = time.perf_counter()
-    done = subprocess.run(
-        [sys.executable, "-m", "helpers.tools.doctor", *args],
-        cwd=REPO_ROOT,
-        env=full_env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    return done, time.perf_counter() - t0
+    return run_module("helpers.tools.doctor", list(args), full_env, timeout=300)
 
 
 def problem_lines(output: str) -> list[str]:
@@ -82,12 +73,7 @@ def assert_actionable(detail: str) -> None:
 
 
 def test_required_python_is_pyprojects_and_setup_envs() -> None:
-    spec = importlib.util.spec_from_file_location(
-        "setup_env", REPO_ROOT / "scripts" / "setup_env.py"
-    )
-    assert spec and spec.loader
-    setup_env = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(setup_env)
+    setup_env = load_script("setup_env")
     assert doctor.required_python() == setup_env.MIN_PYTHON == (3, 10)
 
 

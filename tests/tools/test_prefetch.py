@@ -9,19 +9,16 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
-import sys
-import time
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
 from helpers.common.envinfo import GIB
-from helpers.common.paths import REPO_ROOT
 from helpers.common.profiles import load_profile
 from helpers.engine.pairing import edited_copy
 from helpers.tools import prefetch
+from tests.support import run_module
 
 PROFILE = "qwen3-30b-a3b"
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
@@ -103,19 +100,11 @@ def test_unreachable_hub_is_one_line(
 def test_offline_cli_as_make_runs_it(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "TRANSFORMERS_"))}
     env.update(HF_HOME=str(tmp_path / "hf-home"), HF_HUB_OFFLINE="1")
-    t0 = time.perf_counter()
-    done = subprocess.run(
-        [sys.executable, "-m", "helpers.tools.prefetch", "--profile", PROFILE],
-        cwd=REPO_ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done, seconds = run_module("helpers.tools.prefetch", ["--profile", PROFILE], env)
     lines = (done.stdout + done.stderr).strip().splitlines()
     assert done.returncode == 2 and len(lines) == 1, lines
     assert "HF_HUB_OFFLINE" in lines[0] and "Traceback" not in lines[0]
-    assert time.perf_counter() - t0 < OFFLINE_LIMIT
+    assert seconds < OFFLINE_LIMIT
 
 
 def test_download_then_validate_the_cached_pair(

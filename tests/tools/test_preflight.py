@@ -13,8 +13,6 @@ import os
 import shlex
 import socket
 import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -25,6 +23,7 @@ from helpers.common.paths import DATA_DIR, REPO_ROOT
 from helpers.common.profiles import Profile, load_profile
 from helpers.serving.server import serve_command, serve_command_text
 from helpers.tools import preflight
+from tests.support import run_module
 
 WORKFLOW = REPO_ROOT / ".github" / "workflows" / "gpu-nbval.yml"
 GPU_COMMAND = "make test PROFILE=qwen3-30b-a3b"
@@ -130,16 +129,7 @@ def run_preflight_cli(
         k: v for k, v in os.environ.items() if not k.startswith(("HF_", "TRANSFORMERS_OFFLINE"))
     }
     full_env.update({"HF_HOME": str(tmp_path / "hf-home"), **env})
-    t0 = time.perf_counter()
-    done = subprocess.run(
-        [sys.executable, "-m", "helpers.tools.preflight", "--profile", profile],
-        cwd=REPO_ROOT,
-        env=full_env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    return done, time.perf_counter() - t0
+    return run_module("helpers.tools.preflight", ["--profile", profile], full_env)
 
 
 @pytest.mark.parametrize("var", ["HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"])

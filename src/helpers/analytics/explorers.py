@@ -9,7 +9,7 @@ class `workbook-explorer`; its sliders carry `workbook-explorer-control` and its
 from __future__ import annotations
 
 import html
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,7 +33,6 @@ from helpers.eagle3.decode import ReferencePair, chat_prompt_ids, speculative_ge
 __all__ = [
     "ExplorerState",
     "Explorer",
-    "lab_step_costs",
     "speedup_state",
     "speedup_explorer",
     "union_state",
@@ -121,16 +120,6 @@ class Explorer:
 
 
 # --------------------------------------------------------------------------- the speed-up model
-
-
-def lab_step_costs(record: Mapping[str, Any]) -> pd.DataFrame:
-    """The MoE lab's speculative rows with their speed-up and measured c(k, C) over plain decoding."""
-    rows = pd.DataFrame(record["rows"]).rename(columns={"k": K_COLUMN})
-    plain = rows[rows[K_COLUMN] == 0].set_index("concurrency")
-    lab = rows[rows[K_COLUMN] > 0].copy()
-    lab["speedup"] = lab.tok_s / lab.concurrency.map(plain.tok_s)
-    lab["measured_c"] = lab.concurrency.map(plain.steps_per_s) / lab.steps_per_s
-    return lab
 
 
 def speedup_state(

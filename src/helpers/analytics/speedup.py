@@ -17,7 +17,7 @@ import json
 import re
 import statistics
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +48,8 @@ __all__ = [
     "h200_step_costs",
     "h200_all_batches",
     "h200_tiny_pair",
+    "LAB_FILE",
+    "lab_step_costs",
     "break_even",
 ]
 
@@ -255,6 +257,20 @@ def h200_tiny_pair(record: dict[str, Any]) -> pd.DataFrame:
                 }
             )
     return pd.DataFrame(rows)
+
+
+#: The MoE lab's recorded H200 run (scripts/gpu_moe_lab.py), with its provenance.
+LAB_FILE: Path = DATA_DIR / "measurements" / "h200-moe-lab.json"
+
+
+def lab_step_costs(record: Mapping[str, Any]) -> pd.DataFrame:
+    """The MoE lab's speculative rows with their speed-up and measured c(k, C) over plain decoding."""
+    rows = pd.DataFrame(record["rows"]).rename(columns={"k": K_COLUMN})
+    plain = rows[rows[K_COLUMN] == 0].set_index("concurrency")
+    lab = rows[rows[K_COLUMN] > 0].copy()
+    lab["speedup"] = lab.tok_s / lab.concurrency.map(plain.tok_s)
+    lab["measured_c"] = lab.concurrency.map(plain.steps_per_s) / lab.steps_per_s
+    return lab
 
 
 def break_even(costs: pd.DataFrame) -> pd.DataFrame:

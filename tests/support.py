@@ -1,0 +1,37 @@
+"""Shared by the tests of scripts and CLIs: import a script as a module, run a module as make does."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+import time
+from types import ModuleType
+
+from helpers.common.paths import REPO_ROOT
+
+
+def load_script(name: str) -> ModuleType:
+    """scripts/<name>.py imported as a module (registered first: a dataclass in it needs that)."""
+    spec = importlib.util.spec_from_file_location(name, REPO_ROOT / "scripts" / f"{name}.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def run_module(
+    module: str, args: list[str], env: dict[str, str], timeout: float = 120
+) -> tuple[subprocess.CompletedProcess, float]:
+    """`python -m MODULE ARGS` in the repo root with `env`: (result, seconds)."""
+    t0 = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-m", module, *args],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    return done, time.perf_counter() - t0
