@@ -3,13 +3,22 @@
 from __future__ import annotations
 
 import json
+import os
 
 import psutil
 import pytest
 
+from helpers.common.envinfo import has_gpu
 from helpers.common.profiles import load_profile
 from helpers.engine import lifecycle as engine
-from helpers.engine.lifecycle import engine_kwargs, engine_processes, shutdown_engine, start_engine
+from helpers.engine.lifecycle import (
+    engine_kwargs,
+    engine_processes,
+    engines_left,
+    open_engine,
+    shutdown_engine,
+    start_engine,
+)
 from helpers.engine.pairing import PairingError
 from helpers.tiny.recipe import local_profile
 
@@ -65,12 +74,33 @@ def test_broken_pair_fails_before_vllm_starts(tiny_pair, monkeypatch) -> None:
 
 @pytest.mark.vllm
 def test_starting_three_times_leaves_one_engine() -> None:
-    kwargs = engine_kwargs(load_profile("tiny"), k=3, gpu=False)
+    kwargs = engine_kwargs(load_profile("tiny"), k=3)
+    # In-process on a CPU: no engine process, the engine object itself is the one to count.
+    expected = 1 if has_gpu() else 0
+    engines = []
     try:
         for _ in range(3):
-            start_engine(**kwargs)
-            assert len(engine_processes()) == 1
+            engines.append(start_engine(**kwargs))
+            assert len(engine_processes()) == expected
+            assert engines_left() and engine._current is engines[-1]
     finally:
         shutdown_engine()
     psutil.wait_procs(engine_processes(), timeout=10)
-    assert engine_processes() == []
+    assert engines_left() == []
+
+
+@pytest.mark.vllm
+def test_cpu_engine_runs_in_process_and_leaves_torch_threads_settable() -> None:
+    if has_gpu():
+        pytest.skip("the in-process engine is the CPU path; a GPU engine keeps its processes")
+    import torch
+
+    before = torch.get_num_threads()
+    with open_engine(**engine_kwargs(load_profile("tiny"), k=None)) as llm:
+        assert type(llm.llm_engine.engine_core).__name__ == "InprocClient"
+        assert os.environ[engine.IN_PROCESS_ENV] == "0"
+        # vLLM's CPU worker swaps torch.set_num_threads for a no-op; start_engine puts it back.
+        torch.set_num_threads(1)
+        assert torch.get_num_threads() == 1
+        torch.set_num_threads(before)
+    assert torch.get_num_threads() == before

@@ -18,6 +18,7 @@ import requests
 
 from helpers.common.paths import DATA_DIR, REPO_ROOT
 from helpers.common.profiles import load_profile
+from helpers.engine.lifecycle import IN_PROCESS_ENV
 from helpers.serving import server as srv_mod
 from helpers.serving.clients import (
     answer_text,
@@ -207,6 +208,26 @@ def test_start_stop_and_atexit_hook_with_a_stand_in_server(tmp_path: Path) -> No
         and not port_in_use(port)
         and server not in srv_mod.running_servers()
     )
+
+
+def test_a_server_keeps_its_processes_when_the_notebook_engine_is_in_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(IN_PROCESS_ENV, "0")  # what start_engine sets on a CPU
+    (tmp_path / "health").write_text("ok")
+    port = free_port()
+    code = (
+        "import os, sys, http.server, functools; "
+        f"open({str(tmp_path / 'env')!r}, 'w').write(os.environ.get({IN_PROCESS_ENV!r}, 'unset')); "
+        "h = functools.partial(http.server.SimpleHTTPRequestHandler, directory=sys.argv[2]); "
+        "http.server.ThreadingHTTPServer(('127.0.0.1', int(sys.argv[1])), h).serve_forever()"
+    )
+    argv = [sys.executable, "-c", code, str(port), str(tmp_path)]
+    server = VllmServer(argv, port, "stand-in-env", "m").start(timeout=30, progress=False)
+    try:
+        assert (tmp_path / "env").read_text() == "unset"
+    finally:
+        server.stop()
 
 
 # ---------------------------------------------------------------- serving_bench arithmetic (no server)

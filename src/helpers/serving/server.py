@@ -33,7 +33,7 @@ from helpers.common.configs import read_config
 from helpers.common.envinfo import has_gpu
 from helpers.common.paths import LOGS_DIR, REPO_ROOT, build_path, local_dir
 from helpers.common.profiles import Profile
-from helpers.engine.lifecycle import device_defaults, speculative_config
+from helpers.engine.lifecycle import IN_PROCESS_ENV, device_defaults, speculative_config
 
 __all__ = [
     "HOST",
@@ -400,7 +400,9 @@ class VllmServer:
         local = any(d is not None and (d / "config.json").is_file() for d in folders)
         offline = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"} if local else {}
         env = {
-            **os.environ,
+            **{
+                k: v for k, v in os.environ.items() if k != IN_PROCESS_ENV
+            },  # servers keep their processes
             **offline,
             "VLLM_NO_USAGE_STATS": "1",
             "DO_NOT_TRACK": "1",

@@ -1,0 +1,75 @@
+"""What building vLLM engines one after another inside one Python process needs (the CPU path).
+
+vLLM is written for an engine in processes of its own. Run in the caller's process (see
+`helpers.engine.lifecycle.start_engine`), two of its start-up steps reach into that process:
+
+1. the CPU worker replaces `torch.set_num_threads` with a no-op that logs a warning, so the
+   notebook's own torch work (`helpers.common.threads.torch_threads`) could no longer set threads;
+2. the CPU platform re-registers its kernel overrides at every engine start, and the registry's
+   `_rebind_kernels` scans every loaded module, calling `vars(value).get(...)` on each value with a
+   `__dict__`; an object whose `__dict__` is not a mapping breaks the scan with an AttributeError.
+   llvmlite's FFI wrapper is one: numba loads it once an n-gram engine ran (vLLM's n-gram proposer
+   uses numba), so every later engine start in that process failed.
+
+`building_in_process()` undoes 1 after the build and hides from the scan in 2 the modules it
+cannot read (none of them holds a vLLM kernel).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import types
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+__all__ = [
+    "scannable",
+    "building_in_process",
+]
+
+
+def scannable(module: Any) -> bool:
+    """False when vLLM's kernel scan would fail on one of the module's values (see the module doc)."""
+    namespace = getattr(module, "__dict__", None)
+    if not isinstance(namespace, Mapping):
+        return True  # the scan skips these itself
+    for value in list(namespace.values()):
+        try:
+            inner = value.__dict__
+        except Exception:  # noqa: BLE001 - no __dict__ (or a broken one): the scan skips the value
+            continue
+        if not isinstance(inner, Mapping):
+            return False
+    return True
+
+
+class _ReadableModules:
+    """`sys.modules` as vLLM's kernel registry reads it, less the modules its scan cannot read."""
+
+    def __getitem__(self, name: str) -> Any:
+        return sys.modules[name]
+
+    def values(self) -> list[Any]:
+        return [m for m in list(sys.modules.values()) if scannable(m)]
+
+
+@contextlib.contextmanager
+def building_in_process() -> Iterator[None]:
+    """Around `vllm.LLM(...)` in this process: guard the kernel scan, then restore torch.set_num_threads."""
+    import torch
+
+    set_num_threads = torch.set_num_threads
+    try:
+        from vllm.triton_utils import dispatcher
+    except ImportError:  # a vLLM without the registry: nothing to guard
+        dispatcher = None
+    saved = getattr(dispatcher, "sys", None)
+    if saved is sys:
+        dispatcher.sys = types.SimpleNamespace(modules=_ReadableModules())  # all it reads of sys
+    try:
+        yield
+    finally:
+        if saved is sys:
+            dispatcher.sys = saved
+        torch.set_num_threads = set_num_threads
