@@ -39,6 +39,7 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int, str]:
         nb_dir / "a_prints.ipynb",
         "import os\nprint('hello from', os.getcwd())",
         "x = list(range(10**6))\nprint(len(x))",
+        "os.write(2, b'kernel stderr noise\\n')",  # as vLLM's C++ warnings write it
     )
     build = root / "build"
     notebooks = [str(p) for p in runner.find_notebooks(notebooks_dir=nb_dir)]
@@ -69,6 +70,12 @@ def test_exit_code_and_progress(run_dir: tuple[Path, int, str]) -> None:
     assert code == 1
     assert "[run] 1/2 a_prints.ipynb" in stdout and "[run] 2/2 b_raises.ipynb" in stdout
     assert "ValueError: boom: the drafter is missing" in stdout
+
+
+def test_kernel_stderr_goes_to_a_log_not_the_terminal(run_dir: tuple[Path, int, str]) -> None:
+    build, _, stdout = run_dir
+    log = build / "logs" / "kernel-a_prints.log"
+    assert "kernel stderr noise" in log.read_text() and "kernel stderr noise" not in stdout
 
 
 def test_outputs_written_even_on_failure(run_dir: tuple[Path, int, str]) -> None:

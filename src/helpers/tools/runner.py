@@ -229,11 +229,15 @@ def run_notebook(
     )
     error: str | None = None
     start = time.monotonic()
-    with RssSampler(lambda: kernel_pid(km)) as sampler:
+    # What the kernel process writes to its own stderr outside any cell's output (C++ warnings
+    # from vLLM and torch) goes to a log, not the terminal.
+    kernel_log = build_dir / "logs" / f"kernel-{path.stem}.log"
+    kernel_log.parent.mkdir(parents=True, exist_ok=True)
+    with kernel_log.open("w") as stderr, RssSampler(lambda: kernel_pid(km)) as sampler:
         # Also sample after every cell: a short notebook can finish between two timer ticks.
         client.on_cell_executed = lambda **_: sampler.sample()
         try:
-            client.execute(cleanup_kc=True)
+            client.execute(cleanup_kc=True, stderr=stderr)
         except Exception as err:  # noqa: BLE001 - any failure is reported, outputs still written
             error = describe_error(err)
             index = failing_cell(nb)
