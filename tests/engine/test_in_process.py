@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import io
 import sys
 import types
 
 import pytest
 
-from helpers.engine.in_process import building_in_process, scannable
+from helpers.engine.in_process import building_in_process, has_fileno, scannable
 
 
 class _NoMappingDict:
@@ -52,3 +53,20 @@ def test_torch_set_num_threads_is_restored_after_the_build() -> None:
     with building_in_process():
         torch.set_num_threads = lambda n: None  # what vLLM's CPU worker does
     assert torch.set_num_threads is original
+
+
+def test_a_stdout_without_fileno_gets_fd_1_during_the_build(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    system_utils = pytest.importorskip("vllm.utils.system_utils")
+    notebook_out = io.StringIO()  # like a kernel's stdout under nbval: fileno() raises
+    monkeypatch.setattr(sys, "stdout", notebook_out)
+    assert not has_fileno(sys.stdout)
+    with pytest.raises(io.UnsupportedOperation), system_utils.suppress_stdout():
+        pass
+    with building_in_process():
+        with system_utils.suppress_stdout():  # what vLLM's process-group setup runs
+            pass
+        print("still reaches the notebook")
+    assert sys.stdout is notebook_out
+    assert notebook_out.getvalue() == "still reaches the notebook\n"

@@ -9,15 +9,20 @@ vLLM is written for an engine in processes of its own. Run in the caller's proce
    `_rebind_kernels` scans every loaded module, calling `vars(value).get(...)` on each value with a
    `__dict__`; an object whose `__dict__` is not a mapping breaks the scan with an AttributeError.
    llvmlite's FFI wrapper is one: numba loads it once an n-gram engine ran (vLLM's n-gram proposer
-   uses numba), so every later engine start in that process failed.
+   uses numba), so every later engine start in that process failed;
+3. its process-group setup silences C libraries with `suppress_stdout()`, which needs
+   `sys.stdout.fileno()`; a Jupyter kernel's stdout has none when the kernel does not capture file
+   descriptors (as under nbval), so the build failed with `UnsupportedOperation: fileno`.
 
-`building_in_process()` undoes 1 after the build and hides from the scan in 2 the modules it
-cannot read (none of them holds a vLLM kernel).
+`building_in_process()` undoes 1 after the build, hides from the scan in 2 the modules it cannot
+read (none of them holds a vLLM kernel), and for 3 lends `sys.stdout` the process's fd 1 while
+everything written to it still goes where it went.
 """
 
 from __future__ import annotations
 
 import contextlib
+import io
 import sys
 import types
 from collections.abc import Iterator, Mapping
@@ -25,6 +30,7 @@ from typing import Any
 
 __all__ = [
     "scannable",
+    "has_fileno",
     "building_in_process",
 ]
 
@@ -44,6 +50,28 @@ def scannable(module: Any) -> bool:
     return True
 
 
+def has_fileno(stream: Any) -> bool:
+    """True when `stream.fileno()` answers (a Jupyter kernel's stdout may not)."""
+    try:
+        stream.fileno()
+    except (AttributeError, ValueError, io.UnsupportedOperation):
+        return False
+    return True
+
+
+class _WithFileno:
+    """A stream as it is, plus this process's fd 1 as its `fileno()`."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def fileno(self) -> int:
+        return 1
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
 class _ReadableModules:
     """`sys.modules` as vLLM's kernel registry reads it, less the modules its scan cannot read."""
 
@@ -56,7 +84,7 @@ class _ReadableModules:
 
 @contextlib.contextmanager
 def building_in_process() -> Iterator[None]:
-    """Around `vllm.LLM(...)` in this process: guard the kernel scan, then restore torch.set_num_threads."""
+    """Around `vllm.LLM(...)` in this process: the three guards of the module doc."""
     import torch
 
     set_num_threads = torch.set_num_threads
@@ -64,6 +92,9 @@ def building_in_process() -> Iterator[None]:
         from vllm.triton_utils import dispatcher
     except ImportError:  # a vLLM without the registry: nothing to guard
         dispatcher = None
+    stdout = sys.stdout
+    if not has_fileno(stdout):
+        sys.stdout = _WithFileno(stdout)
     saved = getattr(dispatcher, "sys", None)
     if saved is sys:
         dispatcher.sys = types.SimpleNamespace(modules=_ReadableModules())  # all it reads of sys
@@ -72,4 +103,5 @@ def building_in_process() -> Iterator[None]:
     finally:
         if saved is sys:
             dispatcher.sys = saved
+        sys.stdout = stdout
         torch.set_num_threads = set_num_threads
