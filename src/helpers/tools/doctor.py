@@ -10,7 +10,7 @@ Python that builds .venv (pyproject.toml's requires-python), and whether .venv e
 It then starts the second stage inside .venv (`--stage venv`, its own process group, killed after
 `--engine-timeout` s): .venv matches requirements/ (scripts/setup_env.py's stamp), vLLM and
 transformers import at their pins, the preflight for PROFILE passes, and a smoke test starts the
-tiny pair with its EAGLE-3 drafter in vLLM and generates (about 30 s on 2 cores). Each PROBLEM line
+tiny pair with its EAGLE-3 drafter in vLLM and generates (about 10 s on 2 cores). Each PROBLEM line
 is one sentence that says what to do; the venv stage's full log goes to build/doctor.log.
 
 Simulate problems with flags (or WORKBOOK_DOCTOR_* variables): --venv PATH (no venv),
@@ -86,7 +86,7 @@ EXIT_FAIL = 2
 ENV_PREFIX = "WORKBOOK_DOCTOR_"
 #: Prefix of the JSON rows the venv stage prints between vLLM's log lines.
 ROW_MARKER = "@@doctor-row "
-#: Notebook 04 peaks at 5.4 GiB (two servers and an engine), the others under 3.1 GiB; plus the OS.
+#: Notebook 04 peaks at 6.2 GiB (two servers and an engine), the others under 2.5 GiB; plus the OS.
 MIN_RAM_GIB = 8.0
 #: With .venv: build/ outputs and logs. Without: .venv itself (3.8 GiB here) and pip's downloads too.
 MIN_FREE_GIB_WITH_VENV = 2.0
@@ -195,7 +195,7 @@ def check_memory(total_gib: float | None, min_gib: float = MIN_RAM_GIB) -> Row:
     """Total RAM against what the heaviest notebook (04) needs."""
     if total_gib is None:
         return Row("memory", SKIPPED, "total RAM unknown on this OS / Python")
-    found = f"{total_gib:.1f} GiB RAM (>= {min_gib:g} GiB needed; notebook 04 peaks at 5.4 GiB)"
+    found = f"{total_gib:.1f} GiB RAM (>= {min_gib:g} GiB needed; notebook 04 peaks at 6.2 GiB)"
     if total_gib >= min_gib:
         return Row("memory", OK, found)
     return Row(
@@ -528,7 +528,7 @@ def run_doctor(
     if rows[-1].status == SKIPPED:
         return rows
     if args.engine:
-        print(f"{'…':<{CHECK_WIDTH}}  starting the tiny engine in .venv (about 30 s)", flush=True)
+        print(f"{'…':<{CHECK_WIDTH}}  starting the tiny engine in .venv (about 10 s)", flush=True)
     log = REPO_ROOT / "build" / LOG_NAME
     more = run_venv_stage(venv_python, args.profile, args.engine, args.engine_timeout, log)
     for row in more:
