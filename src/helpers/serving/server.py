@@ -399,10 +399,10 @@ class VllmServer:
         folders = [local_dir(arg) for arg in self.argv if not arg.startswith("-")]
         local = any(d is not None and (d / "config.json").is_file() for d in folders)
         offline = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"} if local else {}
+        # A server keeps vLLM's own processes even when this process runs its engines in-process.
+        inherited = {k: v for k, v in os.environ.items() if k != IN_PROCESS_ENV}
         env = {
-            **{
-                k: v for k, v in os.environ.items() if k != IN_PROCESS_ENV
-            },  # servers keep their processes
+            **inherited,
             **offline,
             "VLLM_NO_USAGE_STATS": "1",
             "DO_NOT_TRACK": "1",
