@@ -143,7 +143,11 @@ def main(argv: list[str] | None = None) -> int:
         "machine": f"{os.cpu_count()} cores, {os.uname().sysname} {os.uname().machine}",
     }
     res["make_run"] = run_step("make-run", ["make", "run"], clone, env, watch=FIRST_PLOT)
-    summary = json.loads((clone / "build" / "run-summary.json").read_text())
+    summary_path = clone / "build" / "run-summary.json"
+    if not summary_path.is_file():  # make run stopped before any notebook ran (setup, preflight)
+        print(f"[bench] make run wrote no {summary_path}: see its log above; nothing to time")
+        return 1
+    summary = json.loads(summary_path.read_text())
     res["notebooks"] = [
         {k: nb[k] for k in ("notebook", "seconds", "peak_rss_gib", "ok")}
         for nb in summary["notebooks"]

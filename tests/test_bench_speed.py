@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import subprocess
+from pathlib import Path
+
+import pytest
+
 from helpers.common.paths import REPO_ROOT
 from tests.support import load_script
 
@@ -42,3 +47,20 @@ def test_the_table_names_what_it_missed_and_what_it_did_not_measure() -> None:
     assert "| notebook 05_train | ≤ 240 s | 230 s | met |" in text
     assert "| engine start (k=3) | ≤ 12 s | 13 s | **missed** |" in text
     assert "install included) | ≤ 300 s | — | not measured |" in text
+
+
+def test_a_make_run_that_stops_before_any_notebook_ends_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def fake_run(cmd: list[str], **kw: object) -> subprocess.CompletedProcess:
+        if cmd[:2] == ["git", "clone"]:
+            Path(cmd[-1]).mkdir(parents=True)
+        return subprocess.CompletedProcess(cmd, 0, stdout="abc1234\n", stderr="")
+
+    monkeypatch.setattr(bs.subprocess, "run", fake_run)
+    monkeypatch.setattr(
+        bs, "run_step", lambda *a, **kw: {"step": "make-run", "seconds": 1.0, "rc": 2}
+    )
+    assert bs.main(["--workdir", str(tmp_path / "clone")]) == 1
+    out = capsys.readouterr().out.strip().splitlines()
+    assert len(out) == 1 and "wrote no" in out[0] and "run-summary.json" in out[0]
