@@ -195,3 +195,32 @@ def test_keyword_construction_still_works() -> None:
     )
     assert p.is_local and p.notes == () and p.verifier_layers is None
     assert p.gpus_needed == 0 and p.gpu_memory_gib == 0 and p.tensor_parallel_size == 1
+
+
+# --------------------------------------------------------------------------- shape profiles
+
+
+def test_shape_profile_is_local_with_random_weights() -> None:
+    shape = profiles.load_profile("qwen3-30b-a3b-shape")
+    assert shape.is_local and not shape.has_weights and shape.gpus_needed == 1
+    assert profiles.load_profile("tiny").has_weights
+    assert profiles.load_profile("qwen3-30b-a3b").has_weights
+    # It is the published 30B-A3B architecture, the same numbers as the hub profile records.
+    real = profiles.load_profile("qwen3-30b-a3b")
+    assert (shape.verifier_layers, shape.verifier_hidden_size) == (
+        real.verifier_layers,
+        real.verifier_hidden_size,
+    )
+
+
+def test_trained_or_tiny(capsys: pytest.CaptureFixture[str]) -> None:
+    tiny, hub = profiles.load_profile("tiny"), profiles.load_profile("qwen3-30b-a3b")
+    assert profiles.trained_or_tiny(tiny, "x") is tiny
+    assert profiles.trained_or_tiny(hub, "x") is hub, "a hub pair is trained"
+    assert capsys.readouterr().out == "", "nothing said when the profile stays"
+    assert profiles.trained_or_tiny(hub, "training", local=True).name == "tiny"
+    shape = profiles.load_profile("qwen3-30b-a3b-shape")
+    assert profiles.trained_or_tiny(shape, "acceptance analytics").name == "tiny"
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 2 and "is a hub profile: training runs on the tiny pair" in lines[0]
+    assert "random weights" in lines[1] and "acceptance analytics" in lines[1]

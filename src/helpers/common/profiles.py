@@ -1,7 +1,8 @@
 """Profiles: which verifier/drafter pair the workbook runs on (data/profiles/*.json).
 
 `tiny` (the default) ships in data/ and runs on a laptop CPU; the hub profiles name the real
-Qwen3-MoE pairings and what they need (hub access, GPUs, GPU memory). Pick one with
+Qwen3-MoE pairings and what they need (hub access, GPUs, GPU memory); a shape profile builds a
+published architecture from config.json with random weights on a GPU, no download. Pick one with
 `make run PROFILE=…`, $WORKBOOK_PROFILE, or the `PROFILE` parameter cell of a notebook.
 """
 
@@ -26,6 +27,7 @@ __all__ = [
     "profile_name",
     "profile_from_dict",
     "load_profile",
+    "trained_or_tiny",
 ]
 
 PROFILE_ENV_VAR = "WORKBOOK_PROFILE"
@@ -62,6 +64,11 @@ class Profile:
     def is_local(self) -> bool:
         """True when both models ship in this repo (no hub, no GPU needed)."""
         return self.needs.get("hub", True) is False
+
+    @property
+    def has_weights(self) -> bool:
+        """False for a shape profile: vLLM builds it from config.json with random weights."""
+        return self.engine.get("load_format") != "dummy"
 
     @property
     def gpus_needed(self) -> int:
@@ -123,3 +130,13 @@ def load_profile(name: str | None = None) -> Profile:
     return profile_from_dict(
         json.loads(path.read_text()), source=str(path.relative_to(DATA_DIR.parent))
     )
+
+
+def trained_or_tiny(profile: Profile, purpose: str, local: bool = False) -> Profile:
+    """`profile` when its weights are trained (and, with `local`, ship in data/), else the tiny
+    pair, saying so in one line: acceptance and training mean nothing on random weights."""
+    if profile.has_weights and (profile.is_local or not local):
+        return profile
+    why = "is a hub profile" if profile.has_weights else "has random weights (load_format dummy)"
+    print(f"profile {profile.name} {why}: {purpose} runs on the tiny pair")
+    return load_profile(DEFAULT_PROFILE)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import glob
+import json
 import sysconfig
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,6 +23,8 @@ __all__ = [
     "train_bpe",
     "wrap_for_transformers",
     "build_tokenizer",
+    "placeholder",
+    "build_padded_tokenizer",
 ]
 
 TOKENIZER_DIR: Path = DATA_DIR / "tiny-tokenizer"
@@ -81,4 +84,39 @@ def build_tokenizer(
     hf_tok = wrap_for_transformers(train_bpe(training_texts(), vocab_size))
     out_dir.mkdir(parents=True, exist_ok=True)
     hf_tok.save_pretrained(out_dir)
+    hf_tok.backend_tokenizer.save(str(out_dir / "tokenizer.json"), pretty=False)  # 40 % smaller
+    return hf_tok
+
+
+def placeholder(token_id: int) -> str:
+    """The text a padded id decodes to: `<x12345>` (never produced when encoding)."""
+    return f"<x{token_id}>"
+
+
+def build_padded_tokenizer(
+    out_dir: Path, vocab_size: int, source: Path = TOKENIZER_DIR, model_max_length: int = 4096
+) -> PreTrainedTokenizerFast:
+    """The tiny tokenizer with its vocabulary padded to `vocab_size` ids, saved to `out_dir`.
+
+    For a real shape with random weights (data/shapes/): prompts encode exactly as with the tiny
+    tokenizer, and every id the model can emit decodes, ids past the tiny's to `placeholder(id)`.
+    BPE merges never build a placeholder, so encoding never produces one.
+    """
+    tok = Tokenizer.from_file(str(source / "tokenizer.json"))
+    spec = json.loads(tok.to_str())
+    vocab = spec["model"]["vocab"]
+    taken = 1 + max([*vocab.values(), *(t["id"] for t in spec["added_tokens"])])
+    if vocab_size < taken:
+        raise ValueError(f"vocab_size {vocab_size} is below the tiny tokenizer's {taken} ids")
+    vocab.update({placeholder(i): i for i in range(taken, vocab_size)})
+    hf_tok = PreTrainedTokenizerFast(
+        tokenizer_object=Tokenizer.from_str(json.dumps(spec)),
+        eos_token=IM_END,
+        pad_token=ENDOFTEXT,
+        chat_template=CHAT_TEMPLATE,
+        model_max_length=model_max_length,
+    )
+    out_dir.mkdir(parents=True, exist_ok=True)
+    hf_tok.save_pretrained(out_dir)
+    hf_tok.backend_tokenizer.save(str(out_dir / "tokenizer.json"), pretty=False)  # 40 % smaller
     return hf_tok
