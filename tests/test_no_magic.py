@@ -1,7 +1,7 @@
 """Nothing happens at import: no environment writes, no CUDA, and vLLM's engine stays unimported.
 
 Each check runs in a fresh interpreter that imports every helpers module (the CLIs too), then
-builds engine arguments for the tiny and a real profile, as notebooks do before any engine starts.
+builds engine arguments for the tiny and the real-size profiles, as notebooks do before any engine starts.
 CUDA is watched by replacing torch.cuda's entry points with recorders: on a GPU machine a call
 there would initialise CUDA in the notebook's process, and vLLM then could not fork its engine
 ("Cannot re-initialize CUDA in forked subprocess").
@@ -33,9 +33,11 @@ after_import = dict(os.environ)
 from helpers.common.profiles import load_profile
 from helpers.engine.lifecycle import engine_kwargs
 from helpers.serving.server import launch_command
-for profile in ("tiny", "qwen3-30b-a3b"):
-    engine_kwargs(load_profile(profile), k=3)
-    launch_command(load_profile(profile), k=3)
+engine_kwargs(load_profile("tiny"), k=3)  # asks whether there is a GPU
+launch_command(load_profile("tiny"), k=3)
+for profile in ("qwen3-30b-a3b", "qwen3-30b-a3b-shape"):  # as a GPU machine builds them
+    engine_kwargs(load_profile(profile), k=3, gpu=True)
+    launch_command(load_profile(profile), k=3, gpu=True)
 changed = sorted(k for k in set(before) | set(after_import) if before.get(k) != after_import.get(k))
 print(json.dumps({"modules": len(modules), "env_changed": changed, "cuda_calls": calls,
                   "engine_imported": "vllm.v1.engine.llm_engine" in sys.modules}))

@@ -86,3 +86,11 @@ def test_reference_matches_vllm_exactly() -> None:
     table = ref.agreement_table(outs, run.token_ids, run.counters)
     assert (table.difference == 0).all(), table.to_string()
     assert run.counters.num_accepted_tokens > 0, "the trained drafter should get drafts accepted"
+
+
+@pytest.mark.parametrize("name", ["qwen3-30b-a3b", "qwen3-30b-a3b-shape"])
+def test_only_a_local_trained_pair_is_loaded_here(name: str) -> None:
+    from helpers.common.profiles import load_profile
+
+    with pytest.raises(ValueError, match="not loaded into CPU memory"):
+        ref.load_pair(load_profile(name))

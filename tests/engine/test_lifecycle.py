@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
+from pathlib import Path
 
 import psutil
 import pytest
 
+from helpers.common.configs import read_config
+from helpers.common.counters import acceptance_stats
 from helpers.common.envinfo import has_gpu
-from helpers.common.profiles import load_profile
+from helpers.common.profiles import Profile, load_profile
+from helpers.common.prompts import load_prompts
 from helpers.engine import lifecycle as engine
 from helpers.engine.lifecycle import (
+    SMALL_GPU_SHARE,
     engine_kwargs,
     engine_processes,
     engines_left,
@@ -20,7 +26,9 @@ from helpers.engine.lifecycle import (
     start_engine,
 )
 from helpers.engine.pairing import PairingError
+from helpers.engine.runs import NEAR_TIE_MARGIN, lossless_check, pooled, run_categories, sampling
 from helpers.tiny.recipe import local_profile
+from helpers.tiny.tokenizer import build_padded_tokenizer
 
 
 def test_cpu_defaults_plain_and_speculative() -> None:
@@ -45,9 +53,22 @@ def test_gpu_defaults_by_model_size_and_overrides_win() -> None:
     # The tiny pair on a GPU: eager and a small fixed KV cache (starts in seconds, leaves the GPU free).
     assert kwargs["dtype"] == "float32" and kwargs["enforce_eager"] is True
     assert kwargs["kv_cache_memory_bytes"] == 512 * 1024**2 and kwargs["max_model_len"] == 512
+    # ...and it needs only a small share of the GPU free to start, so it starts beside others.
+    assert kwargs["gpu_memory_utilization"] == SMALL_GPU_SHARE
+    assert "gpu_memory_utilization" not in engine_kwargs(load_profile("tiny"), gpu=False)
     real = engine_kwargs(load_profile("qwen3-30b-a3b"), k=3, gpu=True, dtype="bfloat16")
     assert "enforce_eager" not in real and real["gpu_memory_utilization"] == 0.85
     assert real["dtype"] == "bfloat16"
+
+
+def test_shape_profile_gets_real_model_defaults_and_random_weights() -> None:
+    shape = engine_kwargs(load_profile("qwen3-30b-a3b-shape"), k=3, gpu=True)
+    assert shape["load_format"] == "dummy" and shape["dtype"] == "auto"
+    assert "enforce_eager" not in shape, "a real shape keeps CUDA graphs"
+    # A fixed KV cache and a start-up share that lets two such engines share one 141 GB GPU.
+    assert shape["kv_cache_memory_bytes"] == 2 * 1024**3
+    assert shape["gpu_memory_utilization"] < 0.5
+    assert shape["speculative_config"]["model"].endswith("data/shapes/qwen3-30b-a3b-eagle3")
 
 
 def test_broken_pair_fails_before_vllm_starts(tiny_pair, monkeypatch) -> None:
@@ -104,3 +125,53 @@ def test_cpu_engine_runs_in_process_and_leaves_torch_threads_settable() -> None:
         assert torch.get_num_threads() == 1
         torch.set_num_threads(before)
     assert torch.get_num_threads() == before
+
+
+@pytest.fixture
+def mini_shape(tmp_path: Path) -> Profile:
+    """A shape profile at the tiny's size: config.json files and a padded tokenizer, no weights."""
+    verifier, drafter = tmp_path / "verifier", tmp_path / "drafter"
+    tiny = load_profile("tiny")
+    for source, folder in ((tiny.verifier_path(), verifier), (tiny.drafter_path(), drafter)):
+        config = read_config(source)
+        if "transformer_layer_config" in config:  # the speculators drafter
+            config["transformer_layer_config"]["vocab_size"] = config["draft_vocab_size"] = 3000
+            config["speculators_config"]["verifier"]["name_or_path"] = str(verifier)
+        else:
+            config["vocab_size"] = 3000
+        folder.mkdir()
+        (folder / "config.json").write_text(json.dumps(config))
+    build_padded_tokenizer(verifier, 3000)
+    return dataclasses.replace(
+        tiny, name="mini-shape", verifier=str(verifier), drafter=str(drafter),
+        engine={**tiny.engine, "load_format": "dummy"},
+    )  # fmt: skip
+
+
+@pytest.mark.vllm
+def test_random_weights_run_with_the_padded_tokenizer(mini_shape: Profile) -> None:
+    """The shape profiles' path at the tiny's size: no weights, ids past the tiny's decode."""
+    assert not mini_shape.has_weights
+    prompts = load_prompts(1)
+    with open_engine(**engine_kwargs(mini_shape, k=3)) as llm:
+        spec = run_categories(llm, prompts, sampling(24))
+    with open_engine(**engine_kwargs(mini_shape, k=None)) as llm:
+        plain = run_categories(llm, prompts, sampling(24, logprobs=2))
+    texts = [text for run in spec.values() for text in run.texts]
+    assert all(texts) and any("<x" in text for text in texts), texts
+    # Two random models rarely agree: the drafter's guesses are (almost) never accepted.
+    assert acceptance_stats(pooled(spec))["spec_decode_acceptance_length"] < 1.1
+    for cat in prompts:
+        report = lossless_check(plain[cat].token_ids, spec[cat].token_ids, plain[cat].margins)
+        assert (
+            report.all_identical
+            if not has_gpu()
+            else report.all_at_near_ties(NEAR_TIE_MARGIN["float32"])
+        ), report
+
+
+def test_a_gpu_sized_profile_on_a_cpu_fails_in_one_line() -> None:
+    for name in ("qwen3-30b-a3b-shape", "qwen3-30b-a3b"):
+        with pytest.raises(RuntimeError, match=f"profile {name} needs 1 CUDA GPU") as info:
+            engine_kwargs(load_profile(name), k=3, gpu=False)
+        assert "\n" not in str(info.value) and "PROFILE=tiny" in str(info.value)

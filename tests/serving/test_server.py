@@ -34,6 +34,7 @@ from helpers.serving.server import (
     engine_flags,
     entry_point_argv,
     free_port,
+    launch_command,
     port_in_use,
     serve_command,
     serve_command_text,
@@ -122,6 +123,16 @@ def test_cpu_engine_flags() -> None:
         == "--dtype float32 --enforce-eager --kv-cache-memory-bytes 536870912 --max-model-len 1024 --seed 0"
     )
     assert "--enforce-eager" not in engine_flags(load_profile("qwen3-30b-a3b"), gpu=True)
+
+
+def test_shape_profile_serves_random_weights_with_its_padded_tokenizer() -> None:
+    shape = load_profile("qwen3-30b-a3b-shape")
+    flags = " ".join(engine_flags(shape, gpu=True))
+    assert "--load-format dummy" in flags and "--dtype auto" in flags
+    assert "--kv-cache-memory-bytes 2147483648" in flags and "--enforce-eager" not in flags
+    # vLLM finds the tokenizer in the verifier folder, as it would in a checkpoint's.
+    assert (Path(shape.verifier_path()) / "tokenizer.json").is_file()
+    assert launch_command(shape, k=3, gpu=True)[2] == "data/shapes/qwen3-30b-a3b"
 
 
 def test_entry_point_translation() -> None:

@@ -63,6 +63,8 @@ def test_no_download_job_tests_the_gpu_path_without_a_token(workflow: dict) -> N
     assert "self-hosted" in job["runs-on"] and "gpu" in job["runs-on"]
     runs = [step["run"].strip() for step in job["steps"] if "run" in step]
     assert "make test" in runs and any("scripts/gpu_moe_lab.py" in r for r in runs), runs
+    # The GPU path at the real shape, with random weights: still no download.
+    assert "make test PROFILE=qwen3-30b-a3b-shape" in runs, runs
     assert "HF_TOKEN" not in str(job)
     assert workflow["jobs"]["nbval-qwen3-30b-a3b"]["needs"] == "gpu-no-download"
 
@@ -394,3 +396,14 @@ def test_notice_quotes_the_recorded_break_even() -> None:
     break_even = rates["plain"]["bs1"] / rates["k3"]["bs1"]
     assert f"tau > {break_even:.2f}" in preflight.TINY_GPU_NOTICE
     assert path.relative_to(REPO_ROOT).as_posix() in preflight.TINY_GPU_NOTICE
+
+
+def test_shape_profile_preflight_needs_a_gpu_not_weights(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(preflight, "flashinfer_installed", lambda: True)
+    shape = load_profile("qwen3-30b-a3b-shape")
+    assert preflight.check_local_files(shape) is None, "config.json is all a shape needs"
+    on_cpu = preflight.run_preflight(shape, gpus="no nvidia-smi on PATH")
+    assert len(on_cpu.failures) == 1 and "needs 1 CUDA GPU" in on_cpu.failures[0]
+    on_h100 = preflight.run_preflight(shape, gpus=[H100])
+    assert on_h100.ok, on_h100.failures
+    assert preflight.TINY_GPU_NOTICE not in on_h100.warnings

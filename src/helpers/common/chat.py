@@ -41,9 +41,14 @@ def load_tokenizer(profile: Profile) -> LoadedTokenizer:
     """The profile's verifier tokenizer; a hub model offline falls back to the tiny one, saying so."""
     if profile.is_local:
         path = profile.verifier_path()
-        return LoadedTokenizer(
-            AutoTokenizer.from_pretrained(path), path, f"tiny tokenizer from {profile.verifier}"
+        tok = AutoTokenizer.from_pretrained(path)
+        note = (
+            f"tiny tokenizer from {profile.verifier}"
+            if profile.has_weights
+            else f"{profile.name} has random weights and no tokenizer of its own: the tiny "
+            f"tokenizer padded to its {len(tok):,} ids, from {profile.verifier}"
         )
+        return LoadedTokenizer(tok, path, note)
     if hub_reachable():
         return LoadedTokenizer(
             AutoTokenizer.from_pretrained(profile.verifier),

@@ -115,10 +115,10 @@ def load_pair(profile: Profile) -> ReferencePair:
     """
     from transformers import AutoTokenizer
 
-    if not profile.is_local:
+    if not (profile.is_local and profile.has_weights):
         raise ValueError(
-            f"profile {profile.name!r}: decoding from scratch runs on a local pair only "
-            f"(the tiny profile); a hub verifier is not loaded into CPU memory"
+            f"profile {profile.name!r}: decoding from scratch runs on a local trained pair only "
+            f"(the tiny profile); a hub or shape verifier is not loaded into CPU memory"
         )
     verifier = load_verifier(Path(profile.verifier_path()))
     drafter, config = load_drafter(Path(profile.drafter_path()))

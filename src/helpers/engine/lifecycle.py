@@ -25,11 +25,13 @@ from helpers.engine.pairing import check_pair
 
 __all__ = [
     "SMALL_KV_CACHE_BYTES",
+    "SMALL_GPU_SHARE",
     "PER_REQUEST_METRICS",
     "OPTIONAL_ARGS",
     "GPU_MULTIPROC_METHOD",
     "IN_PROCESS_ENV",
     "device_defaults",
+    "require_gpus",
     "speculative_config",
     "engine_kwargs",
     "engine_processes",
@@ -42,6 +44,9 @@ __all__ = [
 
 #: KV cache for the tiny pair: 4 KiB per token, so 512 MiB holds ~130k tokens.
 SMALL_KV_CACHE_BYTES = 512 * 1024**2
+#: Share of the GPU that must be free when a tiny engine starts (vLLM's start-up check; with a
+#: fixed KV cache nothing is sized from it): 5 % of an H200 is 7 GiB, so it starts beside others.
+SMALL_GPU_SHARE = 0.05
 #: How vLLM starts engine processes on a GPU: a fresh interpreter, so CUDA state never crosses a fork.
 GPU_MULTIPROC_METHOD = "spawn"
 #: Set to "0", vLLM runs the engine core in the calling process instead of a child process.
@@ -63,16 +68,28 @@ def device_defaults(gpu: bool, small_model: bool = False) -> dict[str, Any]:
     KV cache instead of a share of host RAM.
     GPU, a small local model (the tiny pair): the same float32, eager, 512 MiB KV cache: an engine
     starts in about 20 s instead of 150-200 s of torch.compile and CUDA-graph capture, and leaves
-    the GPU's memory to others (measured on an H200 with vLLM 0.26.0).
-    GPU, a real model: the checkpoint's dtype, CUDA graphs, 85 % of GPU memory.
+    the GPU's memory to others (measured on an H200 with vLLM 0.26.0); it only needs
+    SMALL_GPU_SHARE of the GPU free to start, not vLLM's default 90 %.
+    GPU, a real model: the checkpoint's dtype, CUDA graphs, 85 % of GPU memory (a profile's own
+    engine arguments override these).
     """
     if gpu and not small_model:
         return {"dtype": "auto", "gpu_memory_utilization": 0.85}
-    return {
+    small = {
         "dtype": "float32",
         "enforce_eager": True,
         "kv_cache_memory_bytes": SMALL_KV_CACHE_BYTES,
     }
+    return small | {"gpu_memory_utilization": SMALL_GPU_SHARE} if gpu else small
+
+
+def require_gpus(profile: Profile, gpu: bool) -> None:
+    """Fail in one line when a profile sized for GPUs would start on a CPU (it would not fit)."""
+    if profile.gpus_needed and not gpu:
+        raise RuntimeError(
+            f"profile {profile.name} needs {profile.gpus_needed} CUDA GPU(s) and this machine has "
+            f"none: run it on a GPU, or use PROFILE=tiny"
+        )
 
 
 def speculative_config(drafter: str, k: int, method: str = "eagle3") -> dict[str, Any]:
@@ -93,12 +110,13 @@ def engine_kwargs(
     proposes k tokens per step.
     """
     gpu = has_gpu() if gpu is None else gpu
+    require_gpus(profile, gpu)
     kwargs: dict[str, Any] = {
         "model": profile.verifier_path(),
         "seed": 0,
         "disable_log_stats": False,
     }
-    kwargs.update(device_defaults(gpu, small_model=profile.is_local))
+    kwargs.update(device_defaults(gpu, small_model=profile.gpus_needed == 0))
     kwargs.update(profile.engine)
     if k:
         kwargs["speculative_config"] = speculative_config(drafter or profile.drafter_path(), k)

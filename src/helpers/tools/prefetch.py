@@ -156,7 +156,7 @@ def run_prefetch(
     profile = load_profile(name)
     tag = f"prefetch {profile.name}"
     if profile.is_local:
-        _say(tag, "nothing to prefetch: the tiny pair ships in data/ and runs offline")
+        _say(tag, f"nothing to prefetch: {profile.name} ships in data/ and needs no download")
         return EXIT_OK
     try:
         paths = _fetch(profile, tag, cache_dir, hub_timeout)

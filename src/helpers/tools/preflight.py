@@ -100,8 +100,8 @@ class PreflightResult:
 
 
 def gpu_notice(profile: Profile, gpu: bool | None = None) -> str | None:
-    """The one-line notice that the tiny pair is a loss on GPUs, when a local profile runs on one; else None."""
-    if not profile.is_local:
+    """The one-line notice that the tiny pair is a loss on GPUs, when a CPU-sized profile runs on one; else None."""
+    if profile.gpus_needed > 0:
         return None
     gpu = has_gpu() if gpu is None else gpu
     return TINY_GPU_NOTICE if gpu else None
@@ -212,15 +212,17 @@ def check_hub(profile: Profile, timeout: float = HUB_TIMEOUT) -> tuple[str | Non
 
 
 def check_local_files(profile: Profile) -> str | None:
-    """One line when a local model folder lacks config.json or safetensors, else None."""
+    """One line when a local model folder lacks config.json or safetensors (a shape profile's needs
+    only config.json: vLLM gives it random weights), else None."""
     missing = []
     for ref in (profile.verifier, profile.drafter):
         folder = local_dir(ref) if is_local_ref(ref) else None
         if folder is None:
             continue
-        has_weights = (folder / "model.safetensors").is_file() or (
-            folder / "model.safetensors.index.json"
-        ).is_file()
+        has_weights = not profile.has_weights or (
+            (folder / "model.safetensors").is_file()
+            or (folder / "model.safetensors.index.json").is_file()
+        )
         if not ((folder / "config.json").is_file() and has_weights):
             missing.append(ref)
     if not missing:
@@ -293,7 +295,7 @@ def run_preflight(
 
 
 def _run_local(profile: Profile, result: PreflightResult, gpus: list[GpuInfo] | str | None) -> None:
-    """Tiny: files present, pairing OK; on a GPU, the notice (a warning)."""
+    """Local profiles: files present, pairing OK; a shape profile's GPUs; the tiny on a GPU: the notice."""
     missing = check_local_files(profile)
     if missing:
         result.failures.append(missing)
@@ -311,7 +313,11 @@ def _run_local(profile: Profile, result: PreflightResult, gpus: list[GpuInfo] | 
     notice = gpu_notice(profile, gpu=on_gpu)
     if notice:
         result.warnings.append(notice)
-    if on_gpu and not flashinfer_installed():
+    if profile.gpus_needed:  # a shape profile: random weights of a real size need its GPUs
+        gpu_failures, gpu_warnings = check_gpus(profile, gpus)
+        result.failures += gpu_failures
+        result.warnings += gpu_warnings
+    elif on_gpu and not flashinfer_installed():
         result.warnings.append(FLASHINFER_WARNING)
 
 
