@@ -29,7 +29,7 @@ endif
 DOCTOR_PLATFORM := $(if $(filter command line,$(origin UNAME_S) $(origin UNAME_M)),--assume-platform $(UNAME_S)/$(UNAME_M))
 
 export WORKBOOK_PROFILE := $(PROFILE)
-ifeq ($(PROFILE),tiny)
+ifneq ($(filter tiny %-shape,$(PROFILE)),)  # the embedded pair and the shapes need no hub
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 endif
@@ -38,7 +38,7 @@ endif
 .PHONY: help doctor venv preflight prefetch lint run test lab browser-test tiny-models bench clean FORCE
 
 help: ## list the targets
-	@echo "make <target> [PROFILE=tiny|qwen3-30b-a3b]   (PROFILE=$(PROFILE))"
+	@echo "make <target> [PROFILE=tiny|qwen3-30b-a3b-shape|qwen3-30b-a3b]   (PROFILE=$(PROFILE))"
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z][a-z-]*:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 # Stage one is stdlib-only on $(PYTHON), so it runs before `make venv` (and reports a missing .venv);

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The workbook on a GPU box, measured: every notebook under nbval (tiny profile), the vLLM-marked
-# tests, and the MoE step-cost lab on the Qwen3-30B-A3B shape (dummy weights), with per-notebook
-# wall time and peak GPU memory. No hub access needed. Logs and results go to $LOGS (default
-# build/gpu-check); run it detached on a shared box:  setsid nohup bash scripts/gpu_check.sh &
+# The workbook on a GPU box, measured: every notebook under nbval ($WORKBOOK_PROFILE: tiny, or
+# qwen3-30b-a3b-shape), the vLLM-marked tests, and the MoE step-cost lab on the Qwen3-30B-A3B shape
+# (dummy weights), with per-notebook wall time and peak GPU memory. No hub access needed. Logs and
+# results go to $LOGS (default build/gpu-check); run it detached on a shared box:
+#   setsid nohup bash scripts/gpu_check.sh &
 #   STEPS="nb tests lab" (default all three, in that order)   LAB_ENGINES="1:1.5,3:2.5" (default all)
 #   NOTEBOOKS="06 04" (notebook number prefixes in the order to run; default every notebook)
 set -u
@@ -10,12 +11,13 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 PY=${PY:-$([ -x .venv/bin/python ] && echo .venv/bin/python || echo python3)}
 LOGS=${LOGS:-build/gpu-check}
 STEPS=${STEPS-nb tests lab}
-export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 WORKBOOK_PROFILE=tiny PYTHONUNBUFFERED=1
+export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 PYTHONUNBUFFERED=1
+export WORKBOOK_PROFILE=${WORKBOOK_PROFILE:-tiny}  # or qwen3-30b-a3b-shape: no hub either
 command -v nvidia-smi > /dev/null || { echo "gpu_check: no nvidia-smi here: this script measures a GPU box"; exit 2; }
 mkdir -p "$LOGS"
 : > "$LOGS/gpumem.csv"
 summary="$LOGS/summary.txt"
-echo "commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown) start $(date +%s)" >> "$summary"
+echo "commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown) profile $WORKBOOK_PROFILE start $(date +%s)" >> "$summary"
 nvidia-smi --query-gpu=timestamp,memory.used --format=csv,noheader,nounits -lms 500 \
   > "$LOGS/gpumem.csv" 2>/dev/null &
 sampler=$!
