@@ -76,7 +76,10 @@ HOST = "127.0.0.1"
 MODULE_ENTRY = "vllm.entrypoints.openai.api_server"
 #: Environment marker carried by every process a helper starts (children inherit it): owner pid + server name.
 OWNER_ENV = "EAGLE3_WORKBOOK_SERVER_OWNER"
-START_TIMEOUT = 300.0
+#: Seconds to wait for /health. A real-size model's first start on a GPU compiles, captures CUDA
+#: graphs and autotunes: 214 s for the 30B-A3B shape alone on an H200 (data/measurements/h200-moe-lab.json),
+#: more beside other work. A server that dies is seen at once, not at the timeout.
+START_TIMEOUT = 900.0
 STOP_GRACE = 15.0
 PROGRESS_EVERY = 5.0
 LOG_TAIL_LINES = 20
