@@ -121,7 +121,7 @@ def test_02_ex1_and_03_ex1_ex2_ex3_on_one_engine(tiny, monkeypatch: pytest.Monke
 
     k, max_tokens = 1, 16
     prompts = load_prompts(1)
-    with open_engine(**engine_kwargs(tiny, k=k, gpu=False)) as llm:
+    with open_engine(**engine_kwargs(tiny, k=k)) as llm:
         runs = run_categories(llm, prompts, sampling(max_tokens))
         flat = [p for c in runs for p in prompts[c]]
         temps = temperature_runs(llm, flat, [0.0, 0.1, 0.2, 0.3], max_tokens, seed=0)

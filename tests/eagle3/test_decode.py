@@ -79,7 +79,7 @@ def test_reference_matches_vllm_exactly() -> None:
 
     profile = load_profile("tiny")
     prompts = [p for items in load_prompts(2).values() for p in items]
-    with open_engine(**engine_kwargs(profile, k=3, gpu=False)) as llm:
+    with open_engine(**engine_kwargs(profile, k=3)) as llm:
         run = run_prompts(llm, prompts, sampling(48))
     pair = ref.load_pair(profile)
     outs = ref.generate_all(pair, prompts, k=3, max_tokens=48)

@@ -155,10 +155,10 @@ def test_random_weights_run_with_the_padded_tokenizer(mini_shape: Profile) -> No
     prompts = load_prompts(1)
     with open_engine(**engine_kwargs(mini_shape, k=3)) as llm:
         spec = run_categories(llm, prompts, sampling(24))
+        assert llm.get_tokenizer().decode([2999]) == "<x2999>", "the engine's tokenizer is padded"
     with open_engine(**engine_kwargs(mini_shape, k=None)) as llm:
         plain = run_categories(llm, prompts, sampling(24, logprobs=2))
-    texts = [text for run in spec.values() for text in run.texts]
-    assert all(texts) and any("<x" in text for text in texts), texts
+    assert all(text for run in spec.values() for text in run.texts), "every answer decodes"
     # Two random models rarely agree: the drafter's guesses are (almost) never accepted.
     assert acceptance_stats(pooled(spec))["spec_decode_acceptance_length"] < 1.1
     for cat in prompts:

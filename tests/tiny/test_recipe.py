@@ -18,7 +18,7 @@ def test_smoke_retrain_writes_a_pair_vllm_loads(tmp_path) -> None:
     log = build_tiny_pair(tmp_path, SMOKE)
     assert log["verifier"]["params"] > 1_000_000 and log["self_distill"]["exchanges"] == 16
     prompts = {"structured": load_prompts(2, tmp_path / "prompts")["structured"]}
-    with open_engine(**engine_kwargs(local_profile(tmp_path), k=3, gpu=False)) as llm:
+    with open_engine(**engine_kwargs(local_profile(tmp_path), k=3)) as llm:
         runs = run_categories(llm, prompts, sampling(8))
     assert runs["structured"].output_tokens == 16
     assert runs["structured"].stats["spec_decode_num_drafts"] > 0

@@ -404,7 +404,7 @@ def test_doctor_passes_on_this_machine() -> None:
     if not (REPO_ROOT / ".venv").is_dir():
         # Tests run from another environment (the GPU test stack on the lent H200 had none): the
         # doctor checks the .venv that `make venv` builds, so its one problem must be that.
-        problems = [line for line in done.stdout.splitlines() if PROBLEM in line]
+        problems = [line for line in done.stdout.splitlines() if line.split()[1:2] == [PROBLEM]]
         assert done.returncode == 2 and len(problems) == 1, done.stdout
         assert problems[0].startswith("venv"), done.stdout
         return

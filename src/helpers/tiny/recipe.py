@@ -148,7 +148,7 @@ def build_drafter(
         for c in CATEGORIES
         for ex in make_examples(c, cfg.distill_per_category, cfg.seed + 1)
     ]
-    with open_engine(**engine_kwargs(local_profile(out_dir), k=None, gpu=False)) as llm:
+    with open_engine(**engine_kwargs(local_profile(out_dir), k=None)) as llm:
         distilled = self_distill(llm, distill_prompts)
     log["self_distill"] = {
         "seconds": round(time.time() - t0, 1),
