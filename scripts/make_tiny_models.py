@@ -10,11 +10,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from helpers.common.configs import read_config
 from helpers.common.paths import DATA_DIR
-from helpers.common.profiles import available_profiles, load_profile
 from helpers.tiny.recipe import SMOKE, RecipeConfig, build_tiny_pair, resume_drafter
-from helpers.tiny.tokenizer import TOKENIZER_DIR, build_padded_tokenizer
+from helpers.tiny.tokenizer import build_shape_tokenizers
 
 
 def parse_args() -> argparse.Namespace:
@@ -44,17 +42,8 @@ def main(args: argparse.Namespace) -> None:
         log = build_tiny_pair(args.out, cfg)
         print(f"done in {log['total_seconds']} s -> {args.out}")
     if args.out == DATA_DIR:
-        rebuild_shape_tokenizers()
-
-
-def rebuild_shape_tokenizers() -> None:
-    """The tiny tokenizer padded to each shape profile's vocabulary, in its verifier folder."""
-    for name in available_profiles():
-        profile = load_profile(name)
-        if not profile.has_weights:
-            folder = Path(profile.verifier_path())
-            build_padded_tokenizer(folder, read_config(folder)["vocab_size"], TOKENIZER_DIR)
-            print(f"{name}: padded tokenizer -> {folder}")
+        for folder in build_shape_tokenizers():
+            print(f"padded tokenizer -> {folder}")
 
 
 if __name__ == "__main__":

@@ -31,7 +31,7 @@ __all__ = [
     "GPU_MULTIPROC_METHOD",
     "IN_PROCESS_ENV",
     "device_defaults",
-    "require_gpus",
+    "profile_engine_args",
     "speculative_config",
     "engine_kwargs",
     "engine_processes",
@@ -83,13 +83,15 @@ def device_defaults(gpu: bool, small_model: bool = False) -> dict[str, Any]:
     return small | {"gpu_memory_utilization": SMALL_GPU_SHARE} if gpu else small
 
 
-def require_gpus(profile: Profile, gpu: bool) -> None:
-    """Fail in one line when a profile sized for GPUs would start on a CPU (it would not fit)."""
+def profile_engine_args(profile: Profile, gpu: bool) -> dict[str, Any]:
+    """The device defaults for the profile's size, then its own engine arguments; a profile sized
+    for GPUs fails in one line on a CPU (it would not fit). In-process engines and servers share it."""
     if profile.gpus_needed and not gpu:
         raise RuntimeError(
             f"profile {profile.name} needs {profile.gpus_needed} CUDA GPU(s) and this machine has "
             f"none: run it on a GPU, or use PROFILE=tiny"
         )
+    return {**device_defaults(gpu, small_model=profile.gpus_needed == 0), **profile.engine}
 
 
 def speculative_config(drafter: str, k: int, method: str = "eagle3") -> dict[str, Any]:
@@ -110,14 +112,12 @@ def engine_kwargs(
     proposes k tokens per step.
     """
     gpu = has_gpu() if gpu is None else gpu
-    require_gpus(profile, gpu)
     kwargs: dict[str, Any] = {
         "model": profile.verifier_path(),
         "seed": 0,
         "disable_log_stats": False,
+        **profile_engine_args(profile, gpu),
     }
-    kwargs.update(device_defaults(gpu, small_model=profile.gpus_needed == 0))
-    kwargs.update(profile.engine)
     if k:
         kwargs["speculative_config"] = speculative_config(drafter or profile.drafter_path(), k)
         kwargs.update(PER_REQUEST_METRICS)

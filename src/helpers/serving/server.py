@@ -33,12 +33,7 @@ from helpers.common.configs import read_config
 from helpers.common.envinfo import has_gpu
 from helpers.common.paths import LOGS_DIR, REPO_ROOT, build_path, local_dir
 from helpers.common.profiles import Profile
-from helpers.engine.lifecycle import (
-    IN_PROCESS_ENV,
-    device_defaults,
-    require_gpus,
-    speculative_config,
-)
+from helpers.engine.lifecycle import IN_PROCESS_ENV, profile_engine_args, speculative_config
 
 __all__ = [
     "HOST",
@@ -201,12 +196,7 @@ def _flag(name: str, value: Any) -> list[str]:
 def engine_flags(profile: Profile, gpu: bool | None = None, seed: int = 0) -> list[str]:
     """CLI flags for the device defaults and the profile's engine args (tensor parallelism is in serve_command)."""
     gpu = has_gpu() if gpu is None else gpu
-    require_gpus(profile, gpu)
-    args: dict[str, Any] = {
-        **device_defaults(gpu, small_model=profile.gpus_needed == 0),
-        **profile.engine,
-        "seed": seed,
-    }
+    args: dict[str, Any] = {**profile_engine_args(profile, gpu), "seed": seed}
     args.pop("tensor_parallel_size", None)
     return [part for name, value in args.items() for part in _flag(name, value)]
 

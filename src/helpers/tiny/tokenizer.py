@@ -12,7 +12,9 @@ from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import PreTrainedTokenizerFast
 
 from helpers.common.chat import ENDOFTEXT, IM_END, IM_START
+from helpers.common.configs import read_config
 from helpers.common.paths import DATA_DIR
+from helpers.common.profiles import available_profiles, load_profile
 
 __all__ = [
     "TOKENIZER_DIR",
@@ -25,6 +27,7 @@ __all__ = [
     "build_tokenizer",
     "placeholder",
     "build_padded_tokenizer",
+    "build_shape_tokenizers",
 ]
 
 TOKENIZER_DIR: Path = DATA_DIR / "tiny-tokenizer"
@@ -120,3 +123,20 @@ def build_padded_tokenizer(
     hf_tok.save_pretrained(out_dir)
     hf_tok.backend_tokenizer.save(str(out_dir / "tokenizer.json"), pretty=False)  # 40 % smaller
     return hf_tok
+
+
+def build_shape_tokenizers(
+    out_root: Path | None = None, source: Path = TOKENIZER_DIR
+) -> list[Path]:
+    """The padded tokenizer of every shape profile (random weights), in its verifier folder or
+    under `out_root/<profile name>`; the folders written."""
+    written = []
+    for name in available_profiles():
+        profile = load_profile(name)
+        if profile.has_weights:
+            continue
+        verifier = Path(profile.verifier_path())
+        folder = verifier if out_root is None else out_root / name
+        build_padded_tokenizer(folder, read_config(verifier)["vocab_size"], source)
+        written.append(folder)
+    return written
