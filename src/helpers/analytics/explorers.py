@@ -26,7 +26,7 @@ from helpers.analytics.moe import (
     union_with_correlation,
 )
 from helpers.common.counters import acceptance_stats
-from helpers.common.figures import PALETTE, new_figure
+from helpers.common.plotting import PALETTE, new_figure
 from helpers.common.tables import K_COLUMN
 from helpers.eagle3.decode import ReferencePair, chat_prompt_ids, speculative_generate
 

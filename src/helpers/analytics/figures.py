@@ -12,7 +12,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch, Rectangle
 
-from helpers.common.figures import PALETTE, new_figure
+from helpers.common.plotting import PALETTE, new_figure
 from helpers.common.tables import K_COLUMN
 
 __all__ = [

@@ -1,6 +1,6 @@
 """What every other package stands on: where files live, which profile runs, the one CI switch,
 environment facts (one `has_gpu`, one `vllm_version`), config.json reading, held-out prompts and the
-one-message chat, Qwen chat markers, spec-decode counters, tables, figures, threads, and the explicit
+one-message chat, Qwen chat markers, spec-decode counters, tables, plotting, threads, and the explicit
 `setup_notebook()` each notebook calls first. No vLLM import here.
 """
 
@@ -10,9 +10,9 @@ __all__ = [
     "configs",
     "counters",
     "envinfo",
-    "figures",
     "notebook",
     "paths",
+    "plotting",
     "profiles",
     "prompts",
     "tables",

@@ -11,8 +11,7 @@ import torch
 from tqdm.auto import tqdm
 from transformers import PreTrainedModel
 
-from helpers.eagle3.drafter import DrafterShape, Eagle3Drafter, draft_chain, teacher_forced
-from helpers.eagle3.taps import verifier_taps
+from helpers.eagle3 import drafter, taps
 from helpers.eagle3.vocab import vocab_maps
 
 __all__ = [
@@ -29,10 +28,10 @@ __all__ = [
 
 def drafter_shape_for(
     verifier: PreTrainedModel, num_aux_layers: int = 3, draft_vocab_size: int | None = None
-) -> DrafterShape:
+) -> drafter.DrafterShape:
     """A drafter shaped like its verifier's layers (hidden, heads, vocabulary)."""
     c = verifier.config
-    return DrafterShape(
+    return drafter.DrafterShape(
         hidden_size=c.hidden_size,
         vocab_size=c.vocab_size,
         num_attention_heads=c.num_attention_heads,
@@ -52,10 +51,10 @@ def new_drafter(
     aux_layers: Sequence[int],
     seed: int = 0,
     keep: Sequence[int] | None = None,
-) -> Eagle3Drafter:
+) -> drafter.Eagle3Drafter:
     """A fresh drafter (scoring only the sorted ids `keep`, if given); lm_head and norm copied from the verifier."""
     torch.manual_seed(seed)
-    d = Eagle3Drafter(
+    d = drafter.Eagle3Drafter(
         drafter_shape_for(verifier, len(aux_layers), None if keep is None else len(keep))
     )
     rows = torch.arange(verifier.config.vocab_size)
@@ -69,7 +68,7 @@ def new_drafter(
 
 
 def ttt_loss(
-    d: Eagle3Drafter,
+    d: drafter.Eagle3Drafter,
     verifier: PreTrainedModel,
     x: torch.Tensor,
     aux_layers: Sequence[int],
@@ -82,13 +81,13 @@ def ttt_loss(
     vocabulary; its loss is weighted decay**j. Also returns each step's top-1 agreement with the
     verifier's argmax.
     """
-    aux, vlogits = verifier_taps(verifier, x, aux_layers)
+    aux, vlogits = taps.verifier_taps(verifier, x, aux_layers)
     answers = vlogits.argmax(-1)
     vlogits = d.draft_scores(vlogits)
     embed = verifier.get_input_embeddings()
     with torch.no_grad():
         first = embed(torch.cat([x[:, 1:], torch.zeros_like(x[:, :1])], 1))
-    logits = draft_chain(d, first, aux, steps, teacher_forced(embed, x))
+    logits = drafter.draft_chain(d, first, aux, steps, drafter.teacher_forced(embed, x))
     t = x.shape[1]
     loss, agree = torch.zeros(()), []
     for j, lg in enumerate(logits):
@@ -162,7 +161,7 @@ class MixedSampler:
 
 
 def train_drafter(
-    d: Eagle3Drafter,
+    d: drafter.Eagle3Drafter,
     verifier: PreTrainedModel,
     sampler: MixedSampler,
     steps: int,
@@ -170,7 +169,7 @@ def train_drafter(
     ttt_steps: int = 4,
     batch_size: int = 16,
     lr: float = 2e-3,
-    callback: Callable[[int, Eagle3Drafter], None] | None = None,
+    callback: Callable[[int, drafter.Eagle3Drafter], None] | None = None,
     loss_fn: Callable[..., tuple[torch.Tensor, list[float]]] | None = None,
 ) -> DrafterHistory:
     """Train `d` in place with AdamW on `loss_fn` (default ttt_loss); `callback(step, d)` after each step."""

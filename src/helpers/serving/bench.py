@@ -22,7 +22,7 @@ from matplotlib.figure import Figure
 
 from helpers.common.ci import ci_scaled
 from helpers.common.counters import SpecCounters, acceptance_stats
-from helpers.common.figures import PALETTE, new_figure
+from helpers.common.plotting import PALETTE, new_figure
 from helpers.common.prompts import as_messages, interleaved, load_prompts
 from helpers.serving.clients import StreamResult, scrape_spec_counters, stream_chat
 

@@ -1,10 +1,10 @@
-"""helpers.eagle3.figures: the draft-and-verify schematic and the taps figure."""
+"""helpers.eagle3.diagrams: the draft-and-verify schematic and the taps figure."""
 
 from __future__ import annotations
 
 import pytest
 
-from helpers.eagle3.figures import draft_verify_round, plot_aux_layers
+from helpers.eagle3.diagrams import draft_verify_round, plot_aux_layers
 
 
 def test_plot_aux_layers_marks_taps_and_collisions() -> None:
@@ -24,7 +24,7 @@ def test_draft_verify_round_draws_one_box_per_emitted_token() -> None:
 
 
 def test_dataflow_names_the_installed_functions_and_the_draft_vocab() -> None:
-    from helpers.eagle3.figures import DATAFLOW_NAMES, plot_eagle3_dataflow
+    from helpers.eagle3.diagrams import DATAFLOW_NAMES, plot_eagle3_dataflow
 
     fig = plot_eagle3_dataflow(8, (2, 4, 5), 128, 2048, 512)
     texts = {t.get_text() for t in fig.axes[0].texts}

@@ -1,8 +1,8 @@
-"""helpers.common.figures: one style, one saving rule (build/figures/<name>.png)."""
+"""helpers.common.plotting: one style, one saving rule (build/figures/<name>.png)."""
 
 from __future__ import annotations
 
-from helpers.common.figures import PALETTE, new_figure, save_figure
+from helpers.common.plotting import PALETTE, new_figure, save_figure
 from helpers.common.paths import FIGURES_DIR
 
 

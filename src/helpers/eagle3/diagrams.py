@@ -7,7 +7,7 @@ from typing import Any
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyBboxPatch, Rectangle
 
-from helpers.common.figures import PALETTE, new_figure
+from helpers.common.plotting import PALETTE, new_figure
 from helpers.eagle3.taps import KNOWN_STACKS, default_aux_layers
 
 __all__ = [
