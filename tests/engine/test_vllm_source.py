@@ -6,9 +6,16 @@ from types import SimpleNamespace
 
 import pytest
 
+from helpers.common.configs import read_config
+from helpers.common.profiles import load_profile
+from helpers.engine import compat
 from helpers.engine.vllm_source import (
     EAGLE3_PATH,
+    eagle3_path_markdown,
+    eagle3_support,
     excerpt,
+    hook_refs,
+    model_class,
     resolve,
     runs_model_runner_v2,
     worker_runner,
@@ -30,6 +37,42 @@ def test_every_step_of_the_path_is_in_the_installed_vllm(ref) -> None:
 def test_the_quoted_default_is_the_documented_one() -> None:
     (default,) = [r for r in EAGLE3_PATH if "default" in r.qualname]
     assert "(2, num_layers // 2, num_layers - 3)" in excerpt(default)
+
+
+def test_the_tiny_verifiers_class_implements_eagle3_with_its_hooks() -> None:
+    architecture = read_config(load_profile("tiny").verifier_path())["architectures"][0]
+    support = eagle3_support(architecture)
+    assert support.model_class.__name__ == architecture and support.implements
+    names = [ref.qualname.rsplit(".", 1)[1] for ref in support.hooks]
+    assert names[0] == "set_aux_hidden_state_layers" and len(names) >= 2
+    assert set(names) <= set(compat.EAGLE3_HOOKS)
+    assert support.explanation.startswith(f"{architecture}: {support.model_class.__module__}.")
+    text = eagle3_path_markdown(support.sources())
+    assert "SupportsEagle3" in text and "(2, num_layers // 2, num_layers - 3)" in text
+
+
+def test_hooks_are_found_on_the_class_or_a_base() -> None:
+    class Base:
+        def set_aux_hidden_state_layers(self, layers: tuple[int, ...]) -> None:
+            """On a base, as vLLM's SupportsEagle3 has it."""
+
+    class Model(Base):
+        def get_eagle3_aux_hidden_state_layers(self) -> tuple[int, ...]:
+            """On the class, as PR #26485 wrote it."""
+            return (2, 4, 5)
+
+    refs = hook_refs(Model)
+    assert [r.qualname.split(".")[-2:] for r in refs] == [
+        ["Base", "set_aux_hidden_state_layers"],
+        ["Model", "get_eagle3_aux_hidden_state_layers"],
+    ]
+    assert hook_refs(object) == ()
+
+
+def test_a_class_without_eagle3_and_an_unknown_architecture() -> None:
+    assert not eagle3_support("GPT2LMHeadModel").implements
+    with pytest.raises(ValueError, match="no architecture 'NoSuchForCausalLM'"):
+        model_class("NoSuchForCausalLM")
 
 
 def test_worker_taps_reads_the_model_or_its_inner_model() -> None:

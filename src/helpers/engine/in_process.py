@@ -1,11 +1,12 @@
 """What building vLLM engines one after another inside one Python process needs (the CPU path).
 
 vLLM is written for an engine in processes of its own. Run in the caller's process (see
-`helpers.engine.lifecycle.start_engine`), two of its start-up steps reach into that process:
+`helpers.engine.lifecycle.start_engine`), three of its start-up steps reach into that process:
 
 1. the CPU worker replaces `torch.set_num_threads` with a no-op that logs a warning, so the
    notebook's own torch work (`helpers.common.threads.torch_threads`) could no longer set threads;
-2. the CPU platform re-registers its kernel overrides at every engine start, and the registry's
+2. the CPU platform re-registers its kernel overrides at every engine start (on a vLLM with that
+   registry: `compat.FEATURES["kernel_override_registry"]`), and the registry's
    `_rebind_kernels` scans every loaded module, calling `vars(value).get(...)` on each value with a
    `__dict__`; an object whose `__dict__` is not a mapping breaks the scan with an AttributeError.
    llvmlite's FFI wrapper is one: numba loads it once an n-gram engine ran (vLLM's n-gram proposer
@@ -27,6 +28,8 @@ import sys
 import types
 from collections.abc import Iterator, Mapping
 from typing import Any
+
+from helpers.engine import compat
 
 __all__ = [
     "scannable",
@@ -88,10 +91,9 @@ def building_in_process() -> Iterator[None]:
     import torch
 
     set_num_threads = torch.set_num_threads
-    try:
+    dispatcher = None  # a vLLM without the kernel registry has no scan to guard
+    if compat.supports("kernel_override_registry"):
         from vllm.triton_utils import dispatcher
-    except ImportError:  # a vLLM without the registry: nothing to guard
-        dispatcher = None
     stdout = sys.stdout
     if not has_fileno(stdout):
         sys.stdout = _WithFileno(stdout)

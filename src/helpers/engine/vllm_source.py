@@ -2,10 +2,13 @@
 
 Notebook 02 reads the code that runs, not a description of it: `excerpt` takes the lines of an
 installed function that carry the idea (with their file and line numbers), so when vLLM changes,
-the notebook shows the new code. `engine_taps` asks the worker process of a running engine which
-layers its verifier actually hands to the drafter; that needs the engine to load `WorkerProbe` as
-its worker extension (`worker_extension_cls=WORKER_PROBE`), because vLLM sends method names, not
-functions, to its workers unless insecure serialization is switched on.
+the notebook shows the new code. `eagle3_support` finds the installed vLLM's class for a verifier
+architecture through vLLM's model registry, asks vLLM whether it implements `SupportsEagle3`, and
+locates its EAGLE-3 hooks (vLLM PR #26485 for Qwen3-MoE) wherever this vLLM defines them.
+`engine_taps` asks the worker process of a running engine which layers its verifier actually
+hands to the drafter; that needs the engine to load `WorkerProbe` as its worker extension
+(`worker_extension_cls=WORKER_PROBE`), because vLLM sends method names, not functions, to its
+workers unless insecure serialization is switched on.
 """
 
 from __future__ import annotations
@@ -16,12 +19,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from helpers.engine import compat
+
 __all__ = [
     "SourceRef",
     "EAGLE3_PATH",
     "resolve",
     "excerpt",
     "eagle3_path_markdown",
+    "HOOK_KEEP",
+    "model_class",
+    "implements_eagle3",
+    "hook_refs",
+    "Eagle3Support",
+    "eagle3_support",
     "WORKER_PROBE",
     "WorkerProbe",
     "worker_taps",
@@ -117,6 +128,81 @@ def excerpt(ref: SourceRef, context: int = 1, max_lines: int = 14) -> str:
 def eagle3_path_markdown(refs: Sequence[SourceRef] = EAGLE3_PATH) -> str:
     """Every excerpt under its title, as Markdown with Python code blocks."""
     return "\n\n".join(f"**{ref.title}**\n\n```python\n{excerpt(ref)}\n```" for ref in refs)
+
+
+#: The lines of a hook (and of the class statement) that carry the idea.
+HOOK_KEEP = (
+    "class ",
+    "SupportsEagle3",
+    "def ",
+    "aux_hidden_state_layers",
+    "num_layers",
+    "return (",
+)
+
+
+def model_class(architecture: str) -> type:
+    """The installed vLLM's class for a config.json architecture, from its model registry."""
+    from vllm.model_executor.models import ModelRegistry
+
+    registered = ModelRegistry.models.get(architecture)
+    if registered is None:
+        raise ValueError(f"this vLLM's model registry has no architecture {architecture!r}")
+    return registered.load_model_cls()
+
+
+def implements_eagle3(cls: type) -> bool:
+    """vLLM's own verdict (`supports_eagle3`): does the class implement `SupportsEagle3`?"""
+    from vllm.model_executor.models.interfaces import supports_eagle3
+
+    return bool(supports_eagle3(cls))
+
+
+def hook_refs(cls: type) -> tuple[SourceRef, ...]:
+    """Each EAGLE-3 hook the class has, quoted where this vLLM defines it (the class or a base)."""
+    refs = []
+    for name in compat.EAGLE3_HOOKS:
+        owner = next((c for c in cls.__mro__ if name in vars(c)), None)
+        if owner is not None:
+            title = f"`{name}`, defined on `{owner.__qualname__}`"
+            refs.append(
+                SourceRef(title, owner.__module__, f"{owner.__qualname__}.{name}", HOOK_KEEP)
+            )
+    return tuple(refs)
+
+
+@dataclass(frozen=True)
+class Eagle3Support:
+    """The installed vLLM's class for a verifier architecture, and what it offers EAGLE-3."""
+
+    architecture: str
+    model_class: type
+    implements: bool
+    hooks: tuple[SourceRef, ...]
+
+    @property
+    def explanation(self) -> str:
+        """One line: the class, and whether (with which hooks) it can feed an EAGLE-3 drafter."""
+        cls = f"{self.model_class.__module__}.{self.model_class.__qualname__}"
+        if not self.implements:
+            return f"{self.architecture}: {cls} does not implement SupportsEagle3: no EAGLE-3"
+        hooks = ", ".join(ref.qualname for ref in self.hooks)
+        return f"{self.architecture}: {cls} implements SupportsEagle3 (hooks: {hooks})"
+
+    def sources(self) -> tuple[SourceRef, ...]:
+        """The class statement (its bases) and each hook, for `eagle3_path_markdown`."""
+        cls = self.model_class
+        title = f"`{cls.__qualname__}` and its bases"
+        return (
+            SourceRef(title, cls.__module__, cls.__qualname__, ("class ", "SupportsEagle3")),
+            *self.hooks,
+        )
+
+
+def eagle3_support(architecture: str) -> Eagle3Support:
+    """Find the architecture's class in the installed vLLM and check it for EAGLE-3 (imports it)."""
+    cls = model_class(architecture)
+    return Eagle3Support(architecture, cls, implements_eagle3(cls), hook_refs(cls))
 
 
 def worker_taps(worker: Any) -> tuple[int, ...]:

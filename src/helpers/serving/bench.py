@@ -281,8 +281,8 @@ def results_frame(*runs: Sequence[LevelRun]) -> pd.DataFrame:
 def counters_frame(runs: Sequence[LevelRun]) -> pd.DataFrame:
     """The spec-decode counter delta of each level (repeats pooled) with `vllm bench serve`'s keys.
 
-    The OpenAI server keeps no per-request acceptance, so there is no request bootstrap here:
-    with repeats, `tau_min` and `tau_max` give the range of τ over them instead.
+    The benchmark reads the server's `/metrics` counters, which pool every request, so there is no
+    request bootstrap here: with repeats, `tau_min` and `tau_max` give the range of τ over them.
     """
     by_level: dict[int, list[SpecCounters]] = {}
     for run in runs:

