@@ -129,3 +129,33 @@ def tiny_pair(tmp_path: Path, _tiny_pair_source: TinyPair) -> TinyPair:
         _copy_model(_tiny_pair_source.verifier, tmp_path / VERIFIER_NAME),
         _copy_model(_tiny_pair_source.drafter, tmp_path / DRAFTER_NAME),
     )
+
+
+#: A profile the repo does not ship, of a verifier with another architecture than Qwen3-MoE but the
+#: same depth and width as Qwen3-30B-A3B (Qwen3-Next-80B-A3B: 48 layers, hidden 2048).
+ADDED_PROFILE: dict = {
+    "name": "qwen3-next-80b-a3b",
+    "description": "Qwen3-Next-80B-A3B-Instruct with a (hypothetical) EAGLE-3 drafter, k=3.",
+    "verifier": "Qwen/Qwen3-Next-80B-A3B-Instruct",
+    "drafter": "example/Qwen3-Next-80B-A3B-Instruct-speculator.eagle3",
+    "num_speculative_tokens": 3,
+    "engine": {"tensor_parallel_size": 4, "max_model_len": 16384},
+    "sampling": {"temperature": 0.0, "max_tokens": 192},
+    "needs": {"hub": True, "gpus": 4, "gpu_memory_gib": 75},
+    "verifier_architecture": "Qwen3NextForCausalLM",
+    "verifier_layers": 48,
+    "verifier_hidden_size": 2048,
+}
+
+
+@pytest.fixture
+def added_profile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The shipped profiles plus ADDED_PROFILE as one more JSON file, in a profiles folder of its
+    own that helpers.common.profiles reads instead of data/profiles/: the new profile's name."""
+    from helpers.common import profiles
+
+    folder = tmp_path / "profiles"
+    shutil.copytree(profiles.PROFILES_DIR, folder)
+    (folder / f"{ADDED_PROFILE['name']}.json").write_text(json.dumps(ADDED_PROFILE, indent=2))
+    monkeypatch.setattr(profiles, "PROFILES_DIR", folder)
+    return ADDED_PROFILE["name"]

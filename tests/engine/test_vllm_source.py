@@ -1,4 +1,5 @@
-"""helpers.engine.vllm_source: every quoted function exists in the installed vLLM; taps from a worker."""
+"""helpers.engine.vllm_source: every quoted function exists in the installed vLLM, for every
+profile's verifier architecture; the default taps agree with vLLM's; taps from a worker."""
 
 from __future__ import annotations
 
@@ -6,41 +7,95 @@ from types import SimpleNamespace
 
 import pytest
 
+from helpers.common import profiles
 from helpers.common.configs import read_config
-from helpers.common.profiles import load_profile
+from helpers.eagle3.taps import default_aux_layers
 from helpers.engine import compat
 from helpers.engine.vllm_source import (
-    EAGLE3_PATH,
+    eagle3_path,
     eagle3_path_markdown,
     eagle3_support,
     excerpt,
     hook_refs,
+    load_model_class,
     model_class,
     resolve,
     runs_model_runner_v2,
+    tapping_model,
     worker_runner,
     worker_taps,
 )
 
 pytest.importorskip("vllm")
 
+#: Every verifier architecture the shipped profiles name.
+ARCHITECTURES = sorted(
+    {profiles.load_profile(n).verifier_architecture for n in profiles.available_profiles()}
+)
+PATHS = [(arch, ref) for arch in ARCHITECTURES for ref in eagle3_path(arch)]
 
-@pytest.mark.parametrize("ref", EAGLE3_PATH, ids=[r.qualname for r in EAGLE3_PATH])
-def test_every_step_of_the_path_is_in_the_installed_vllm(ref) -> None:
+
+@pytest.mark.parametrize(("arch", "ref"), PATHS, ids=[f"{a}:{r.qualname}" for a, r in PATHS])
+def test_every_step_of_the_path_is_in_the_installed_vllm(arch: str, ref) -> None:  # noqa: ANN001
     assert callable(resolve(ref))
     text = excerpt(ref)
-    assert text.startswith("# vllm/") and ref.qualname in text.splitlines()[0]
+    header = text.splitlines()[0]
+    assert text.startswith("# vllm/") and ref.qualname.rsplit(".", 1)[1] in header, header
     body = text.splitlines()[1:]
     assert body and all(any(w in line for line in body) for w in ref.keep), text
 
 
-def test_the_quoted_default_is_the_documented_one() -> None:
-    (default,) = [r for r in EAGLE3_PATH if "default" in r.qualname]
-    assert "(2, num_layers // 2, num_layers - 3)" in excerpt(default)
+@pytest.mark.parametrize("arch", ARCHITECTURES)
+def test_the_path_starts_in_the_registrys_model(arch: str) -> None:
+    module_name, class_name = model_class(arch)
+    assert module_name.startswith("vllm.") and class_name == arch
+    causal_lm, inner = load_model_class(arch), tapping_model(arch)
+    first, *_ = eagle3_path(arch)
+    assert first.module == inner.__module__ and first.qualname == f"{inner.__qualname__}.forward"
+    default = [r for r in eagle3_path(arch) if "default" in r.qualname]
+    assert [r.qualname.split(".")[0] for r in default] == [causal_lm.__qualname__]
+    assert "(2, num_layers // 2, num_layers - 3)" in excerpt(default[0])
+
+
+@pytest.mark.parametrize("arch", ARCHITECTURES)
+def test_the_workbooks_default_taps_are_the_installed_vllms(arch: str) -> None:
+    """taps.default_aux_layers (no vLLM import) against the class's own method, run on a stand-in."""
+    causal_lm = load_model_class(arch)
+    for layers in (8, 48, 94):
+        stand_in = SimpleNamespace(model=SimpleNamespace(layers=[None] * layers))
+        vllm_default = causal_lm.get_eagle3_default_aux_hidden_state_layers(stand_in)
+        assert tuple(vllm_default) == default_aux_layers(layers)
+
+
+def test_an_unknown_architecture_fails_in_one_line() -> None:
+    with pytest.raises(ValueError, match="no model class for architecture 'NopeForCausalLM'") as e:
+        model_class("NopeForCausalLM")
+    assert "\n" not in str(e.value)
+
+
+def test_a_model_without_taps_fails_in_one_line() -> None:
+    with pytest.raises(ValueError, match="GPT2LMHeadModel cannot feed an EAGLE-3 drafter") as e:
+        tapping_model("GPT2LMHeadModel")
+    assert "\n" not in str(e.value)
+
+
+def test_the_markdown_numbers_the_steps() -> None:
+    refs = eagle3_path(ARCHITECTURES[0])
+    text = eagle3_path_markdown(refs)
+    assert all(f"**{i}. {ref.title}**" in text for i, ref in enumerate(refs, start=1))
+
+
+def test_a_new_profile_brings_its_own_code_path(added_profile: str) -> None:
+    """A profile JSON naming another architecture quotes that architecture's model: no code edit."""
+    profile = profiles.load_profile(added_profile)
+    path = eagle3_path(profile.verifier_architecture)
+    inner = tapping_model(profile.verifier_architecture)
+    assert inner.__name__ == "Qwen3NextModel" and path[0].module.endswith(".qwen3_next")
+    assert "aux_hidden_states" in excerpt(path[0])
 
 
 def test_the_tiny_verifiers_class_implements_eagle3_with_its_hooks() -> None:
-    architecture = read_config(load_profile("tiny").verifier_path())["architectures"][0]
+    architecture = read_config(profiles.load_profile("tiny").verifier_path())["architectures"][0]
     support = eagle3_support(architecture)
     assert support.model_class.__name__ == architecture and support.implements
     names = [ref.qualname.rsplit(".", 1)[1] for ref in support.hooks]
@@ -71,7 +126,7 @@ def test_hooks_are_found_on_the_class_or_a_base() -> None:
 
 def test_a_class_without_eagle3_and_an_unknown_architecture() -> None:
     assert not eagle3_support("GPT2LMHeadModel").implements
-    with pytest.raises(ValueError, match="no architecture 'NoSuchForCausalLM'"):
+    with pytest.raises(ValueError, match="no model class for architecture 'NoSuchForCausalLM'"):
         model_class("NoSuchForCausalLM")
 
 

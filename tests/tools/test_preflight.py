@@ -383,19 +383,41 @@ def test_tiny_on_a_gpu_passes_with_the_notice(monkeypatch: pytest.MonkeyPatch, t
         needs={"hub": False},
     )
     on_gpu = preflight.run_preflight(profile, gpus=[H100])
-    assert on_gpu.exit_code == 0 and on_gpu.warnings == [preflight.TINY_GPU_NOTICE]
+    assert on_gpu.exit_code == 0 and on_gpu.warnings == [preflight.tiny_gpu_notice()]
     on_cpu = preflight.run_preflight(profile, gpus="torch is a CPU build")
     assert on_cpu.exit_code == 0 and on_cpu.warnings == [] and len(on_cpu.lines()) == 1
 
 
 def test_notice_quotes_the_recorded_break_even() -> None:
+    """The notice's numbers are the record's, computed here independently from its step rates."""
     path = DATA_DIR / "measurements" / "h200-vllm-step-costs.json"
-    if not path.is_file():
-        pytest.skip(f"{path.name} not shipped yet")
-    rates = json.loads(path.read_text())["qwen3_30b_a3b_real_shape"]["steps_per_s"]
+    record = json.loads(path.read_text())
+    rates = record["qwen3_30b_a3b_real_shape"]["steps_per_s"]
     break_even = rates["plain"]["bs1"] / rates["k3"]["bs1"]
-    assert f"tau > {break_even:.2f}" in preflight.TINY_GPU_NOTICE
-    assert path.relative_to(REPO_ROOT).as_posix() in preflight.TINY_GPU_NOTICE
+    tiny = [
+        r["spec_k3_conc1_tok_s"] / r["plain_conc1_tok_s"]
+        for r in record["tiny_pair_on_gpu"].values()
+        if isinstance(r, dict)
+    ]
+    notice = preflight.tiny_gpu_notice()
+    assert f"tau > {break_even:.2f}" in notice
+    assert f"{min(tiny):.2f}-{max(tiny):.2f}x" in notice
+    assert path.relative_to(REPO_ROOT).as_posix() in notice and "\n" not in notice
+
+
+def test_notice_follows_the_record(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A new recording changes the notice with no code edit."""
+    from helpers.analytics import speedup
+
+    record = json.loads(speedup.H200_FILE.read_text())
+    record["qwen3_30b_a3b_real_shape"]["steps_per_s"]["k3"]["bs1"] = 100.0
+    moved = tmp_path / "measurements" / "h200-vllm-step-costs.json"
+    moved.parent.mkdir()
+    moved.write_text(json.dumps(record))
+    monkeypatch.setattr(speedup, "H200_FILE", moved)
+    monkeypatch.setattr(preflight, "REPO_ROOT", tmp_path)
+    plain = record["qwen3_30b_a3b_real_shape"]["steps_per_s"]["plain"]["bs1"]
+    assert f"tau > {plain / 100.0:.2f}" in preflight.tiny_gpu_notice()
 
 
 def test_shape_profile_preflight_needs_a_gpu_not_weights(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -406,4 +428,4 @@ def test_shape_profile_preflight_needs_a_gpu_not_weights(monkeypatch: pytest.Mon
     assert len(on_cpu.failures) == 1 and "needs 1 CUDA GPU" in on_cpu.failures[0]
     on_h100 = preflight.run_preflight(shape, gpus=[H100])
     assert on_h100.ok, on_h100.failures
-    assert preflight.TINY_GPU_NOTICE not in on_h100.warnings
+    assert preflight.tiny_gpu_notice() not in on_h100.warnings

@@ -51,6 +51,8 @@ __all__ = [
     "LAB_FILE",
     "lab_step_costs",
     "break_even",
+    "recorded_break_even_tau",
+    "recorded_tiny_pair_speedups",
 ]
 
 H200_FILE: Path = DATA_DIR / "measurements" / "h200-vllm-step-costs.json"
@@ -282,6 +284,20 @@ def break_even(costs: pd.DataFrame) -> pd.DataFrame:
         for k, t in zip(df[K_COLUMN], df.break_even_tau)
     ]
     return df
+
+
+def recorded_break_even_tau(k: int = 3, batch: str = "bs1", path: Path = H200_FILE) -> float:
+    """The break-even τ on the recorded H200 (real Qwen3-30B-A3B shape): c(k) at that batch."""
+    costs = break_even(h200_step_costs(load_h200(path), batch)).set_index(K_COLUMN)
+    if k not in costs.index:
+        raise ValueError(f"{path.name} has no k={k} at {batch}: recorded k are {list(costs.index)}")
+    return float(costs.loc[k, "break_even_tau"])
+
+
+def recorded_tiny_pair_speedups(setting: str = "conc1", path: Path = H200_FILE) -> pd.Series:
+    """The tiny pair's recorded k=3 speed-ups over plain decoding on the H200, per dtype."""
+    runs = h200_tiny_pair(load_h200(path))
+    return runs[runs.setting == setting].set_index("dtype").speedup_vs_plain
 
 
 PUBLISHED_FILE: Path = DATA_DIR / "published" / "qwen3-30b-a3b-eagle3.json"

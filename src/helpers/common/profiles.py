@@ -4,6 +4,10 @@
 Qwen3-MoE pairings and what they need (hub access, GPUs, GPU memory); a shape profile builds a
 published architecture from config.json with random weights on a GPU, no download. Pick one with
 `make run PROFILE=…`, $WORKBOOK_PROFILE, or the `PROFILE` parameter cell of a notebook.
+
+Every fact about a model lives in its profile: adding a pairing is one JSON file in
+data/profiles/ (plus its README row); the stack table of the figures (`known_stacks`) and the
+quoted vLLM code path (keyed by `verifier_architecture`) follow from it with no code change.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ __all__ = [
     "profile_name",
     "profile_from_dict",
     "load_profile",
+    "known_stacks",
     "trained_or_tiny",
 ]
 
@@ -42,7 +47,8 @@ class Profile:
     `needs` says what running it takes: `hub` (downloads from the Hugging Face hub), `gpus`
     (CUDA devices), `gpu_memory_gib` (total memory of EACH of those GPUs, in GiB as
     torch.cuda reports it: an "80 GB" H100 reports ~79.2 GiB) and optionally
-    `min_compute_capability` (e.g. "8.9" for native FP8). `verifier_layers` and
+    `min_compute_capability` (e.g. "8.9" for native FP8). `verifier_architecture` (its
+    config.json's `architectures[0]`, the key of vLLM's model registry), `verifier_layers` and
     `verifier_hidden_size` record the verifier's shape so figures and checks need no download;
     `notes` are the reasons behind the numbers; `sources` where the model ids were confirmed.
     """
@@ -55,6 +61,7 @@ class Profile:
     engine: dict[str, Any] = field(default_factory=dict)
     sampling: dict[str, Any] = field(default_factory=dict)
     needs: dict[str, Any] = field(default_factory=dict)
+    verifier_architecture: str | None = None
     verifier_layers: int | None = None
     verifier_hidden_size: int | None = None
     notes: tuple[str, ...] = ()
@@ -127,9 +134,23 @@ def load_profile(name: str | None = None) -> Profile:
     path = PROFILES_DIR / f"{chosen}.json"
     if not path.is_file():
         raise ValueError(f"unknown profile {chosen!r}: choose one of {available_profiles()}")
-    return profile_from_dict(
-        json.loads(path.read_text()), source=str(path.relative_to(DATA_DIR.parent))
-    )
+    source = path.relative_to(DATA_DIR.parent) if path.is_relative_to(DATA_DIR.parent) else path
+    return profile_from_dict(json.loads(path.read_text()), source=str(source))
+
+
+def known_stacks(named: str | None = None) -> dict[str, int]:
+    """name -> num_hidden_layers, one row per distinct verifier of the profiles (architecture,
+    layers, hidden size), shallowest first; a row is named after its first profile, or `named`."""
+    names = available_profiles()
+    if named in names:
+        names = [named, *(n for n in names if n != named)]
+    stacks: dict[tuple[Any, ...], tuple[str, int]] = {}
+    for name in names:
+        p = load_profile(name)
+        if p.verifier_layers is not None:
+            key = (p.verifier_architecture, p.verifier_layers, p.verifier_hidden_size)
+            stacks.setdefault(key, (name, p.verifier_layers))
+    return dict(sorted(stacks.values(), key=lambda item: item[1]))
 
 
 def trained_or_tiny(profile: Profile, purpose: str, local: bool = False) -> Profile:

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyBboxPatch, Rectangle
 
 from helpers.common.plotting import PALETTE, new_figure
-from helpers.eagle3.taps import KNOWN_STACKS, default_aux_layers
+from helpers.common.profiles import known_stacks
+from helpers.eagle3.taps import default_aux_layers
 
 __all__ = [
     "draft_verify_round",
@@ -107,8 +109,9 @@ def plot_aux_layers(
     stacks: dict[str, int] | None = None,
     taps: dict[str, tuple[int, ...]] | None = None,
 ) -> Figure:
-    """Each verifier's layer stack (depth scaled to 1) with its EAGLE-3 taps."""
-    stacks = stacks or KNOWN_STACKS
+    """Each verifier's layer stack (depth scaled to 1) with its EAGLE-3 taps (default: every
+    verifier of data/profiles/, profiles.known_stacks)."""
+    stacks = stacks or known_stacks()
     taps = taps or {}
     fig, (ax,) = new_figure(1, width=9.0, height=1.1 * len(stacks) + 1.4)
     for row, (model, num_layers) in enumerate(reversed(list(stacks.items()))):
@@ -125,9 +128,10 @@ def plot_aux_layers(
     return fig
 
 
-#: Where each box of the dataflow lives in vLLM (the installed code is quoted in notebook 02).
+#: Where each box of the dataflow lives in vLLM (the installed code is quoted in notebook 02); the
+#: verifier's model class depends on its architecture (engine.vllm_source.eagle3_path names it).
 DATAFLOW_NAMES: dict[str, str] = {
-    "taps": "Qwen3MoeModel.forward → _maybe_add_hidden_state",
+    "taps": "verifier model's forward → _maybe_add_hidden_state",
     "concat": "GPUModelRunner.propose_draft_token_ids: torch.cat",
     "fc": "Eagle3LlamaForCausalLM.combine_hidden_states",
     "layer": "llama_eagle3.LlamaDecoderLayer.forward: cat(embeds, hidden)",
@@ -144,9 +148,18 @@ def _arrow(ax: Any, start: tuple[float, float], end: tuple[float, float], text: 
 
 
 def plot_eagle3_dataflow(
-    num_layers: int, taps: tuple[int, ...], hidden: int, vocab: int, draft_vocab: int
+    num_layers: int,
+    taps: tuple[int, ...],
+    hidden: int,
+    vocab: int,
+    draft_vocab: int,
+    names: Mapping[str, str] | None = None,
 ) -> Figure:
-    """One EAGLE-3 draft step: verifier taps → concat 3H → fc → H; [embed ‖ H] → layer → lm_head."""
+    """One EAGLE-3 draft step: verifier taps → concat 3H → fc → H; [embed ‖ H] → layer → lm_head.
+
+    `names` replaces entries of DATAFLOW_NAMES, e.g. the verifier's own model class for "taps".
+    """
+    names = {**DATAFLOW_NAMES, **(names or {})}
     fig, (ax,) = new_figure(1, width=11.5, height=4.4)
     ax.grid(False)
     ax.axis("off")
@@ -160,20 +173,20 @@ def plot_eagle3_dataflow(
         ax.plot([0, 1.1], [y, y], color=PALETTE["spec"], lw=2)
         ax.text(-0.08, y, f"h[{t}]", ha="right", va="center", fontsize=8)
         _arrow(ax, (1.1, y), (2.0, 1.65 + 0.2 * i))
-    ax.text(0.55, 0.0, DATAFLOW_NAMES["taps"], ha="left", fontsize=7, style="italic")
+    ax.text(0.55, 0.0, names["taps"], ha="left", fontsize=7, style="italic")
     _box(ax, 2.0, 1.55, f"concat\n{len(taps)}×H = {len(taps) * hidden}", blue, 1.3)
-    ax.text(2.65, 2.55, DATAFLOW_NAMES["concat"], ha="center", fontsize=7, style="italic")
+    ax.text(2.65, 2.55, names["concat"], ha="center", fontsize=7, style="italic")
     _arrow(ax, (3.3, 1.85), (3.8, 1.85))
     _box(ax, 3.8, 1.55, f"fc\n{len(taps) * hidden} → {hidden}", blue, 1.1)
-    ax.text(4.35, 1.3, DATAFLOW_NAMES["fc"], ha="center", fontsize=7, style="italic", va="top")
+    ax.text(4.35, 1.3, names["fc"], ha="center", fontsize=7, style="italic", va="top")
     _box(ax, 3.8, 3.0, "embed(next token)\n" + str(hidden), grey, 1.5)
     _arrow(ax, (4.9, 1.85), (5.7, 2.2), "H")
     _arrow(ax, (5.3, 3.3), (5.7, 2.5), "H")
     _box(ax, 5.7, 2.05, f"cat → {2 * hidden}\n1 decoder layer", green, 1.6)
-    ax.text(6.5, 2.75, DATAFLOW_NAMES["layer"], ha="center", fontsize=7, style="italic")
+    ax.text(6.5, 2.75, names["layer"], ha="center", fontsize=7, style="italic")
     _arrow(ax, (7.3, 2.35), (7.8, 2.35), "H")
     _box(ax, 7.8, 2.05, f"lm_head\n{hidden} → {draft_vocab}", blue, 1.3)
-    ax.text(8.9, 1.8, DATAFLOW_NAMES["head"], ha="center", fontsize=7, style="italic", va="top")
+    ax.text(8.9, 1.8, names["head"], ha="center", fontsize=7, style="italic", va="top")
     _arrow(ax, (9.1, 2.35), (9.6, 2.35))
     vocab_note = "" if draft_vocab == vocab else f"\n+ d2t → id < {vocab}"
     _box(ax, 9.6, 2.05, "argmax" + vocab_note, PALETTE["bonus"], 1.4)

@@ -1,8 +1,11 @@
 """EAGLE-3 taps: which verifier layers feed the drafter, and reading them from a transformers verifier.
 
-vLLM PR #26485 gave Qwen3-MoE the EAGLE-3 default taps `(2, L // 2, L - 3)` for an L-layer
-verifier; a drafter's `eagle_aux_hidden_state_layer_ids` overrides them. Tap id `k` is the residual
-stream after `k` decoder layers, i.e. transformers' `hidden_states[k]` (`k = 0` is the embeddings).
+vLLM's EAGLE-3 default taps for an L-layer verifier are `(2, L // 2, L - 3)`
+(`SupportsEagle3.get_eagle3_default_aux_hidden_state_layers`, which Qwen3-MoE gained with vLLM
+PR #26485; tests/engine/test_vllm_source.py checks this copy against the installed vLLM for every
+profile's verifier); a drafter's `eagle_aux_hidden_state_layer_ids` overrides them. Tap id `k` is
+the residual stream after `k` decoder layers, i.e. transformers' `hidden_states[k]` (`k = 0` is the
+embeddings).
 Plain Python and PyTorch: no vLLM import.
 """
 
@@ -12,7 +15,6 @@ from collections.abc import Sequence
 from typing import Any
 
 __all__ = [
-    "KNOWN_STACKS",
     "default_aux_layers",
     "num_hidden_layers",
     "drafter_aux_layer_ids",
@@ -20,9 +22,6 @@ __all__ = [
     "aux_layers_for",
     "verifier_taps",
 ]
-
-#: Real shapes, for figures and checks: name -> num_hidden_layers.
-KNOWN_STACKS: dict[str, int] = {"tiny-qwen3-moe": 8, "Qwen3-30B-A3B": 48, "Qwen3-235B-A22B": 94}
 
 
 def default_aux_layers(num_layers: int) -> tuple[int, ...]:

@@ -2,9 +2,12 @@
 
 Notebook 02 reads the code that runs, not a description of it: `excerpt` takes the lines of an
 installed function that carry the idea (with their file and line numbers), so when vLLM changes,
-the notebook shows the new code. `eagle3_support` finds the installed vLLM's class for a verifier
-architecture through vLLM's model registry, asks vLLM whether it implements `SupportsEagle3`, and
-locates its EAGLE-3 hooks (vLLM PR #26485 for Qwen3-MoE) wherever this vLLM defines them.
+the notebook shows the new code. Which model code runs follows from the verifier's config.json:
+vLLM's model registry maps its `architectures[0]` to a module and class (`model_class`),
+`eagle3_path` quotes that class's EAGLE-3 path, and `eagle3_support` asks vLLM whether the class
+implements `SupportsEagle3` and locates its hooks (vLLM PR #26485 for Qwen3-MoE) wherever this
+vLLM defines them, so a new verifier needs no edit here.
+
 `engine_taps` asks the worker process of a running engine which layers its verifier actually
 hands to the drafter; that needs the engine to load `WorkerProbe` as its worker extension
 (`worker_extension_cls=WORKER_PROBE`), because vLLM sends method names, not functions, to its
@@ -15,6 +18,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -22,13 +26,16 @@ from typing import Any
 from helpers.engine import compat
 
 __all__ = [
+    "model_class",
+    "load_model_class",
+    "tapping_model",
     "SourceRef",
-    "EAGLE3_PATH",
+    "DRAFT_PATH",
+    "eagle3_path",
     "resolve",
     "excerpt",
     "eagle3_path_markdown",
     "HOOK_KEEP",
-    "model_class",
     "implements_eagle3",
     "hook_refs",
     "Eagle3Support",
@@ -43,6 +50,65 @@ __all__ = [
 ]
 
 
+def model_class(architecture: str) -> tuple[str, str]:
+    """(module, class) that the installed vLLM's model registry maps an architecture to."""
+    from vllm import ModelRegistry  # noqa: PLC0415 - vLLM loads only when asked
+
+    entry = ModelRegistry.models.get(architecture)
+    if entry is None:
+        raise ValueError(
+            f"the installed vLLM has no model class for architecture {architecture!r} "
+            f"(config.json architectures[0]): check the verifier, or upgrade vLLM"
+        )
+    if hasattr(entry, "module_name"):  # registered lazily, as every in-tree model
+        return entry.module_name, entry.class_name
+    return entry.model_cls.__module__, entry.model_cls.__qualname__
+
+
+def load_model_class(architecture: str) -> type:
+    """The installed vLLM's model class for an architecture (imports its module)."""
+    module_name, class_name = model_class(architecture)
+    return getattr(importlib.import_module(module_name), class_name)
+
+
+def _collects_taps(cls: type) -> bool:
+    """True for a model class whose forward (own or inherited) collects aux_hidden_states."""
+    try:
+        return "aux_hidden_states" in inspect.getsource(cls.forward)
+    except (AttributeError, OSError, TypeError):
+        return False
+
+
+def tapping_model(architecture: str) -> type:
+    """The inner model class whose forward collects the EAGLE-3 taps (the causal LM's `self.model`):
+    the one such class in the module of the causal LM or, for a subclass, of its nearest base."""
+    causal_lm = load_model_class(architecture)
+    for base in causal_lm.__mro__:
+        module = sys.modules.get(base.__module__)
+        if module is None or not base.__module__.startswith("vllm."):
+            continue
+        found = [
+            obj
+            for obj in vars(module).values()
+            if inspect.isclass(obj)
+            and obj.__module__ == module.__name__
+            and not getattr(obj, "supports_eagle3", False)  # the causal LMs themselves
+            and _collects_taps(obj)
+        ]
+        if len(found) == 1:
+            return found[0]
+        if found:
+            names = sorted(c.__qualname__ for c in found)
+            raise ValueError(
+                f"{architecture}: several classes of {module.__name__} collect "
+                f"aux_hidden_states ({names}); quote one by hand"
+            )
+    raise ValueError(
+        f"{architecture}: no model class of the installed vLLM collects aux_hidden_states, so "
+        f"{causal_lm.__qualname__} cannot feed an EAGLE-3 drafter"
+    )
+
+
 @dataclass(frozen=True)
 class SourceRef:
     """An installed function and the words whose lines (with context) carry the idea."""
@@ -53,44 +119,60 @@ class SourceRef:
     keep: tuple[str, ...] = ()
 
 
-#: One EAGLE-3 step through the installed vLLM, in the order the data flows.
-EAGLE3_PATH: tuple[SourceRef, ...] = (
+#: The drafter's side of one EAGLE-3 step, the same for every verifier.
+DRAFT_PATH: tuple[SourceRef, ...] = (
     SourceRef(
-        "1. the verifier's forward keeps the residual stream after the tapped layers",
-        "vllm.model_executor.models.qwen3_moe",
-        "Qwen3MoeModel.forward",
-        ("aux_hidden_states", "for layer_idx", "layer(positions"),
-    ),
-    SourceRef(
-        "2. one tap is hidden + residual: the pre-norm residual stream, as transformers' hidden_states[i]",
-        "vllm.model_executor.models.interfaces",
-        "EagleModelMixin._maybe_add_hidden_state",
-    ),
-    SourceRef(
-        "3. which layers: the drafter's eagle_aux_hidden_state_layer_ids, else (2, L // 2, L - 3)",
-        "vllm.model_executor.models.interfaces",
-        "SupportsEagle3.get_eagle3_default_aux_hidden_state_layers",
-        ("num_layers", "return"),
-    ),
-    SourceRef(
-        "4. the model runner concatenates the taps of every scheduled token: [tokens, 3H]",
+        "the model runner concatenates the taps of every scheduled token: [tokens, 3H]",
         "vllm.v1.worker.gpu_model_runner",
         "GPUModelRunner.propose_draft_token_ids",
         ("target_hidden_states = torch.cat(",),
     ),
     SourceRef(
-        "5. the drafter fuses them with fc, 3H -> H",
+        "the drafter fuses them with fc, 3H -> H",
         "vllm.model_executor.models.llama_eagle3",
         "Eagle3LlamaForCausalLM.combine_hidden_states",
         ("def combine_hidden_states", "self.model.fc("),
     ),
     SourceRef(
-        "6. its one decoder layer reads [embedding of the next token ‖ fused hidden state], 2H",
+        "its one decoder layer reads [embedding of the next token ‖ fused hidden state], 2H",
         "vllm.model_executor.models.llama_eagle3",
         "LlamaDecoderLayer.forward",
         ("torch.cat",),
     ),
 )
+
+
+def eagle3_path(architecture: str) -> tuple[SourceRef, ...]:
+    """One EAGLE-3 step through the installed vLLM for a verifier architecture, in data-flow order:
+    its model's forward keeps the taps, which layers by default, then DRAFT_PATH."""
+    module_name, class_name = model_class(architecture)
+    inner = tapping_model(architecture)
+    refs = [
+        SourceRef(
+            "the verifier's forward keeps the residual stream after the tapped layers",
+            inner.__module__,
+            f"{inner.__qualname__}.forward",
+            ("aux_hidden_states", "for layer_idx", "= layer("),
+        )
+    ]
+    if hasattr(inner, "_maybe_add_hidden_state"):
+        refs.append(
+            SourceRef(
+                "one tap is hidden + residual: the pre-norm residual stream, as transformers' "
+                "hidden_states[i]",
+                inner.__module__,
+                f"{inner.__qualname__}._maybe_add_hidden_state",
+            )
+        )
+    refs.append(
+        SourceRef(
+            "which layers: the drafter's eagle_aux_hidden_state_layer_ids, else this default",
+            module_name,
+            f"{class_name}.get_eagle3_default_aux_hidden_state_layers",
+            ("num_layers", "return"),
+        )
+    )
+    return (*refs, *DRAFT_PATH)
 
 
 def resolve(ref: SourceRef) -> Any:
@@ -116,7 +198,10 @@ def excerpt(ref: SourceRef, context: int = 1, max_lines: int = 14) -> str:
         }
     else:
         wanted = set(range(len(lines)))
-    out, previous = [f"# {short}, {ref.qualname}"], -2
+    defined = fn.__qualname__
+    owner = ref.qualname.rsplit(".", 1)[0]
+    name = defined if defined == ref.qualname else f"{defined}, inherited by {owner}"
+    out, previous = [f"# {short}, {name}"], -2
     for i in sorted(wanted)[:max_lines]:
         if i != previous + 1:
             out.append("    ...")
@@ -125,9 +210,12 @@ def excerpt(ref: SourceRef, context: int = 1, max_lines: int = 14) -> str:
     return "\n".join(out)
 
 
-def eagle3_path_markdown(refs: Sequence[SourceRef] = EAGLE3_PATH) -> str:
-    """Every excerpt under its title, as Markdown with Python code blocks."""
-    return "\n\n".join(f"**{ref.title}**\n\n```python\n{excerpt(ref)}\n```" for ref in refs)
+def eagle3_path_markdown(refs: Sequence[SourceRef]) -> str:
+    """Every excerpt under its numbered title, as Markdown with Python code blocks."""
+    return "\n\n".join(
+        f"**{i}. {ref.title}**\n\n```python\n{excerpt(ref)}\n```"
+        for i, ref in enumerate(refs, start=1)
+    )
 
 
 #: The lines of a hook (and of the class statement) that carry the idea.
@@ -139,16 +227,6 @@ HOOK_KEEP = (
     "num_layers",
     "return (",
 )
-
-
-def model_class(architecture: str) -> type:
-    """The installed vLLM's class for a config.json architecture, from its model registry."""
-    from vllm.model_executor.models import ModelRegistry
-
-    registered = ModelRegistry.models.get(architecture)
-    if registered is None:
-        raise ValueError(f"this vLLM's model registry has no architecture {architecture!r}")
-    return registered.load_model_cls()
 
 
 def implements_eagle3(cls: type) -> bool:
@@ -201,7 +279,7 @@ class Eagle3Support:
 
 def eagle3_support(architecture: str) -> Eagle3Support:
     """Find the architecture's class in the installed vLLM and check it for EAGLE-3 (imports it)."""
-    cls = model_class(architecture)
+    cls = load_model_class(architecture)
     return Eagle3Support(architecture, cls, implements_eagle3(cls), hook_refs(cls))
 
 

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from helpers.common.configs import read_config
 from helpers.common.envinfo import GpuInfo, has_gpu, hub_reachable, offline_var, query_gpus
-from helpers.common.paths import is_local_ref, local_dir
+from helpers.common.paths import REPO_ROOT, is_local_ref, local_dir
 from helpers.common.profiles import Profile, load_profile, profile_name
 from helpers.engine import compat
 from helpers.engine.pairing import validate_pair
@@ -35,7 +35,7 @@ __all__ = [
     "EXIT_OK",
     "EXIT_FAIL",
     "HUB_TIMEOUT",
-    "TINY_GPU_NOTICE",
+    "tiny_gpu_notice",
     "FLASHINFER_WARNING",
     "PreflightResult",
     "gpu_notice",
@@ -53,14 +53,6 @@ EXIT_OK = 0
 EXIT_FAIL = 2
 HUB_TIMEOUT = 5.0
 
-#: Printed when the tiny profile runs on a GPU (measured on one H200, CUDA graphs on).
-TINY_GPU_NOTICE = (
-    "The tiny profile is running on a GPU, where EAGLE-3 is SLOWER than plain decoding "
-    "(measured on an H200: k=3 gave 0.45-0.72x plain tokens/s): its 4 M-parameter verifier is too "
-    "cheap to hide the cost of drafting. That is this toy pair, not speculation: with a verifier of "
-    "Qwen3-30B-A3B's shape, k=3 pays off once tau > 1.84 (data/measurements/h200-vllm-step-costs.json), "
-    "so run PROFILE=qwen3-30b-a3b to see the speed-up."
-)
 FLASHINFER_WARNING = (
     f"flashinfer is not installed: {compat.seen('flashinfer')}; if the engine fails that way, "
     "`pip install flashinfer-python` in .venv"
@@ -100,12 +92,31 @@ class PreflightResult:
 # --------------------------------------------------------------------------- GPUs
 
 
+def tiny_gpu_notice() -> str:
+    """Why the tiny pair makes EAGLE-3 look slow on a GPU, with the recorded H200 numbers
+    (data/measurements/h200-vllm-step-costs.json, computed by helpers.analytics.speedup)."""
+    from helpers.analytics import speedup  # noqa: PLC0415 - pandas and torch only when it is due
+
+    path, k = speedup.H200_FILE, 3
+    tiny = speedup.recorded_tiny_pair_speedups("conc1", path)
+    tau = speedup.recorded_break_even_tau(k, "bs1", path)
+    record = path.relative_to(REPO_ROOT).as_posix()
+    return (
+        "The tiny profile is running on a GPU, where EAGLE-3 is SLOWER than plain decoding "
+        f"(recorded on an H200: k={k} gave {tiny.min():.2f}-{tiny.max():.2f}x plain tokens/s at "
+        "concurrency 1): its 4 M-parameter verifier is too cheap to hide the cost of drafting. "
+        "That is this toy pair, not speculation: with a verifier of Qwen3-30B-A3B's shape, "
+        f"k={k} pays off once tau > {tau:.2f} at batch 1 ({record}), "
+        "so run PROFILE=qwen3-30b-a3b to see the speed-up."
+    )
+
+
 def gpu_notice(profile: Profile, gpu: bool | None = None) -> str | None:
     """The one-line notice that the tiny pair is a loss on GPUs, when a CPU-sized profile runs on one; else None."""
     if profile.gpus_needed > 0:
         return None
     gpu = has_gpu() if gpu is None else gpu
-    return TINY_GPU_NOTICE if gpu else None
+    return tiny_gpu_notice() if gpu else None
 
 
 def flashinfer_installed() -> bool:
@@ -251,11 +262,12 @@ def check_pairing(profile: Profile) -> tuple[list[str], list[str]]:
     if "config_unavailable" in report.codes():
         return failures, warnings
     config = read_config(verifier)
-    for attr, key in (
-        ("verifier_layers", "num_hidden_layers"),
-        ("verifier_hidden_size", "hidden_size"),
+    for attr, key, actual in (
+        ("verifier_architecture", "architectures[0]", (config.get("architectures") or [None])[0]),
+        ("verifier_layers", "num_hidden_layers", config.get("num_hidden_layers")),
+        ("verifier_hidden_size", "hidden_size", config.get("hidden_size")),
     ):
-        recorded, actual = getattr(profile, attr), config.get(key)
+        recorded = getattr(profile, attr)
         if recorded is not None and actual is not None and recorded != actual:
             failures.append(
                 f"profile: {attr} is {recorded} but {profile.verifier}'s config.json has "
