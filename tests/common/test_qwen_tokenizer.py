@@ -320,6 +320,16 @@ def test_setup_failure_is_one_line(monkeypatch: pytest.MonkeyPatch, capsys) -> N
     )
 
 
+def test_profile_and_module_agree_on_the_padded_folder() -> None:
+    from helpers.common.configs import read_config
+    from helpers.common.paths import REPO_ROOT
+    from helpers.common.profiles import load_profile
+
+    shape = load_profile("qwen3-30b-a3b-shape")
+    assert REPO_ROOT / shape.tokenizer == qt.PADDED_DIR
+    assert read_config(shape.verifier_path())["vocab_size"] == qt.MODEL_VOCAB_SIZE
+
+
 # ------------------------------------------------------------------ the real folders
 
 

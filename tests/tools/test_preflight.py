@@ -398,7 +398,10 @@ def test_notice_quotes_the_recorded_break_even() -> None:
     assert path.relative_to(REPO_ROOT).as_posix() in preflight.TINY_GPU_NOTICE
 
 
-def test_shape_profile_preflight_needs_a_gpu_not_weights(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.usefixtures("qwen3_built")
+def test_shape_profile_preflight_needs_a_gpu_and_qwens_tokenizer_not_weights(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setattr(preflight, "flashinfer_installed", lambda: True)
     shape = load_profile("qwen3-30b-a3b-shape")
     assert preflight.check_local_files(shape) is None, "config.json is all a shape needs"
@@ -406,4 +409,13 @@ def test_shape_profile_preflight_needs_a_gpu_not_weights(monkeypatch: pytest.Mon
     assert len(on_cpu.failures) == 1 and "needs 1 CUDA GPU" in on_cpu.failures[0]
     on_h100 = preflight.run_preflight(shape, gpus=[H100])
     assert on_h100.ok, on_h100.failures
+    assert "Qwen3 tokenizer verified" in on_h100.passed
     assert preflight.TINY_GPU_NOTICE not in on_h100.warnings
+
+
+def test_shape_profile_without_its_tokenizer_fails_in_one_line() -> None:
+    shape = dataclasses.replace(load_profile("qwen3-30b-a3b-shape"), tokenizer="build/nowhere")
+    result = preflight.run_preflight(shape, gpus=[H100])
+    assert not result.ok and len(result.failures) == 1
+    assert "build/nowhere is not built: `make venv` builds it" in result.failures[0]
+    assert preflight.check_tokenizer(load_profile("tiny")) is None
