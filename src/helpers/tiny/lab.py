@@ -25,8 +25,8 @@ from transformers import PreTrainedTokenizerBase, Qwen3MoeConfig, Qwen3MoeForCau
 from helpers.analytics.intervals import Interval, position_intervals, tau_interval
 from helpers.common.ci import ci_scaled
 from helpers.common.counters import acceptance_stats
-from helpers.common.plotting import PALETTE, new_figure
 from helpers.common.paths import BUILD_DIR, DATA_DIR
+from helpers.common.plotting import PALETTE, new_figure
 from helpers.common.profiles import Profile
 from helpers.common.prompts import CATEGORIES, as_messages
 from helpers.eagle3.checkpoint import save_drafter
