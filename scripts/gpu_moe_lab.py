@@ -3,10 +3,13 @@
 The verifier and drafter are built from data/shapes/*/config.json with random weights
 (`load_format="dummy"`); vLLM's synthetic rejection sampling (`rejection_sample_method="synthetic"`,
 `synthetic_acceptance_length=τ`) sets the acceptance, so each speculative engine emits τ tokens per
-step on average while doing the full draft-and-verify work. For each (k, τ) engine and concurrency
-C it times C requests of `--new-tokens` tokens (ignore_eos) and records tokens/s, steps/s, the
-measured τ and the step cost relative to plain decoding at the same C. Random weights route MoE
-tokens at random: the expert union, and so the cost of a verify step, is an upper bound.
+step on average while doing the full draft-and-verify work. Prompts are real Qwen3 token sequences,
+`--prompt-tokens` long: the held-out prompts through Qwen3's chat template and tokenizer (built by
+`make venv`; the recorded data/measurements/h200-moe-lab.json used random ids). For each (k, τ)
+engine and concurrency C it times C requests of `--new-tokens` tokens (ignore_eos) and records
+tokens/s, steps/s, the measured τ and the step cost relative to plain decoding at the same C.
+Random weights route MoE tokens at random: the expert union, and so the cost of a verify step, is
+an upper bound.
 
     python scripts/gpu_moe_lab.py --out data/measurements/h200-moe-lab.json   (on a CUDA GPU)
 
@@ -27,6 +30,8 @@ from helpers.common.configs import read_config
 from helpers.common.counters import snapshot
 from helpers.common.envinfo import has_gpu, query_gpus, vllm_version
 from helpers.common.paths import DATA_DIR
+from helpers.common.profiles import load_profile
+from helpers.common.prompts import as_messages, interleaved, load_prompts
 
 VERIFIER = DATA_DIR / "shapes" / "qwen3-30b-a3b"
 DRAFTER = DATA_DIR / "shapes" / "qwen3-30b-a3b-eagle3"
@@ -90,19 +95,52 @@ def start(k: int, tau: float | None, args: argparse.Namespace, max_seqs: int) ->
     return LLM(**kwargs)
 
 
-def measure(llm: Any, concurrency: int, args: argparse.Namespace) -> dict[str, float]:
-    """Median over `repeats` batches of C requests: tokens/s, steps/s per request, measured τ."""
+def prompt_stream(verifier: Path) -> tuple[list[int], str]:
+    """The held-out prompts as the shape profile's engine sees them, one token stream: each a
+    one-message chat rendered by Qwen3's template and tokenized by Qwen3's tokenizer (built by
+    `make venv`); and a line saying so. Without that tokenizer (or for a verifier with a smaller
+    vocabulary), an empty stream and why: requests are then random ids."""
+    from transformers import AutoTokenizer
+
+    try:
+        folder = load_profile("qwen3-30b-a3b-shape").tokenizer_path()
+    except FileNotFoundError as err:
+        return [], f"random ids ({err})"
+    tok = AutoTokenizer.from_pretrained(folder)
+    if read_config(verifier)["vocab_size"] < len(tok):
+        return [], f"random ids ({verifier}'s vocabulary is smaller than Qwen3's)"
+    ids = [
+        i
+        for prompt in interleaved(load_prompts(), 128)
+        for i in tok.apply_chat_template(as_messages(prompt), add_generation_prompt=True)[
+            "input_ids"
+        ]
+    ]
+    return (
+        ids,
+        "held-out prompts rendered by Qwen3's chat template and tokenizer, cut to prompt_tokens",
+    )
+
+
+def measure(
+    llm: Any, concurrency: int, args: argparse.Namespace, stream: list[int]
+) -> dict[str, float]:
+    """Median over `repeats` batches of C requests: tokens/s, steps/s per request, measured τ.
+    Each prompt is `prompt_tokens` ids of `stream` from a random offset, else random ids."""
     from vllm import SamplingParams
 
     rng = random.Random(concurrency)
     vocab = read_config(args.verifier)["vocab_size"]
     params = SamplingParams(temperature=0.0, max_tokens=args.new_tokens, ignore_eos=True)
 
+    def prompt() -> list[int]:
+        if len(stream) <= args.prompt_tokens:
+            return [rng.randrange(vocab) for _ in range(args.prompt_tokens)]
+        start = rng.randrange(len(stream) - args.prompt_tokens)
+        return stream[start : start + args.prompt_tokens]
+
     def batch() -> list[dict[str, list[int]]]:
-        return [
-            {"prompt_token_ids": [rng.randrange(vocab) for _ in range(args.prompt_tokens)]}
-            for _ in range(concurrency)
-        ]
+        return [{"prompt_token_ids": prompt()} for _ in range(concurrency)]
 
     llm.generate(batch(), params, use_tqdm=False)  # warm-up at this batch size
     runs = []
@@ -136,7 +174,7 @@ def stop(llm: Any) -> None:
     gc.collect()
 
 
-def provenance(args: argparse.Namespace) -> dict[str, Any]:
+def provenance(args: argparse.Namespace, prompts: str) -> dict[str, Any]:
     """What ran where: GPU, versions, settings, and the caveats that travel with the numbers."""
     import torch
 
@@ -151,6 +189,7 @@ def provenance(args: argparse.Namespace) -> dict[str, Any]:
         "torch": torch.__version__,
         "settings": {
             "prompt_tokens": args.prompt_tokens,
+            "prompts": prompts,
             "new_tokens": args.new_tokens,
             "repeats": args.repeats,
             "cuda_graphs": not args.eager,
@@ -176,14 +215,16 @@ def main(argv: list[str] | None = None) -> int:
         print("gpu_moe_lab: no NVIDIA GPU here (nvidia-smi lists none): nothing measured")
         return 2
     levels = [int(c) for c in args.concurrency.split(",")]
-    result: dict[str, Any] = {**provenance(args), "engine_start_s": {}, "rows": []}
+    stream, prompts = prompt_stream(args.verifier)
+    print(f"gpu_moe_lab: prompts are {prompts}", flush=True)
+    result: dict[str, Any] = {**provenance(args, prompts), "engine_start_s": {}, "rows": []}
     for k, tau in [(0, None), *engine_grid(args.engines)]:
         name = "plain" if k == 0 else f"k={k} tau={tau}"
         t0 = time.perf_counter()
         llm = start(k, tau, args, max(levels))
         result["engine_start_s"][name] = round(time.perf_counter() - t0, 1)
         for c in levels:
-            row = {"k": k, "tau_target": tau, "concurrency": c, **measure(llm, c, args)}
+            row = {"k": k, "tau_target": tau, "concurrency": c, **measure(llm, c, args, stream)}
             result["rows"].append(row)
             print(
                 f"{name} C={c}: {row['tok_s']:.0f} tok/s, {row['steps_per_s']:.1f} steps/s, "

@@ -1,7 +1,5 @@
 """Rebuild the embedded default in data/: tokenizer, held-out prompts, tiny verifier and drafter.
 
-Then the padded tokenizer of every shape profile (random weights) is rebuilt from the new tiny one.
-
 usage: python scripts/make_tiny_models.py [--out DIR] [--smoke] [--resume-drafter]
 """
 
@@ -12,7 +10,6 @@ from pathlib import Path
 
 from helpers.common.paths import DATA_DIR
 from helpers.tiny.recipe import SMOKE, RecipeConfig, build_tiny_pair, resume_drafter
-from helpers.tiny.tokenizer import build_shape_tokenizers
 
 
 def parse_args() -> argparse.Namespace:
@@ -41,9 +38,6 @@ def main(args: argparse.Namespace) -> None:
     else:
         log = build_tiny_pair(args.out, cfg)
         print(f"done in {log['total_seconds']} s -> {args.out}")
-    if args.out == DATA_DIR:
-        for folder in build_shape_tokenizers():
-            print(f"padded tokenizer -> {folder}")
 
 
 if __name__ == "__main__":

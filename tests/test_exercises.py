@@ -79,6 +79,18 @@ def test_01_ex3_hub_profile_offline_falls_back_to_tiny(monkeypatch: pytest.Monke
     assert "unreachable" in loaded.note and len(loaded.tokenizer) > 0
 
 
+@pytest.mark.usefixtures("qwen3_built")
+def test_01_ex4_qwens_template_writes_an_empty_think_block_before_a_final_answer(tok) -> None:
+    from helpers.common.chat import load_qwen3, render
+
+    closed = [*MULTI, {"role": "assistant", "content": "Done."}]
+    qwen = render(load_qwen3().tokenizer, closed, add_generation_prompt=False)
+    assert qwen.endswith("<|im_start|>assistant\n<think>\n\n</think>\n\nDone.<|im_end|>\n"), qwen
+    assert render(tok, closed, add_generation_prompt=False).endswith(
+        "<|im_start|>assistant\nDone.<|im_end|>\n"
+    )
+
+
 # ------------------------------------------------------------------------------------ notebook 02
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shlex
 
@@ -252,6 +253,27 @@ def test_shape_profile_is_local_with_random_weights() -> None:
         real.verifier_layers,
         real.verifier_hidden_size,
     )
+
+
+def test_tokenizer_path_is_the_verifiers_unless_the_profile_names_one() -> None:
+    tiny = profiles.load_profile("tiny")
+    assert tiny.tokenizer is None and tiny.tokenizer_path() == tiny.verifier_path()
+    hub = profiles.load_profile("qwen3-30b-a3b")
+    assert hub.tokenizer_path() == hub.verifier
+    shape = profiles.load_profile("qwen3-30b-a3b-shape")
+    assert shape.tokenizer == "build/qwen3-tokenizer-151936"
+    missing = dataclasses.replace(shape, tokenizer="build/qwen3-tokenizer-nowhere")
+    with pytest.raises(FileNotFoundError) as info:
+        missing.tokenizer_path()
+    message = str(info.value)
+    assert "\n" not in message and message.startswith("profile qwen3-30b-a3b-shape's tokenizer:")
+    assert "`make venv` builds it" in message
+
+
+@pytest.mark.usefixtures("qwen3_built")
+def test_shape_profile_tokenizer_is_qwens_built_folder() -> None:
+    shape = profiles.load_profile("qwen3-30b-a3b-shape")
+    assert shape.tokenizer_path() == str(REPO_ROOT / "build" / "qwen3-tokenizer-151936")
 
 
 def test_trained_or_tiny(capsys: pytest.CaptureFixture[str]) -> None:

@@ -9,12 +9,14 @@ from pathlib import Path
 
 import psutil
 import pytest
+from transformers import AutoTokenizer
 
+from helpers.common import qwen_tokenizer
 from helpers.common.configs import read_config
 from helpers.common.counters import acceptance_stats
 from helpers.common.envinfo import has_gpu
 from helpers.common.profiles import Profile, load_profile
-from helpers.common.prompts import load_prompts
+from helpers.common.prompts import as_messages, load_prompts
 from helpers.engine import lifecycle as engine
 from helpers.engine.lifecycle import (
     SMALL_GPU_SHARE,
@@ -28,7 +30,6 @@ from helpers.engine.lifecycle import (
 from helpers.engine.pairing import PairingError
 from helpers.engine.runs import NEAR_TIE_MARGIN, lossless_check, pooled, run_categories, sampling
 from helpers.tiny.recipe import local_profile
-from helpers.tiny.tokenizer import build_padded_tokenizer
 
 
 def test_cpu_defaults_plain_and_speculative() -> None:
@@ -61,14 +62,25 @@ def test_gpu_defaults_by_model_size_and_overrides_win() -> None:
     assert real["dtype"] == "bfloat16"
 
 
+@pytest.mark.usefixtures("qwen3_built")
 def test_shape_profile_gets_real_model_defaults_and_random_weights() -> None:
     shape = engine_kwargs(load_profile("qwen3-30b-a3b-shape"), k=3, gpu=True)
+    assert shape["tokenizer"] == str(qwen_tokenizer.PADDED_DIR), "Qwen3's own, padded"
     assert shape["load_format"] == "dummy" and shape["dtype"] == "auto"
     assert "enforce_eager" not in shape, "a real shape keeps CUDA graphs"
     # A fixed KV cache and a start-up share that lets two such engines share one 141 GB GPU.
     assert shape["kv_cache_memory_bytes"] == 2 * 1024**3
     assert shape["gpu_memory_utilization"] < 0.5
     assert shape["speculative_config"]["model"].endswith("data/shapes/qwen3-30b-a3b-eagle3")
+
+
+def test_a_missing_tokenizer_folder_fails_in_one_line() -> None:
+    shape = dataclasses.replace(load_profile("qwen3-30b-a3b-shape"), tokenizer="build/nowhere")
+    with pytest.raises(
+        FileNotFoundError, match="build/nowhere is not built: `make venv` builds it"
+    ):
+        engine_kwargs(shape, k=3, gpu=True)
+    assert "tokenizer" not in engine_kwargs(load_profile("tiny"), k=3, gpu=False)
 
 
 def test_broken_pair_fails_before_vllm_starts(tiny_pair, monkeypatch) -> None:
@@ -128,34 +140,44 @@ def test_cpu_engine_runs_in_process_and_leaves_torch_threads_settable() -> None:
 
 
 @pytest.fixture
-def mini_shape(tmp_path: Path) -> Profile:
-    """A shape profile at the tiny's size: config.json files and a padded tokenizer, no weights."""
+def mini_shape(tmp_path: Path, qwen3_built: None) -> Profile:
+    """A shape profile at the tiny's size with Qwen3's full vocabulary: config.json files, no
+    weights, and the shape profile's own tokenizer (Qwen3's, padded to 151,936 ids)."""
     verifier, drafter = tmp_path / "verifier", tmp_path / "drafter"
-    tiny = load_profile("tiny")
+    tiny, vocab = load_profile("tiny"), qwen_tokenizer.MODEL_VOCAB_SIZE
     for source, folder in ((tiny.verifier_path(), verifier), (tiny.drafter_path(), drafter)):
         config = read_config(source)
         if "transformer_layer_config" in config:  # the speculators drafter
-            config["transformer_layer_config"]["vocab_size"] = config["draft_vocab_size"] = 3000
+            config["transformer_layer_config"]["vocab_size"] = config["draft_vocab_size"] = vocab
             config["speculators_config"]["verifier"]["name_or_path"] = str(verifier)
         else:
-            config["vocab_size"] = 3000
+            config["vocab_size"] = vocab
         folder.mkdir()
         (folder / "config.json").write_text(json.dumps(config))
-    build_padded_tokenizer(verifier, 3000)
     return dataclasses.replace(
         tiny, name="mini-shape", verifier=str(verifier), drafter=str(drafter),
         engine={**tiny.engine, "load_format": "dummy"},
+        tokenizer=load_profile("qwen3-30b-a3b-shape").tokenizer,
     )  # fmt: skip
 
 
 @pytest.mark.vllm
-def test_random_weights_run_with_the_padded_tokenizer(mini_shape: Profile) -> None:
-    """The shape profiles' path at the tiny's size: no weights, ids past the tiny's decode."""
+def test_random_weights_run_with_qwens_padded_tokenizer(mini_shape: Profile) -> None:
+    """The shape profiles' path at the tiny's size: no weights, real Qwen3 prompts, every id decodes."""
     assert not mini_shape.has_weights
     prompts = load_prompts(1)
     with open_engine(**engine_kwargs(mini_shape, k=3)) as llm:
         spec = run_categories(llm, prompts, sampling(24))
-        assert llm.get_tokenizer().decode([2999]) == "<x2999>", "the engine's tokenizer is padded"
+        tok = llm.get_tokenizer()
+        assert tok.convert_tokens_to_ids("<|im_start|>") == qwen_tokenizer.IM_START_ID
+        assert tok.decode([151_935]) == "<x151935>", "the engine's tokenizer is padded"
+        prompt = as_messages(prompts["code"][0])
+        sent = llm.chat([prompt], sampling(1), use_tqdm=False)[0].prompt_token_ids
+        qwen = AutoTokenizer.from_pretrained(qwen_tokenizer.TOKENIZER_DIR)
+        assert sent == list(
+            qwen.apply_chat_template(prompt, add_generation_prompt=True)["input_ids"]
+        )
+        assert sent[0] == qwen_tokenizer.IM_START_ID, "a real Qwen3 token sequence"
     with open_engine(**engine_kwargs(mini_shape, k=None)) as llm:
         plain = run_categories(llm, prompts, sampling(24, logprobs=2))
     assert all(text for run in spec.values() for text in run.texts), "every answer decodes"

@@ -6,6 +6,7 @@ server, one short-form server); the others run in well under a second.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shlex
 import socket
@@ -125,14 +126,20 @@ def test_cpu_engine_flags() -> None:
     assert "--enforce-eager" not in engine_flags(load_profile("qwen3-30b-a3b"), gpu=True)
 
 
-def test_shape_profile_serves_random_weights_with_its_padded_tokenizer() -> None:
+@pytest.mark.usefixtures("qwen3_built")
+def test_shape_profile_serves_random_weights_with_qwens_tokenizer() -> None:
     shape = load_profile("qwen3-30b-a3b-shape")
     flags = " ".join(engine_flags(shape, gpu=True))
     assert "--load-format dummy" in flags and "--dtype auto" in flags
     assert "--kv-cache-memory-bytes 2147483648" in flags and "--enforce-eager" not in flags
-    # vLLM finds the tokenizer in the verifier folder, as it would in a checkpoint's.
-    assert (Path(shape.verifier_path()) / "tokenizer.json").is_file()
-    assert launch_command(shape, k=3, gpu=True)[2] == "data/shapes/qwen3-30b-a3b"
+    # The verifier folder has config.json only; the tokenizer is Qwen3's, built by make venv.
+    assert not (Path(shape.verifier_path()) / "tokenizer.json").exists()
+    argv = launch_command(shape, k=3, gpu=True)
+    assert argv[2] == "data/shapes/qwen3-30b-a3b"
+    assert argv[argv.index("--tokenizer") + 1] == "build/qwen3-tokenizer-151936"
+    missing = dataclasses.replace(shape, tokenizer="build/nowhere")
+    with pytest.raises(FileNotFoundError, match="is not built: `make venv` builds it"):
+        launch_command(missing, k=3, gpu=True)
 
 
 def test_entry_point_translation() -> None:

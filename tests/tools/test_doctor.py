@@ -21,6 +21,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from helpers.common import qwen_tokenizer
 from helpers.common.counters import SpecCounters
 from helpers.common.paths import REPO_ROOT
 from helpers.engine.runs import CategoryRun
@@ -218,7 +219,32 @@ def test_venv_stage_in_this_venv() -> None:
     )
     rows = doctor.parse_rows(done.stdout)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert [(r.check, r.status) for r in rows] == [("packages", OK), ("preflight", OK)], rows
+    built = all(
+        qwen_tokenizer.status(f) is None
+        for f in (qwen_tokenizer.TOKENIZER_DIR, qwen_tokenizer.PADDED_DIR)
+    )
+    tokenizer = ("tokenizer", OK if built else PROBLEM)
+    assert [(r.check, r.status) for r in rows] == [
+        ("packages", OK),
+        tokenizer,
+        ("preflight", OK),
+    ], rows
+
+
+def test_tokenizer_row_missing_is_an_actionable_problem(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(qwen_tokenizer, "TOKENIZER_DIR", tmp_path / "qwen3-tokenizer")
+    row = doctor._tokenizer_row()
+    assert row.check == "tokenizer" and row.status == PROBLEM
+    assert "is not built: `make venv` builds it" in row.detail and "toy tokenizer" in row.detail
+    assert_actionable(row.detail)
+
+
+@pytest.mark.usefixtures("qwen3_built")
+def test_tokenizer_row_verifies_the_built_folders() -> None:
+    row = doctor._tokenizer_row()
+    assert row.status == OK and "verified against qwen.tiktoken" in row.detail, row
 
 
 @contextlib.contextmanager

@@ -70,6 +70,13 @@ def test_tiny_has_nothing_to_prefetch(capsys: pytest.CaptureFixture[str]) -> Non
     assert len(lines) == 1 and "nothing to prefetch" in lines[0], lines
 
 
+@pytest.mark.usefixtures("qwen3_built")
+def test_the_shape_names_its_tokenizer(capsys: pytest.CaptureFixture[str]) -> None:
+    assert prefetch.run_prefetch("qwen3-30b-a3b-shape") == prefetch.EXIT_OK
+    lines = output_lines(capsys)
+    assert len(lines) == 2 and "built and verified by `make venv`" in lines[1], lines
+
+
 @pytest.mark.parametrize("var", ["HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"])
 def test_offline_without_the_models_is_one_line(
     tmp_path: Path,

@@ -420,7 +420,10 @@ def test_notice_follows_the_record(monkeypatch: pytest.MonkeyPatch, tmp_path: Pa
     assert f"tau > {plain / 100.0:.2f}" in preflight.tiny_gpu_notice()
 
 
-def test_shape_profile_preflight_needs_a_gpu_not_weights(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.usefixtures("qwen3_built")
+def test_shape_profile_preflight_needs_a_gpu_and_qwens_tokenizer_not_weights(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setattr(preflight, "flashinfer_installed", lambda: True)
     shape = load_profile("qwen3-30b-a3b-shape")
     assert preflight.check_local_files(shape) is None, "config.json is all a shape needs"
@@ -429,3 +432,12 @@ def test_shape_profile_preflight_needs_a_gpu_not_weights(monkeypatch: pytest.Mon
     on_h100 = preflight.run_preflight(shape, gpus=[H100])
     assert on_h100.ok, on_h100.failures
     assert preflight.tiny_gpu_notice() not in on_h100.warnings
+    assert "Qwen3 tokenizer verified" in on_h100.passed
+
+
+def test_shape_profile_without_its_tokenizer_fails_in_one_line() -> None:
+    shape = dataclasses.replace(load_profile("qwen3-30b-a3b-shape"), tokenizer="build/nowhere")
+    result = preflight.run_preflight(shape, gpus=[H100])
+    assert not result.ok and len(result.failures) == 1
+    assert "build/nowhere is not built: `make venv` builds it" in result.failures[0]
+    assert preflight.check_tokenizer(load_profile("tiny")) is None

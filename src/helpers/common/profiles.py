@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from helpers.common.paths import DATA_DIR, resolve_model_ref
+from helpers.common import qwen_tokenizer
+from helpers.common.paths import DATA_DIR, local_dir, resolve_model_ref
 
 __all__ = [
     "PROFILE_ENV_VAR",
@@ -51,6 +52,8 @@ class Profile:
     config.json's `architectures[0]`, the key of vLLM's model registry), `verifier_layers` and
     `verifier_hidden_size` record the verifier's shape so figures and checks need no download;
     `notes` are the reasons behind the numbers; `sources` where the model ids were confirmed.
+    `tokenizer` names a tokenizer folder that `make venv` builds (helpers.common.qwen_tokenizer)
+    for a verifier folder without one: a shape profile's random weights get Qwen3's tokenizer.
     """
 
     name: str
@@ -66,6 +69,7 @@ class Profile:
     verifier_hidden_size: int | None = None
     notes: tuple[str, ...] = ()
     sources: dict[str, str] = field(default_factory=dict)
+    tokenizer: str | None = None
 
     @property
     def is_local(self) -> bool:
@@ -99,6 +103,19 @@ class Profile:
     def drafter_path(self) -> str:
         """The drafter as vLLM should load it (local paths checked)."""
         return resolve_model_ref(self.drafter)
+
+    def tokenizer_path(self) -> str:
+        """The tokenizer vLLM/transformers should load: the profile's `tokenizer` folder, checked
+        as built and verified (one line saying what to do when not), else the verifier's own."""
+        if self.tokenizer is None:
+            return self.verifier_path()
+        folder = local_dir(self.tokenizer)
+        if folder is None:
+            return self.tokenizer
+        problem = qwen_tokenizer.status(folder)
+        if problem is not None:
+            raise FileNotFoundError(f"profile {self.name}'s tokenizer: {problem}")
+        return str(folder.resolve())
 
 
 FIELD_NAMES: frozenset[str] = frozenset(f.name for f in dataclasses.fields(Profile))

@@ -107,7 +107,7 @@ def engine_kwargs(
     """Keyword arguments for `vllm.LLM`: device defaults < profile engine args < overrides.
 
     `k=None` or `k=0` gives plain decoding; otherwise the profile's drafter (or `drafter`)
-    proposes k tokens per step.
+    proposes k tokens per step. A profile with its own tokenizer folder passes it as `tokenizer`.
     """
     gpu = has_gpu() if gpu is None else gpu
     kwargs: dict[str, Any] = {
@@ -116,6 +116,8 @@ def engine_kwargs(
         "disable_log_stats": False,
         **profile_engine_args(profile, gpu),
     }
+    if profile.tokenizer is not None:  # a shape profile: Qwen3's tokenizer, built by make venv
+        kwargs["tokenizer"] = profile.tokenizer_path()
     if k:
         kwargs["speculative_config"] = speculative_config(drafter or profile.drafter_path(), k)
         kwargs.update(PER_REQUEST_METRICS)

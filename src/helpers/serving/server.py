@@ -133,7 +133,8 @@ def serve_command(
     Long form: `vllm serve VERIFIER -tp N --speculative-config '{"model": DRAFTER, …}'`.
     Short form: `vllm serve DRAFTER -tp N` (vLLM reads the verifier and k from the drafter's
     speculators config; a k different from the config's is passed as a `--speculative-config` override).
-    Local models appear as repo-relative paths: the server runs with cwd = repo root.
+    Local models appear as repo-relative paths: the server runs with cwd = repo root. A profile
+    with its own tokenizer folder (a shape profile: Qwen3's) adds `--tokenizer FOLDER`.
     """
     k = profile.num_speculative_tokens if k is None else k
     tp = int(profile.engine.get("tensor_parallel_size", 1))
@@ -153,6 +154,8 @@ def serve_command(
         argv = ["vllm", "serve", profile.verifier, "-tp", str(tp)]
         if k:
             argv += ["--speculative-config", spec_config_json(profile.drafter, k)]
+    if profile.tokenizer is not None:  # a shape profile: Qwen3's tokenizer, built by make venv
+        argv += ["--tokenizer", profile.tokenizer]
     if port is not None:
         argv += ["--port", str(port)]
     return argv + list(extra)
@@ -198,6 +201,7 @@ def launch_command(
     if profile.is_local:  # fail in one line here rather than as a hub lookup inside the server
         profile.verifier_path()
         profile.drafter_path()
+        profile.tokenizer_path()
     name = served_model_name or model_name(profile)
     extra = ["--host", HOST, *engine_flags(profile, gpu), "--served-model-name", name]
     return serve_command(profile, k=k, port=port, short_form=short_form, extra=extra)

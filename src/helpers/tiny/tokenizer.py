@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import glob
-import json
 import sysconfig
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,9 +11,7 @@ from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import PreTrainedTokenizerFast
 
 from helpers.common.chat import ENDOFTEXT, IM_END, IM_START
-from helpers.common.configs import read_config
 from helpers.common.paths import DATA_DIR
-from helpers.common.profiles import available_profiles, load_profile
 
 __all__ = [
     "TOKENIZER_DIR",
@@ -25,9 +22,6 @@ __all__ = [
     "train_bpe",
     "wrap_for_transformers",
     "build_tokenizer",
-    "placeholder",
-    "build_padded_tokenizer",
-    "build_shape_tokenizers",
 ]
 
 TOKENIZER_DIR: Path = DATA_DIR / "tiny-tokenizer"
@@ -89,54 +83,3 @@ def build_tokenizer(
     hf_tok.save_pretrained(out_dir)
     hf_tok.backend_tokenizer.save(str(out_dir / "tokenizer.json"), pretty=False)  # 40 % smaller
     return hf_tok
-
-
-def placeholder(token_id: int) -> str:
-    """The text a padded id decodes to: `<x12345>` (never produced when encoding)."""
-    return f"<x{token_id}>"
-
-
-def build_padded_tokenizer(
-    out_dir: Path, vocab_size: int, source: Path = TOKENIZER_DIR, model_max_length: int = 4096
-) -> PreTrainedTokenizerFast:
-    """The tiny tokenizer with its vocabulary padded to `vocab_size` ids, saved to `out_dir`.
-
-    For a real shape with random weights (data/shapes/): prompts encode exactly as with the tiny
-    tokenizer, and every id the model can emit decodes, ids past the tiny's to `placeholder(id)`.
-    BPE merges never build a placeholder, so encoding never produces one.
-    """
-    tok = Tokenizer.from_file(str(source / "tokenizer.json"))
-    spec = json.loads(tok.to_str())
-    vocab = spec["model"]["vocab"]
-    taken = 1 + max([*vocab.values(), *(t["id"] for t in spec["added_tokens"])])
-    if vocab_size < taken:
-        raise ValueError(f"vocab_size {vocab_size} is below the tiny tokenizer's {taken} ids")
-    vocab.update({placeholder(i): i for i in range(taken, vocab_size)})
-    hf_tok = PreTrainedTokenizerFast(
-        tokenizer_object=Tokenizer.from_str(json.dumps(spec)),
-        eos_token=IM_END,
-        pad_token=ENDOFTEXT,
-        chat_template=CHAT_TEMPLATE,
-        model_max_length=model_max_length,
-    )
-    out_dir.mkdir(parents=True, exist_ok=True)
-    hf_tok.save_pretrained(out_dir)
-    hf_tok.backend_tokenizer.save(str(out_dir / "tokenizer.json"), pretty=False)  # 40 % smaller
-    return hf_tok
-
-
-def build_shape_tokenizers(
-    out_root: Path | None = None, source: Path = TOKENIZER_DIR
-) -> list[Path]:
-    """The padded tokenizer of every shape profile (random weights), in its verifier folder or
-    under `out_root/<profile name>`; the folders written."""
-    written = []
-    for name in available_profiles():
-        profile = load_profile(name)
-        if profile.has_weights:
-            continue
-        verifier = Path(profile.verifier_path())
-        folder = verifier if out_root is None else out_root / name
-        build_padded_tokenizer(folder, read_config(verifier)["vocab_size"], source)
-        written.append(folder)
-    return written

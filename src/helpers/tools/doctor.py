@@ -9,8 +9,9 @@ system and CPU architecture (the CPU path needs Linux x86-64), AVX2 / AVX-512, R
 Python that builds .venv (pyproject.toml's requires-python), and whether .venv exists and runs.
 It then starts the second stage inside .venv (`--stage venv`, its own process group, killed after
 `--engine-timeout` s): .venv matches requirements/ (scripts/setup_env.py's stamp), vLLM and
-transformers import at their pins, the preflight for PROFILE passes, and a smoke test starts the
-tiny pair with its EAGLE-3 drafter in vLLM and generates (about 10 s on 2 cores). Each PROBLEM line
+transformers import at their pins, Qwen3's tokenizer (built by `make venv`) is present and verifies,
+the preflight for PROFILE passes, and a smoke test starts the tiny pair with its EAGLE-3 drafter in
+vLLM and generates (about 10 s on 2 cores). Each PROBLEM line
 is one sentence that says what to do; the venv stage's full log goes to build/doctor.log.
 
 Simulate problems with flags (or WORKBOOK_DOCTOR_* variables): --venv PATH (no venv),
@@ -338,10 +339,46 @@ def _preflight_rows(profile: str) -> list[Row]:
     return [Row("preflight", OK, f"{result.profile}: " + "; ".join(result.passed) + note)]
 
 
+def _tokenizer_row() -> Row:
+    """Qwen3's tokenizer folders are built, unchanged, and verify in full against the cached ranks."""
+    from helpers.common import qwen_tokenizer as qt
+
+    t0 = time.perf_counter()
+    ranks = qt.CACHE_DIR / qt.QWEN3.ranks.archive.filename
+    for folder in (qt.TOKENIZER_DIR, qt.PADDED_DIR):
+        problem = qt.status(folder)
+        if problem is None and ranks.is_file():
+            found = qt.verify(folder, ranks)
+            problem = (
+                f"{_shown(folder)} fails verification ({found[0]}): `make venv` rebuilds it"
+                if found
+                else None
+            )
+        if problem is not None:
+            return Row(
+                "tokenizer",
+                PROBLEM,
+                f"{problem}. Until then notebook 01 uses the toy tokenizer and PROFILE=qwen3-30b-a3b-shape stops.",
+            )
+    how = (
+        "verified against qwen.tiktoken"
+        if ranks.is_file()
+        else f"hashes only ({_shown(ranks)} is gone)"
+    )
+    return Row(
+        "tokenizer",
+        OK,
+        f"Qwen3's, {_shown(qt.TOKENIZER_DIR)} and {_shown(qt.PADDED_DIR)}: {how} "
+        f"({time.perf_counter() - t0:.1f} s)",
+    )
+
+
 def venv_rows(profile: str) -> Iterator[Row]:
-    """The venv stage's checks before the engine: packages, then the preflight (a crash is a row)."""
+    """The venv stage's checks before the engine: packages, Qwen3's tokenizer, then the preflight
+    (a crash is a row)."""
     for check, func, args in (
         ("packages", _packages_row, ()),
+        ("tokenizer", _tokenizer_row, ()),
         ("preflight", _preflight_rows, (profile,)),
     ):
         try:

@@ -157,6 +157,15 @@ def run_prefetch(
     tag = f"prefetch {profile.name}"
     if profile.is_local:
         _say(tag, f"nothing to prefetch: {profile.name} ships in data/ and needs no download")
+        if profile.tokenizer is not None:
+            try:
+                _say(
+                    tag,
+                    f"its tokenizer, built and verified by `make venv`: {profile.tokenizer_path()}",
+                )
+            except FileNotFoundError as err:
+                _say(tag, str(err))
+                return EXIT_FAIL
         return EXIT_OK
     try:
         paths = _fetch(profile, tag, cache_dir, hub_timeout)

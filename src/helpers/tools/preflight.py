@@ -44,6 +44,7 @@ __all__ = [
     "cached_model_complete",
     "check_hub",
     "check_local_files",
+    "check_tokenizer",
     "check_pairing",
     "run_preflight",
     "main",
@@ -245,6 +246,16 @@ def check_local_files(profile: Profile) -> str | None:
     )
 
 
+def check_tokenizer(profile: Profile) -> str | None:
+    """One line when the profile names a tokenizer folder (a shape profile: Qwen3's, which
+    `make venv` builds and verifies) that is not there or not verified, else None."""
+    try:
+        profile.tokenizer_path()
+    except FileNotFoundError as err:
+        return str(err)
+    return None
+
+
 def check_pairing(profile: Profile) -> tuple[list[str], list[str]]:
     """(failures, warnings) helpers.engine.pairing.validate_pair plus the profile's recorded verifier shape."""
 
@@ -314,6 +325,12 @@ def _run_local(profile: Profile, result: PreflightResult, gpus: list[GpuInfo] | 
         result.failures.append(missing)
         return
     result.passed.append("models present")
+    if profile.tokenizer is not None:
+        problem = check_tokenizer(profile)
+        if problem:
+            result.failures.append(problem)
+            return
+        result.passed.append("Qwen3 tokenizer verified")
     checked = _guarded(result, "pairing", check_pairing, profile)
     if checked is not None:
         result.failures += checked[0]
