@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from helpers.common.plotting import PALETTE, new_figure, save_figure
 from helpers.common.paths import FIGURES_DIR
+from helpers.common.plotting import PALETTE, new_figure, save_figure
 
 
 def test_new_figure_and_save() -> None:

@@ -1,7 +1,8 @@
 """What every other package stands on: where files live, which profile runs, the one CI switch,
 environment facts (one `has_gpu`, one `vllm_version`), config.json reading, held-out prompts and the
-one-message chat, Qwen chat markers, spec-decode counters, tables, plotting, threads, and the explicit
-`setup_notebook()` each notebook calls first. No vLLM import here.
+one-message chat, Qwen chat markers, vLLM's metric and result-key names, spec-decode counters,
+tables, plotting, threads, and the explicit `setup_notebook()` each notebook calls first. No vLLM
+import here.
 """
 
 __all__ = [
@@ -17,4 +18,5 @@ __all__ = [
     "prompts",
     "tables",
     "threads",
+    "vllm_names",
 ]

@@ -18,6 +18,7 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
+from helpers.common import vllm_names
 from helpers.common.envinfo import has_gpu
 from helpers.common.profiles import Profile
 from helpers.engine.in_process import building_in_process
@@ -53,9 +54,9 @@ GPU_MULTIPROC_METHOD = "spawn"
 IN_PROCESS_ENV = "VLLM_ENABLE_V1_MULTIPROCESSING"
 
 #: Per-request acceptance histograms (vLLM >= 0.31): what the bootstrap intervals resample.
-PER_REQUEST_METRICS = {"per_request_spec_decode_metrics": "summary"}
+PER_REQUEST_METRICS = {vllm_names.PER_REQUEST_METRICS_ARG: vllm_names.PER_REQUEST_SUMMARY}
 #: Engine arguments that older vLLMs lack, with what is lost where they are dropped.
-OPTIONAL_ARGS = {"per_request_spec_decode_metrics": "no per-request acceptance, so no intervals"}
+OPTIONAL_ARGS = {vllm_names.PER_REQUEST_METRICS_ARG: "no per-request acceptance, so no intervals"}
 
 _current: Any = None
 
