@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from helpers.analytics.text_quality import quality_summary
+from helpers.common import vllm_names
 from helpers.common.counters import acceptance_stats
 from helpers.common.envinfo import environment_report
 from helpers.common.paths import DATA_DIR, build_path
@@ -36,9 +37,6 @@ from helpers.engine.runs import (
 )
 from helpers.tiny.model_cards import TARGETS, check_targets, write_model_cards
 from helpers.tiny.recipe import local_profile
-
-TAU = "spec_decode_acceptance_length"
-PER_POS = "spec_decode_per_position_acceptance_rates"
 
 
 def parse_args() -> argparse.Namespace:
@@ -64,9 +62,15 @@ def acceptance_row(k: int, runs: dict[str, CategoryRun]) -> dict[str, Any]:
     """τ and per-position rates per category and pooled, for one k."""
     row: dict[str, Any] = {"k": k}
     for cat, run in runs.items():
-        row[cat] = {"tau": run.stats[TAU], "per_position": run.stats[PER_POS]}
+        row[cat] = {
+            "tau": run.stats[vllm_names.TAU],
+            "per_position": run.stats[vllm_names.PER_POSITION_RATES],
+        }
     stats = acceptance_stats(pooled(runs))
-    row["all"] = {"tau": stats[TAU], "per_position": stats[PER_POS]}
+    row["all"] = {
+        "tau": stats[vllm_names.TAU],
+        "per_position": stats[vllm_names.PER_POSITION_RATES],
+    }
     return row
 
 

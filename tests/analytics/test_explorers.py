@@ -20,11 +20,11 @@ from helpers.analytics.explorers import (
     union_explorer,
     union_state,
 )
-from helpers.analytics.figures import TAU
 from helpers.analytics.moe import QWEN3_30B_A3B, MoeShape
 from helpers.analytics.speedup import LAB_FILE, lab_step_costs, published_points
 from helpers.common.profiles import load_profile
 from helpers.common.tables import K_COLUMN
+from helpers.common.vllm_names import TAU
 from helpers.eagle3.decode import load_pair
 
 TINY = MoeShape("tiny", 6, 64, 8, 2, 64, 4, 2, 16, 2048)

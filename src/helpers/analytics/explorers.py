@@ -17,7 +17,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from matplotlib.figure import Figure
 
-from helpers.analytics.figures import TAU, interval_yerr, token_html, token_pieces
+from helpers.analytics.figures import interval_yerr, token_html, token_pieces
 from helpers.analytics.moe import (
     QWEN3_30B_A3B,
     QWEN3_235B_A22B,
@@ -25,6 +25,7 @@ from helpers.analytics.moe import (
     step_bytes,
     union_with_correlation,
 )
+from helpers.common import vllm_names
 from helpers.common.counters import acceptance_stats
 from helpers.common.plotting import PALETTE, new_figure
 from helpers.common.tables import K_COLUMN
@@ -292,7 +293,7 @@ def acceptance_long_table(
         by_k.assign(temperature=0.0, task="all"),
         by_temperature.assign(**{K_COLUMN: main_k}, task="all"),
     ]
-    keep = [K_COLUMN, "temperature", "task", TAU, "tau_ci_low", "tau_ci_high"]
+    keep = [K_COLUMN, "temperature", "task", vllm_names.TAU, "tau_ci_low", "tau_ci_high"]
     df = pd.concat([f[[c for c in keep if c in f.columns]] for f in frames], ignore_index=True)
     df[K_COLUMN] = df[K_COLUMN].astype(int)
     df["temperature"] = df.temperature.astype(float)
@@ -310,9 +311,11 @@ def acceptance_state(table: pd.DataFrame, k: int, temperature: float, task: str)
     }
     if len(hit):
         row = hit.iloc[0]
-        values.update(tau=float(row[TAU]), low=row.get("tau_ci_low"), high=row.get("tau_ci_high"))
+        values.update(
+            tau=float(row[vllm_names.TAU]), low=row.get("tau_ci_low"), high=row.get("tau_ci_high")
+        )
         summary = (
-            f"k={k}, T={temperature}, {task}: τ {row[TAU]:.2f} "
+            f"k={k}, T={temperature}, {task}: τ {row[vllm_names.TAU]:.2f} "
             f"[{row.get('tau_ci_low', float('nan')):.2f}, "
             f"{row.get('tau_ci_high', float('nan')):.2f}] (ceiling {k + 1})"
         )
@@ -326,8 +329,8 @@ def acceptance_state(table: pd.DataFrame, k: int, temperature: float, task: str)
     if len(same):
         ax.errorbar(
             same[K_COLUMN],
-            same[TAU],
-            yerr=interval_yerr(same, TAU, "tau_ci_low", "tau_ci_high"),
+            same[vllm_names.TAU],
+            yerr=interval_yerr(same, vllm_names.TAU, "tau_ci_low", "tau_ci_high"),
             fmt="o-",
             capsize=3,
             color=PALETTE["spec"],
@@ -365,7 +368,7 @@ def prompt_state(pair: ReferencePair, prompt: str, k: int, max_tokens: int) -> E
     """Greedy draft-and-verify from scratch on the learner's prompt, tokens coloured by origin."""
     out = speculative_generate(pair, chat_prompt_ids(pair.tokenizer, prompt), k, max_tokens)
     counters = out.counters()
-    tau = acceptance_stats(counters)[TAU] if counters.num_drafts else float("nan")
+    tau = acceptance_stats(counters)[vllm_names.TAU] if counters.num_drafts else float("nan")
     values = {
         "k": k,
         "tokens": len(out.token_ids),

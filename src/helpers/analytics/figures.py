@@ -12,6 +12,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch, Rectangle
 
+from helpers.common import vllm_names
 from helpers.common.plotting import PALETTE, new_figure
 from helpers.common.tables import K_COLUMN
 
@@ -21,7 +22,6 @@ __all__ = [
     "plot_speedup_map",
     "plot_lab_speedups",
     "tau_bars",
-    "TAU",
     "LABEL_COLORS",
     "LABEL_TEXT",
     "interval_yerr",
@@ -34,7 +34,6 @@ __all__ = [
     "plot_token_colors",
 ]
 
-TAU = "spec_decode_acceptance_length"
 #: Colors of the token labels: accepted drafts, verifier corrections, bonus tokens, the prefill token.
 LABEL_COLORS: dict[str, str] = {
     "accepted": PALETTE["accepted"],
@@ -75,14 +74,14 @@ def plot_k_sweep(by_k: pd.DataFrame, per_position: pd.DataFrame) -> Figure:
     )
     ax.errorbar(
         by_k[K_COLUMN],
-        by_k[TAU],
-        yerr=interval_yerr(by_k, TAU, "tau_ci_low", "tau_ci_high"),
+        by_k[vllm_names.TAU],
+        yerr=interval_yerr(by_k, vllm_names.TAU, "tau_ci_low", "tau_ci_high"),
         fmt="o-",
         capsize=3,
         color=PALETTE["spec"],
         label="measured τ, 95 % interval (T = 0)",
     )
-    for k, tau in zip(by_k[K_COLUMN], by_k[TAU]):
+    for k, tau in zip(by_k[K_COLUMN], by_k[vllm_names.TAU]):
         ax.annotate(
             f"{tau:.2f}",
             (k, tau),
@@ -126,8 +125,8 @@ def tau_bars(ax: Any, table: pd.DataFrame, key: str, k: int) -> None:
     """τ per row of an acceptance table as bars with 95 % intervals, under the ceiling k + 1."""
     bars = ax.bar(
         table[key].astype(str),
-        table[TAU],
-        yerr=interval_yerr(table, TAU, "tau_ci_low", "tau_ci_high"),
+        table[vllm_names.TAU],
+        yerr=interval_yerr(table, vllm_names.TAU, "tau_ci_low", "tau_ci_high"),
         capsize=4,
         color=PALETTE["spec"],
     )
@@ -145,13 +144,13 @@ def plot_category_temperature(
     tau_bars(ax, by_category[by_category[K_COLUMN] == k], "category", k)
     bx.errorbar(
         by_temperature.temperature,
-        by_temperature[TAU],
-        yerr=interval_yerr(by_temperature, TAU, "tau_ci_low", "tau_ci_high"),
+        by_temperature[vllm_names.TAU],
+        yerr=interval_yerr(by_temperature, vllm_names.TAU, "tau_ci_low", "tau_ci_high"),
         fmt="o-",
         capsize=3,
         color=PALETTE["spec"],
     )
-    for t, tau in zip(by_temperature.temperature, by_temperature[TAU]):
+    for t, tau in zip(by_temperature.temperature, by_temperature[vllm_names.TAU]):
         bx.annotate(
             f"{tau:.2f}",
             (t, tau),

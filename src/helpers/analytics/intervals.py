@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from helpers.common import vllm_names
 from helpers.common.counters import RequestAcceptance
 
 __all__ = [
@@ -137,7 +138,7 @@ def position_intervals(requests: Sequence[RequestAcceptance], seed: int = 0) -> 
     return pd.DataFrame(
         {
             "position": range(len(rates)),
-            "spec_decode_per_position_acceptance_rate": [i.estimate for i in rates],
+            vllm_names.PER_POSITION_RATE: [i.estimate for i in rates],
             "rate_ci_low": [i.low for i in rates],
             "rate_ci_high": [i.high for i in rates],
             "conditional_acceptance_rate": [i.estimate for i in cond],

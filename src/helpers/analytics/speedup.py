@@ -24,6 +24,7 @@ from typing import Any
 import pandas as pd
 import torch
 
+from helpers.common import vllm_names
 from helpers.common.paths import DATA_DIR
 from helpers.common.tables import K_COLUMN
 from helpers.common.threads import torch_threads
@@ -254,7 +255,7 @@ def h200_tiny_pair(record: dict[str, Any]) -> pd.DataFrame:
                     "plain_tok_s": plain,
                     "spec_k3_tok_s": spec,
                     "speedup_vs_plain": spec / plain,
-                    "spec_decode_acceptance_length": r["tau"],
+                    vllm_names.TAU: r["tau"],
                     "source": "recorded on an NVIDIA H200 (not this run)",
                 }
             )

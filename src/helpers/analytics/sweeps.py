@@ -3,7 +3,7 @@
 vLLM fixes k (`num_speculative_tokens`) when an engine starts, so the k sweep starts one engine per
 k; the engine of the main k also runs the temperature sweep, and one plain engine gives the
 throughput baseline. Every table is tidy, uses vLLM's key names (`num_speculative_tokens`,
-`spec_decode_acceptance_length`, ...); `SweepResults.tables()` names them for saving.
+`spec_decode_acceptance_length`, ... from `helpers.common.vllm_names`); `SweepResults.tables()` names them for saving.
 
 Why acceptance falls with temperature: EAGLE-3 drafts in vLLM are greedy argmax proposals
 (`draft_sample_method="greedy"`, no draft probabilities). The rejection sampler then accepts a draft
@@ -46,6 +46,7 @@ from helpers.analytics.intervals import (
     spread,
     tau_interval,
 )
+from helpers.common import vllm_names
 from helpers.common.ci import ci_scaled
 from helpers.common.counters import Meter, SpecCounters, acceptance_stats
 from helpers.common.profiles import Profile
@@ -91,11 +92,11 @@ __all__ = [
 
 #: Scalar statistics copied into the tables (the per-position list goes to its own long table).
 SCALAR_KEYS = (
-    "spec_decode_num_drafts",
-    "spec_decode_draft_tokens",
-    "spec_decode_accepted_tokens",
-    "spec_decode_acceptance_length",
-    "spec_decode_acceptance_rate",
+    vllm_names.NUM_DRAFTS,
+    vllm_names.DRAFT_TOKENS,
+    vllm_names.ACCEPTED_TOKENS,
+    vllm_names.TAU,
+    vllm_names.ACCEPTANCE_RATE,
 )
 #: The interval columns next to τ: 95 % bootstrap over requests, and how many requests there were.
 CI_KEYS = ("tau_ci_low", "tau_ci_high", "n_requests")
@@ -153,7 +154,7 @@ def run_interval(run: CategoryRun) -> Interval:
     """τ of a run from vLLM's counters, with its 95 % interval (NaN ends without per-request data)."""
     row = acceptance_row(run)
     return Interval(
-        row["spec_decode_acceptance_length"],
+        row[vllm_names.TAU],
         row["tau_ci_low"],
         row["tau_ci_high"],
         int(row["n_requests"]),
@@ -172,12 +173,12 @@ def per_position_table(runs: Mapping[Any, CategoryRun], key: str) -> pd.DataFram
         if run.requests:
             df = position_intervals(run.requests)
         else:
-            rates = acceptance_stats(run.counters)["spec_decode_per_position_acceptance_rates"]
+            rates = acceptance_stats(run.counters)[vllm_names.PER_POSITION_RATES]
             before = [1.0, *rates[:-1]]
             df = pd.DataFrame(
                 {
                     "position": range(len(rates)),
-                    "spec_decode_per_position_acceptance_rate": rates,
+                    vllm_names.PER_POSITION_RATE: rates,
                     "conditional_acceptance_rate": [
                         r / b if b else np.nan for r, b in zip(rates, before)
                     ],
@@ -261,10 +262,8 @@ def metered_throughput(
         row[f"{prefix}tokens_per_s_min"] = s["min"]
         row[f"{prefix}tokens_per_s_max"] = s["max"]
         row[f"{prefix}mean_answer_tokens"] = tokens / (repeats * len(prompts))
-        tau = acceptance_stats(total)["spec_decode_acceptance_length"] or 1.0
-        row[
-            "spec_decode_acceptance_length" if label == "forced" else "natural_acceptance_length"
-        ] = tau
+        tau = acceptance_stats(total)[vllm_names.TAU] or 1.0
+        row[vllm_names.TAU if label == "forced" else "natural_acceptance_length"] = tau
     return row
 
 
@@ -287,7 +286,7 @@ def throughput_vs_k(rows: Mapping[int, dict[str, Any]]) -> pd.DataFrame:
             df[f"{prefix}speedup_max"] = (
                 df[f"{prefix}tokens_per_s_max"] / plain[f"{prefix}tokens_per_s_min"]
             )
-    df["implied_relative_step_cost"] = df.spec_decode_acceptance_length / df.speedup_vs_plain
+    df["implied_relative_step_cost"] = df[vllm_names.TAU] / df.speedup_vs_plain
     return df
 
 
@@ -382,7 +381,7 @@ def run_sweeps(profile: Profile, plan: SweepPlan, verbose: bool = True) -> Sweep
         if verbose:
             print(
                 f"k={k}: engine + runs {seconds[f'k={k}']:.0f} s, τ = "
-                f"{acceptance_stats(merge_runs(list(runs[k].values())).counters)['spec_decode_acceptance_length']:.2f}"
+                f"{acceptance_stats(merge_runs(list(runs[k].values())).counters)[vllm_names.TAU]:.2f}"
             )
     return SweepResults(
         plan,
@@ -435,7 +434,7 @@ def tau_ranking(runs: Mapping[Any, CategoryRun]) -> str:
 def table_intervals(
     df: pd.DataFrame,
     key: str,
-    value: str = "spec_decode_acceptance_length",
+    value: str = vllm_names.TAU,
     low: str = "tau_ci_low",
     high: str = "tau_ci_high",
 ) -> dict[str, Interval]:

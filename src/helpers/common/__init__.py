@@ -1,8 +1,8 @@
 """What every other package stands on: where files live, which profile runs, the one CI switch,
 environment facts (one `has_gpu`, one `vllm_version`), config.json reading, held-out prompts and the
 one-message chat, Qwen chat markers, Qwen3's own tokenizer built offline from two pinned wheels,
-spec-decode counters, tables, plotting, threads, and the explicit `setup_notebook()` each notebook
-calls first. No vLLM import here.
+vLLM's metric and result-key names, spec-decode counters, tables, plotting, threads, and the
+explicit `setup_notebook()` each notebook calls first. No vLLM import here.
 """
 
 __all__ = [
@@ -19,4 +19,5 @@ __all__ = [
     "qwen_tokenizer",
     "tables",
     "threads",
+    "vllm_names",
 ]

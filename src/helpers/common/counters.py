@@ -2,7 +2,8 @@
 
 vLLM's spec-decode counters are cumulative over the engine's life, so every experiment takes a
 snapshot before and after and works on the difference. Names and formulas follow vLLM's
-`examples/offline_inference/spec_decode.py` and the JSON of `vllm bench serve`:
+`examples/offline_inference/spec_decode.py` and the JSON of `vllm bench serve` (the names live in
+`helpers.common.vllm_names`):
 acceptance length τ = 1 + accepted / drafts; per-position rate = accepted_at_pos / drafts;
 acceptance rate (%) = 100 · accepted / draft_tokens.
 
@@ -17,8 +18,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from helpers.common import vllm_names
+
 __all__ = [
-    "PREFIX",
     "SpecCounters",
     "counters_from_values",
     "snapshot",
@@ -28,8 +30,6 @@ __all__ = [
     "request_acceptance",
     "counters_of",
 ]
-
-PREFIX = "vllm:spec_decode_"
 
 
 @dataclass(frozen=True)
@@ -64,12 +64,13 @@ class SpecCounters:
 
 def counters_from_values(values: dict[str, Any]) -> SpecCounters:
     """Build counters from metric name -> value (names with or without the `vllm:` prefix)."""
-    v = {name.split(":")[-1].removeprefix("spec_decode_"): val for name, val in values.items()}
-    per_pos = v.get("num_accepted_tokens_per_pos") or ()
+    prefix = vllm_names.METRIC_PREFIX
+    v = {name if name.startswith(prefix) else prefix + name: val for name, val in values.items()}
+    per_pos = v.get(vllm_names.ACCEPTED_PER_POS_METRIC) or ()
     return SpecCounters(
-        int(v.get("num_drafts") or 0),
-        int(v.get("num_draft_tokens") or 0),
-        int(v.get("num_accepted_tokens") or 0),
+        int(v.get(vllm_names.NUM_DRAFTS_METRIC) or 0),
+        int(v.get(vllm_names.NUM_DRAFT_TOKENS_METRIC) or 0),
+        int(v.get(vllm_names.NUM_ACCEPTED_TOKENS_METRIC) or 0),
         tuple(int(x) for x in per_pos),
     )
 
@@ -78,7 +79,7 @@ def snapshot(llm: Any) -> SpecCounters:
     """The spec-decode counters of an in-process `vllm.LLM` now (all zero without a drafter)."""
     values = {}
     for m in llm.get_metrics():
-        if m.name.startswith(PREFIX):
+        if m.name.startswith(vllm_names.SPEC_DECODE_PREFIX):
             values[m.name] = m.values if hasattr(m, "values") else m.value
     return counters_from_values(values)
 
@@ -87,16 +88,14 @@ def acceptance_stats(c: SpecCounters) -> dict[str, Any]:
     """The statistics `vllm bench serve` reports, computed from a counter delta."""
     drafts = c.num_drafts
     return {
-        "spec_decode_num_drafts": drafts,
-        "spec_decode_draft_tokens": c.num_draft_tokens,
-        "spec_decode_accepted_tokens": c.num_accepted_tokens,
-        "spec_decode_acceptance_length": 1 + c.num_accepted_tokens / drafts if drafts else 0.0,
-        "spec_decode_acceptance_rate": 100 * c.num_accepted_tokens / c.num_draft_tokens
+        vllm_names.NUM_DRAFTS: drafts,
+        vllm_names.DRAFT_TOKENS: c.num_draft_tokens,
+        vllm_names.ACCEPTED_TOKENS: c.num_accepted_tokens,
+        vllm_names.TAU: 1 + c.num_accepted_tokens / drafts if drafts else 0.0,
+        vllm_names.ACCEPTANCE_RATE: 100 * c.num_accepted_tokens / c.num_draft_tokens
         if c.num_draft_tokens
         else 0.0,
-        "spec_decode_per_position_acceptance_rates": [a / drafts for a in c.accepted_per_pos]
-        if drafts
-        else [],
+        vllm_names.PER_POSITION_RATES: [a / drafts for a in c.accepted_per_pos] if drafts else [],
     }
 
 
@@ -138,7 +137,7 @@ class RequestAcceptance:
 
 def request_acceptance(output: Any) -> RequestAcceptance | None:
     """A vLLM CompletionOutput's per-request metrics (None when the engine did not record them)."""
-    metrics = getattr(output, "spec_decode_metrics", None)
+    metrics = getattr(output, vllm_names.OUTPUT_METRICS_ATTR, None)
     if metrics is None:
         return None
     return RequestAcceptance(tuple(metrics.histogram), int(metrics.num_draft_tokens))

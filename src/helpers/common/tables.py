@@ -1,4 +1,7 @@
-"""Tables: vLLM's key names for table columns, and the one rule for saving a table (build/tables/)."""
+"""Tables: the k column, and the one rule for saving a table (build/tables/).
+
+The other columns are vLLM's result keys (`helpers.common.vllm_names`, τ's is `vllm_names.TAU`).
+"""
 
 from __future__ import annotations
 
@@ -10,14 +13,11 @@ from helpers.common.paths import build_path
 
 __all__ = [
     "K_COLUMN",
-    "TAU_COLUMN",
     "save_table",
 ]
 
 #: The column that holds k in every table (vLLM's own key).
 K_COLUMN = "num_speculative_tokens"
-#: The column that holds τ in every table (vLLM's own key, as `vllm bench serve` reports it).
-TAU_COLUMN = "spec_decode_acceptance_length"
 
 
 def save_table(df: pd.DataFrame, name: str) -> Path:

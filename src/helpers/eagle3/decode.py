@@ -26,6 +26,7 @@ from typing import Any
 import pandas as pd
 import torch
 
+from helpers.common import vllm_names
 from helpers.common.counters import SpecCounters, acceptance_stats
 from helpers.common.profiles import Profile
 from helpers.common.prompts import as_messages
@@ -219,12 +220,12 @@ def agreement_table(
     same = sum(list(o.token_ids) == list(v) for o, v in zip(outputs, vllm_token_ids, strict=True))
     rows = [
         ("requests_token_identical", same, len(outputs)),
-        ("spec_decode_num_drafts", ref.num_drafts, vllm_counters.num_drafts),
-        ("spec_decode_draft_tokens", ref.num_draft_tokens, vllm_counters.num_draft_tokens),
-        ("spec_decode_accepted_tokens", ref.num_accepted_tokens, vllm_counters.num_accepted_tokens),
+        (vllm_names.NUM_DRAFTS, ref.num_drafts, vllm_counters.num_drafts),
+        (vllm_names.DRAFT_TOKENS, ref.num_draft_tokens, vllm_counters.num_draft_tokens),
+        (vllm_names.ACCEPTED_TOKENS, ref.num_accepted_tokens, vllm_counters.num_accepted_tokens),
     ]
     rows += [
-        (f"spec_decode_accepted_tokens_pos{i}", a, b)
+        (f"{vllm_names.ACCEPTED_TOKENS}_pos{i}", a, b)
         for i, (a, b) in enumerate(zip(ref.accepted_per_pos, vllm_counters.accepted_per_pos))
     ]
     df = pd.DataFrame(rows, columns=["quantity", "reference", "vllm"])

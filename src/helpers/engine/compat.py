@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
 
+from helpers.common import vllm_names
+
 __all__ = [
     "PINNED",
     "TESTED_GPU",
@@ -80,9 +82,9 @@ class Quirk:
 
 
 FEATURES: Mapping[str, Feature] = {
-    "per_request_spec_decode_metrics": Feature(
-        "the engine argument `per_request_spec_decode_metrics`: each finished request's acceptance "
-        "histogram (`CompletionOutput.spec_decode_metrics`), what the bootstrap intervals resample",
+    vllm_names.PER_REQUEST_METRICS_ARG: Feature(
+        f"the engine argument `{vllm_names.PER_REQUEST_METRICS_ARG}`: each finished request's acceptance "
+        "histogram (`CompletionOutput` carries it), what the bootstrap intervals resample",
         has=("vLLM 0.31.0",),
         lacks=("vLLM 0.26.0",),
         lost="no per-request acceptance, so no intervals",
@@ -150,7 +152,7 @@ QUIRKS: Mapping[str, Quirk] = {
 }
 
 #: Engine arguments the workbook passes that some vLLMs lack (keys of FEATURES): dropped there.
-OPTIONAL_ENGINE_ARGS: tuple[str, ...] = ("per_request_spec_decode_metrics",)
+OPTIONAL_ENGINE_ARGS: tuple[str, ...] = (vllm_names.PER_REQUEST_METRICS_ARG,)
 
 
 def _engine_arg(name: str) -> Callable[[], bool]:
@@ -188,7 +190,7 @@ def _vllm_cli() -> bool:
 
 
 _PROBES: Mapping[str, Callable[[], bool]] = {
-    "per_request_spec_decode_metrics": _engine_arg("per_request_spec_decode_metrics"),
+    vllm_names.PER_REQUEST_METRICS_ARG: _engine_arg(vllm_names.PER_REQUEST_METRICS_ARG),
     "short_form_override": _short_form_override,
     "kernel_override_registry": _kernel_override_registry,
     "vllm_cli": _vllm_cli,

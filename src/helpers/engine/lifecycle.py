@@ -17,6 +17,7 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
+from helpers.common import vllm_names
 from helpers.common.envinfo import has_gpu
 from helpers.common.profiles import Profile
 from helpers.engine import compat
@@ -53,7 +54,7 @@ IN_PROCESS_ENV = "VLLM_ENABLE_V1_MULTIPROCESSING"
 
 #: Per-request acceptance histograms: what the bootstrap intervals resample (a vLLM without them
 #: drops the argument at start, see `compat.dropped_args`).
-PER_REQUEST_METRICS = {"per_request_spec_decode_metrics": "summary"}
+PER_REQUEST_METRICS = {vllm_names.PER_REQUEST_METRICS_ARG: vllm_names.PER_REQUEST_SUMMARY}
 
 _current: Any = None
 

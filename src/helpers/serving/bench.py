@@ -20,6 +20,7 @@ import pandas as pd
 import psutil
 from matplotlib.figure import Figure
 
+from helpers.common import vllm_names
 from helpers.common.ci import ci_scaled
 from helpers.common.counters import SpecCounters, acceptance_stats
 from helpers.common.plotting import PALETTE, new_figure
@@ -103,9 +104,7 @@ class LevelRun:
             "mean_tpot_ms": float(tpot.mean()) if len(tpot) else math.nan,
             "median_tpot_ms": float(np.median(tpot)) if len(tpot) else math.nan,
             "tokens_per_chunk": tokens / max(1, sum(r.chunks for r in res)),
-            "acceptance_length": stats["spec_decode_acceptance_length"]
-            if self.counters.num_drafts
-            else math.nan,
+            "acceptance_length": stats[vllm_names.TAU] if self.counters.num_drafts else math.nan,
             **{f"cpu_s_{role}": round(sec, 2) for role, sec in self.cpu_seconds.items()},
         }
 
@@ -290,8 +289,8 @@ def counters_frame(runs: Sequence[LevelRun]) -> pd.DataFrame:
     rows = []
     for concurrency, deltas in sorted(by_level.items()):
         stats = acceptance_stats(sum(deltas, SpecCounters()))
-        per_pos = stats.pop("spec_decode_per_position_acceptance_rates")
-        taus = [acceptance_stats(d)["spec_decode_acceptance_length"] for d in deltas]
+        per_pos = stats.pop(vllm_names.PER_POSITION_RATES)
+        taus = [acceptance_stats(d)[vllm_names.TAU] for d in deltas]
         rows.append(
             {
                 "concurrency": concurrency,

@@ -19,7 +19,8 @@ from typing import Any
 import requests
 from prometheus_client.parser import text_string_to_metric_families
 
-from helpers.common.counters import PREFIX, SpecCounters, counters_from_values
+from helpers.common import vllm_names
+from helpers.common.counters import SpecCounters, counters_from_values
 
 __all__ = [
     "Messages",
@@ -261,18 +262,19 @@ def spec_counters_from_text(text: str) -> SpecCounters:
     values: dict[str, Any] = {}
     per_pos: dict[int, float] = {}
     for family in text_string_to_metric_families(text):
-        if not family.name.startswith(PREFIX) or family.type != "counter":
+        if not family.name.startswith(vllm_names.SPEC_DECODE_PREFIX) or family.type != "counter":
             continue  # vLLM also exports `…_created` timestamps (as gauges, with the same labels)
         for sample in family.samples:
-            if not sample.name.endswith("_total"):
+            if sample.name != vllm_names.exported(family.name):
                 continue
-            if family.name.endswith("_per_pos") and "position" in sample.labels:
-                pos = int(sample.labels["position"])
+            position = sample.labels.get(vllm_names.POSITION_LABEL)
+            if family.name == vllm_names.ACCEPTED_PER_POS_METRIC and position is not None:
+                pos = int(position)
                 per_pos[pos] = per_pos.get(pos, 0.0) + sample.value
             else:
                 values[family.name] = values.get(family.name, 0.0) + sample.value
     if per_pos:
-        values[f"{PREFIX}num_accepted_tokens_per_pos"] = [
+        values[vllm_names.ACCEPTED_PER_POS_METRIC] = [
             per_pos.get(i, 0.0) for i in range(max(per_pos) + 1)
         ]
     return counters_from_values(values)

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from helpers.common import vllm_names
 from helpers.common.counters import SpecCounters, acceptance_stats
 from helpers.serving.clients import scrape_spec_counters
 
@@ -40,22 +41,28 @@ __all__ = [
     "spec_log_lines",
 ]
 
+
+def _rate(metric: str) -> str:
+    """PromQL: the per-second rate of a vLLM counter's exported samples over $interval."""
+    return f"rate({vllm_names.exported(metric)}[$interval])"
+
+
+_ACCEPTED = _rate(vllm_names.NUM_ACCEPTED_TOKENS_METRIC)
+_DRAFTS = _rate(vllm_names.NUM_DRAFTS_METRIC)
+
 #: The dashboard's queries, as vLLM documents them ($interval is the rate window).
 PROMQL: dict[str, str] = {
-    "acceptance_length": "1 + (rate(vllm:spec_decode_num_accepted_tokens_total[$interval]) / "
-    "rate(vllm:spec_decode_num_drafts_total[$interval]))",
-    "acceptance_rate": "rate(vllm:spec_decode_num_accepted_tokens_total[$interval]) / "
-    "rate(vllm:spec_decode_num_draft_tokens_total[$interval])",
-    "per_position": "rate(vllm:spec_decode_num_accepted_tokens_per_pos_total[$interval]) / "
-    "rate(vllm:spec_decode_num_drafts_total[$interval])",
-    "accepted_tokens_per_s": "rate(vllm:spec_decode_num_accepted_tokens_total[$interval])",
+    "acceptance_length": f"1 + ({_ACCEPTED} / {_DRAFTS})",
+    "acceptance_rate": f"{_ACCEPTED} / {_rate(vllm_names.NUM_DRAFT_TOKENS_METRIC)}",
+    "per_position": f"{_rate(vllm_names.ACCEPTED_PER_POS_METRIC)} / {_DRAFTS}",
+    "accepted_tokens_per_s": _ACCEPTED,
 }
 #: A Prometheus alerting rule for a drop in τ while the server is drafting ($threshold: your floor).
-TAU_ALERT = """- alert: SpecDecodeAcceptanceDrop
+TAU_ALERT = f"""- alert: SpecDecodeAcceptanceDrop
   expr: |
-    (1 + rate(vllm:spec_decode_num_accepted_tokens_total[$interval])
-       / rate(vllm:spec_decode_num_drafts_total[$interval])) < $threshold
-    and rate(vllm:spec_decode_num_drafts_total[$interval]) > 0
+    (1 + {_ACCEPTED}
+       / {_DRAFTS}) < $threshold
+    and {_DRAFTS} > 0
   for: 1m
   annotations:
     summary: "EAGLE-3 acceptance length below $threshold: drafter and verifier out of step?\""""
@@ -120,12 +127,12 @@ def dashboard(samples: list[Sample], window: float) -> pd.DataFrame:
         stats = acceptance_stats(delta)  # vLLM's formulas, as everywhere in the workbook
         row = {
             "t": now.t,
-            "acceptance_length": stats["spec_decode_acceptance_length"],
-            "acceptance_rate": stats["spec_decode_acceptance_rate"] / 100,
+            "acceptance_length": stats[vllm_names.TAU],
+            "acceptance_rate": stats[vllm_names.ACCEPTANCE_RATE] / 100,
             "accepted_tokens_per_s": delta.num_accepted_tokens / span,
             "drafts_per_s": delta.num_drafts / span,
         }
-        rates = stats["spec_decode_per_position_acceptance_rates"]
+        rates = stats[vllm_names.PER_POSITION_RATES]
         row |= {f"position_{j + 1}": r for j, r in enumerate(rates)}
         rows.append(row)
     return pd.DataFrame(rows)

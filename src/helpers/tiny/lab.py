@@ -23,6 +23,7 @@ from safetensors import safe_open
 from transformers import PreTrainedTokenizerBase, Qwen3MoeConfig, Qwen3MoeForCausalLM
 
 from helpers.analytics.intervals import Interval, position_intervals, tau_interval
+from helpers.common import vllm_names
 from helpers.common.ci import ci_scaled
 from helpers.common.counters import acceptance_stats
 from helpers.common.paths import BUILD_DIR, DATA_DIR
@@ -287,13 +288,13 @@ def evaluate_tau(
     stats = acceptance_stats(pooled(runs))
     return TauResult(
         label=label or Path(drafter_dir).name,
-        tau=stats["spec_decode_acceptance_length"],
-        per_position=list(stats["spec_decode_per_position_acceptance_rates"]),
-        drafts=stats["spec_decode_num_drafts"],
-        accepted=stats["spec_decode_accepted_tokens"],
+        tau=stats[vllm_names.TAU],
+        per_position=list(stats[vllm_names.PER_POSITION_RATES]),
+        drafts=stats[vllm_names.NUM_DRAFTS],
+        accepted=stats[vllm_names.ACCEPTED_TOKENS],
         output_tokens=sum(r.output_tokens for r in runs.values()),
         seconds=time.perf_counter() - t0,
-        by_category={c: r.stats["spec_decode_acceptance_length"] for c, r in runs.items()},
+        by_category={c: r.stats[vllm_names.TAU] for c, r in runs.items()},
         runs=runs,
     )
 

@@ -39,6 +39,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from helpers.common import vllm_names
 from helpers.common.paths import REPO_ROOT
 
 __all__ = [
@@ -414,7 +415,7 @@ def engine_row(budget_s: float = ENGINE_BUDGET_S) -> Row:
             f"`rm -rf .venv && make venv`, and if it fails again send build/{LOG_NAME} to the instructor.",
         )
     total = time.perf_counter() - t0
-    tau = run.stats["spec_decode_acceptance_length"]
+    tau = run.stats[vllm_names.TAU]
     found = (
         f"tiny pair + EAGLE-3 k={k}: {total:.1f} s (start {started:.1f} s, {run.output_tokens} "
         f"tokens in {run.seconds:.1f} s, tau {tau:.2f}, stop {total - started - run.seconds:.1f} s)"

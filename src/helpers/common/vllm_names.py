@@ -1,0 +1,87 @@
+"""vLLM's names in one place: spec-decode metric names, result keys, and the per-request switch.
+
+Every name below is vLLM's own spelling, checked against the pinned vLLM and the GPU test stack's
+(`helpers.engine.compat` names both; same names in both unless noted; the file that defines each
+is named beside it, relative to the `vllm` package). When vLLM renames one, this module is the one place to change. No vLLM
+import here: these are plain strings.
+
+Prometheus counters keep their base name in `LLM.get_metrics()` (`v1/metrics/reader.py`), while
+the samples on a server's `/metrics` carry the `_total` suffix prometheus_client appends
+(`exported`). Result keys are those of the JSON `vllm bench serve` writes, which the workbook's
+tables reuse as column names, so `TAU` is the one spelling of τ's column everywhere.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "METRIC_PREFIX",
+    "SPEC_DECODE_PREFIX",
+    "NUM_DRAFTS_METRIC",
+    "NUM_DRAFT_TOKENS_METRIC",
+    "NUM_ACCEPTED_TOKENS_METRIC",
+    "ACCEPTED_PER_POS_METRIC",
+    "POSITION_LABEL",
+    "COUNTER_SUFFIX",
+    "exported",
+    "NUM_DRAFTS",
+    "DRAFT_TOKENS",
+    "ACCEPTED_TOKENS",
+    "TAU",
+    "ACCEPTANCE_RATE",
+    "PER_POSITION_RATES",
+    "PER_POSITION_RATE",
+    "PER_REQUEST_METRICS_ARG",
+    "PER_REQUEST_SUMMARY",
+    "OUTPUT_METRICS_ATTR",
+]
+
+# ------------------------------------------------ Prometheus metrics (v1/spec_decode/metrics.py)
+
+#: Every vLLM metric name starts so (v1/metrics/reader.py keeps only these).
+METRIC_PREFIX = "vllm:"
+#: The spec-decode counters' common prefix (SpecDecodingProm).
+SPEC_DECODE_PREFIX = "vllm:spec_decode_"
+#: Counter: verify steps that had a draft, summed over requests.
+NUM_DRAFTS_METRIC = "vllm:spec_decode_num_drafts"
+#: Counter: draft tokens proposed.
+NUM_DRAFT_TOKENS_METRIC = "vllm:spec_decode_num_draft_tokens"
+#: Counter: draft tokens the verifier accepted.
+NUM_ACCEPTED_TOKENS_METRIC = "vllm:spec_decode_num_accepted_tokens"
+#: Counter per draft position (label `POSITION_LABEL`, "0" .. k-1): accepted tokens there.
+ACCEPTED_PER_POS_METRIC = "vllm:spec_decode_num_accepted_tokens_per_pos"
+#: The label that numbers the draft positions of ACCEPTED_PER_POS_METRIC.
+POSITION_LABEL = "position"
+#: What prometheus_client appends to a counter's samples on /metrics.
+COUNTER_SUFFIX = "_total"
+
+
+def exported(metric: str) -> str:
+    """A counter's sample name on a server's /metrics: its name plus `_total`."""
+    return metric + COUNTER_SUFFIX
+
+
+# ----------------------------------------- result keys and table columns (benchmarks/serve.py)
+
+#: Drafts in the measured span (vLLM's `num_drafts`).
+NUM_DRAFTS = "spec_decode_num_drafts"
+#: Draft tokens in the measured span.
+DRAFT_TOKENS = "spec_decode_draft_tokens"
+#: Accepted draft tokens in the measured span.
+ACCEPTED_TOKENS = "spec_decode_accepted_tokens"
+#: τ, the mean acceptance length: 1 + accepted / drafts (tokens per verify step, bonus included).
+TAU = "spec_decode_acceptance_length"
+#: Acceptance rate in percent: 100 · accepted / draft tokens.
+ACCEPTANCE_RATE = "spec_decode_acceptance_rate"
+#: The list of per-position rates: accepted at position i / drafts.
+PER_POSITION_RATES = "spec_decode_per_position_acceptance_rates"
+#: The workbook's long tables hold one of those rates per row, under the singular (not vLLM's key).
+PER_POSITION_RATE = "spec_decode_per_position_acceptance_rate"
+
+# ------------------------- per-request acceptance (some vLLMs lack it: helpers.engine.compat.FEATURES)
+
+#: Engine argument (EngineArgs, engine/arg_utils.py; ObservabilityConfig, config/observability.py).
+PER_REQUEST_METRICS_ARG = "per_request_spec_decode_metrics"
+#: Its value that records each request's histogram of verify steps by accepted drafts.
+PER_REQUEST_SUMMARY = "summary"
+#: Where a finished CompletionOutput carries that record (outputs.py).
+OUTPUT_METRICS_ATTR = "spec_decode_metrics"

@@ -1,0 +1,160 @@
+"""vLLM's names: each is spelled where vLLM defines it, PromQL is built from them, and no one else spells them."""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from helpers.common import vllm_names
+from helpers.common.paths import NOTEBOOKS_DIR, REPO_ROOT
+from helpers.serving import observability
+
+#: vLLM 0.26.0's source, where a session unpacked the GPU stack's wheel (checked when present).
+VLLM_026 = Path("/tmp/vllm026/src/vllm")
+
+#: Each name, quoted, in the vLLM file that defines it (paths relative to the `vllm` package).
+QUOTED_IN: dict[str, str] = {
+    vllm_names.NUM_DRAFTS_METRIC: "v1/spec_decode/metrics.py",
+    vllm_names.NUM_DRAFT_TOKENS_METRIC: "v1/spec_decode/metrics.py",
+    vllm_names.NUM_ACCEPTED_TOKENS_METRIC: "v1/spec_decode/metrics.py",
+    vllm_names.ACCEPTED_PER_POS_METRIC: "v1/spec_decode/metrics.py",
+    vllm_names.POSITION_LABEL: "v1/spec_decode/metrics.py",
+    vllm_names.METRIC_PREFIX: "v1/metrics/reader.py",
+    vllm_names.COUNTER_SUFFIX: "v1/metrics/reader.py",
+    vllm_names.NUM_DRAFTS: "benchmarks/serve.py",
+    vllm_names.DRAFT_TOKENS: "benchmarks/serve.py",
+    vllm_names.ACCEPTED_TOKENS: "benchmarks/serve.py",
+    vllm_names.TAU: "benchmarks/serve.py",
+    vllm_names.ACCEPTANCE_RATE: "benchmarks/serve.py",
+    vllm_names.PER_POSITION_RATES: "benchmarks/serve.py",
+}
+#: The per-request names, which vLLM 0.31 added: (name, file, how the file spells it).
+PER_REQUEST_IN: tuple[tuple[str, str, str], ...] = (
+    (vllm_names.PER_REQUEST_METRICS_ARG, "engine/arg_utils.py", r"\b{}\s*:"),
+    (vllm_names.PER_REQUEST_METRICS_ARG, "config/observability.py", r"\b{}\s*:"),
+    (vllm_names.PER_REQUEST_SUMMARY, "config/observability.py", r'Literal\[[^\]]*"{}"'),
+    (vllm_names.OUTPUT_METRICS_ATTR, "outputs.py", r"\b{}\s*:"),
+)
+#: What observability.PROMQL and TAU_ALERT read before they were built from vllm_names.
+PROMQL_BEFORE = {
+    "acceptance_length": "1 + (rate(vllm:spec_decode_num_accepted_tokens_total[$interval]) / "
+    "rate(vllm:spec_decode_num_drafts_total[$interval]))",
+    "acceptance_rate": "rate(vllm:spec_decode_num_accepted_tokens_total[$interval]) / "
+    "rate(vllm:spec_decode_num_draft_tokens_total[$interval])",
+    "per_position": "rate(vllm:spec_decode_num_accepted_tokens_per_pos_total[$interval]) / "
+    "rate(vllm:spec_decode_num_drafts_total[$interval])",
+    "accepted_tokens_per_s": "rate(vllm:spec_decode_num_accepted_tokens_total[$interval])",
+}
+ALERT_EXPR_BEFORE = """  expr: |
+    (1 + rate(vllm:spec_decode_num_accepted_tokens_total[$interval])
+       / rate(vllm:spec_decode_num_drafts_total[$interval])) < $threshold
+    and rate(vllm:spec_decode_num_drafts_total[$interval]) > 0
+"""
+
+
+def installed_vllm() -> Path | None:
+    """The installed vllm package's folder, found without importing it (None when absent)."""
+    spec = importlib.util.find_spec("vllm")
+    return Path(spec.origin).parent if spec and spec.origin else None
+
+
+def vllm_trees() -> list[Path]:
+    """The vLLM source trees at hand: the installed one and 0.26.0 when unpacked."""
+    return [t for t in (installed_vllm(), VLLM_026) if t is not None and t.is_dir()]
+
+
+@pytest.mark.parametrize("tree", vllm_trees(), ids=str)
+@pytest.mark.parametrize("name", list(QUOTED_IN), ids=str)
+def test_name_is_quoted_where_vllm_defines_it(tree: Path, name: str) -> None:
+    path = tree / QUOTED_IN[name]
+    assert f'"{name}"' in path.read_text(), f'vLLM at {tree} no longer spells "{name}" in {path}'
+
+
+@pytest.mark.parametrize(("name", "file", "pattern"), PER_REQUEST_IN, ids=lambda x: str(x)[:40])
+def test_per_request_names_are_the_installed_vllms(name: str, file: str, pattern: str) -> None:
+    tree = installed_vllm()
+    if tree is None:
+        pytest.skip("vLLM is not installed")
+    text = (tree / file).read_text()
+    assert re.search(pattern.format(re.escape(name)), text), f"{name} not found in {tree / file}"
+
+
+def test_metric_names_share_the_prefixes() -> None:
+    metrics = [
+        vllm_names.NUM_DRAFTS_METRIC,
+        vllm_names.NUM_DRAFT_TOKENS_METRIC,
+        vllm_names.NUM_ACCEPTED_TOKENS_METRIC,
+        vllm_names.ACCEPTED_PER_POS_METRIC,
+    ]
+    assert all(m.startswith(vllm_names.SPEC_DECODE_PREFIX) for m in metrics)
+    assert vllm_names.SPEC_DECODE_PREFIX.startswith(vllm_names.METRIC_PREFIX)
+    assert vllm_names.exported(vllm_names.NUM_DRAFTS_METRIC) == "vllm:spec_decode_num_drafts_total"
+    assert vllm_names.PER_POSITION_RATE + "s" == vllm_names.PER_POSITION_RATES
+
+
+def test_promql_built_from_the_names_is_what_observability_had() -> None:
+    assert observability.PROMQL == PROMQL_BEFORE
+    assert ALERT_EXPR_BEFORE in observability.TAU_ALERT
+
+
+# ------------------------------------------------------------ no one else spells vLLM's names
+
+
+def spellings(tree: ast.AST) -> list[str]:
+    """String literals (not docstrings) that spell a spec-decode name, and `.spec_decode_*` access."""
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            if id(node) not in docstrings and "spec_decode" in node.value:
+                found.append(f"line {node.lineno}: {node.value!r}")
+        elif isinstance(node, ast.Attribute) and node.attr.startswith("spec_decode_"):
+            if node.attr != vllm_names.OUTPUT_METRICS_ATTR:  # vLLM's attribute, read as one
+                found.append(f"line {node.lineno}: .{node.attr}")
+    return found
+
+
+SOURCES = sorted(
+    p
+    for p in (REPO_ROOT / "src" / "helpers").rglob("*.py")
+    if p != REPO_ROOT / "src" / "helpers" / "common" / "vllm_names.py"
+)
+NOTEBOOKS = sorted(NOTEBOOKS_DIR.glob("*.ipynb"))
+
+
+def test_the_scan_sees_literals_and_attributes() -> None:
+    code = 'x = d["spec_decode_acceptance_length"]\ny = df.spec_decode_num_drafts\nz = f"spec_decode_{i}"'
+    assert len(spellings(ast.parse(code))) == 3
+    assert spellings(ast.parse('"""About spec_decode_acceptance_length."""\nx = 1')) == []
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(REPO_ROOT / "src")))
+def test_no_module_spells_vllms_names(path: Path) -> None:
+    found = spellings(ast.parse(path.read_text()))
+    assert not found, (
+        f"{path.name} spells vLLM names itself (use helpers.common.vllm_names): {found}"
+    )
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_no_notebook_code_cell_spells_vllms_names(path: Path) -> None:
+    nb = nbformat.read(str(path), as_version=4)
+    found = [
+        f"cell {i}, {hit}"
+        for i, cell in enumerate(nb.cells, 1)
+        if cell.cell_type == "code"
+        for hit in spellings(ast.parse(cell.source))
+    ]
+    assert not found, f"{path.name} spells vLLM names (use vllm_names.TAU etc.): {found}"
