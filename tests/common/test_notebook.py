@@ -7,19 +7,20 @@ from pathlib import Path
 
 import pytest
 
-from helpers.common.notebook import NOTEBOOK_ENV, setup_notebook
+from helpers.common.notebook import MAX_CPU_THREADS, NOTEBOOK_ENV, setup_notebook
 
 
 def test_sets_prints_and_keeps_user_values(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    for name in [*NOTEBOOK_ENV, "VLLM_LOGGING_CONFIG_PATH"]:
+    for name in [*NOTEBOOK_ENV, "VLLM_LOGGING_CONFIG_PATH", "OMP_NUM_THREADS"]:
         monkeypatch.setenv(name, "")  # recorded, so the test leaves the environment as it found it
         monkeypatch.delenv(name)
     monkeypatch.setenv("VLLM_LOGGING_LEVEL", "DEBUG")
     applied = setup_notebook()
     assert applied["VLLM_LOGGING_LEVEL"] == "DEBUG"  # the user's choice wins
     assert applied["PYTHONWARNINGS"] == NOTEBOOK_ENV["PYTHONWARNINGS"]
+    assert 1 <= int(applied["OMP_NUM_THREADS"]) <= MAX_CPU_THREADS  # bounded on a many-core box
     printed = capsys.readouterr().out
     assert all(f"{k}={v}" in printed for k, v in applied.items())
 

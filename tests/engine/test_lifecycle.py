@@ -108,8 +108,8 @@ def test_broken_pair_fails_before_vllm_starts(tiny_pair, monkeypatch) -> None:
 @pytest.mark.vllm
 def test_starting_three_times_leaves_one_engine() -> None:
     kwargs = engine_kwargs(load_profile("tiny"), k=3)
-    # In-process on a CPU: no engine process, the engine object itself is the one to count.
-    expected = 1 if has_gpu() else 0
+    # In-process on one device: no engine process, the engine object itself is the one to count.
+    expected = 0 if engine.runs_in_process(kwargs) else 1
     engines = []
     try:
         for _ in range(3):
@@ -123,9 +123,7 @@ def test_starting_three_times_leaves_one_engine() -> None:
 
 
 @pytest.mark.vllm
-def test_cpu_engine_runs_in_process_and_leaves_torch_threads_settable() -> None:
-    if has_gpu():
-        pytest.skip("the in-process engine is the CPU path; a GPU engine keeps its processes")
+def test_one_device_engine_runs_in_process_and_leaves_torch_threads_settable() -> None:
     import torch
 
     before = torch.get_num_threads()
@@ -137,6 +135,18 @@ def test_cpu_engine_runs_in_process_and_leaves_torch_threads_settable() -> None:
         assert torch.get_num_threads() == 1
         torch.set_num_threads(before)
     assert torch.get_num_threads() == before
+
+
+def test_one_device_runs_in_process_unless_told_otherwise(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(engine.ENGINE_PROCESS_ENV, raising=False)
+    assert engine.runs_in_process({"model": "m"})
+    assert engine.runs_in_process(
+        {"tensor_parallel_size": 1, "distributed_executor_backend": "uni"}
+    )
+    assert not engine.runs_in_process({"tensor_parallel_size": 4})
+    assert not engine.runs_in_process({"distributed_executor_backend": "mp"})
+    monkeypatch.setenv(engine.ENGINE_PROCESS_ENV, "separate")
+    assert not engine.runs_in_process({"model": "m"})
 
 
 @pytest.fixture

@@ -28,6 +28,7 @@ __all__ = [
     "GpuInfo",
     "query_gpus",
     "has_gpu",
+    "torch_device",
     "device_description",
     "environment_report",
     "transformers_warning",
@@ -179,6 +180,13 @@ def query_gpus() -> list[GpuInfo] | str:
         wanted = [int(v) for v in visible.split(",") if v.strip().isdigit()]
         gpus = [g for g in gpus if g.index in wanted]
     return gpus or "nvidia-smi lists no GPU (or CUDA_VISIBLE_DEVICES hides them all)"
+
+
+def torch_device() -> str:
+    """Where the workbook trains and runs transformers models: "cuda" when torch sees a GPU, else "cpu"."""
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
 
 
 def has_gpu() -> bool:

@@ -11,6 +11,7 @@ from helpers.common.paths import LOGS_DIR
 
 __all__ = [
     "NOTEBOOK_ENV",
+    "MAX_CPU_THREADS",
     "VLLM_LOG",
     "vllm_logging_config",
     "setup_notebook",
@@ -25,6 +26,9 @@ NOTEBOOK_ENV: dict[str, str] = {
     # tokenizers' fork warning when vLLM starts its engine process after a tokenizer ran.
     "TOKENIZERS_PARALLELISM": "false",
 }
+#: At most this many OpenMP threads for torch in the kernel (a GPU box's 16+ cores gain a tiny
+#: model nothing, and notebooks or servers sharing the box would fight over them).
+MAX_CPU_THREADS = 8
 #: Where the in-process engines' vLLM log goes (every process the kernel starts appends to it).
 VLLM_LOG: Path = LOGS_DIR / "vllm.log"
 
@@ -63,7 +67,9 @@ def setup_notebook(verbose: bool = True) -> dict[str, str]:
     """Set NOTEBOOK_ENV for this kernel and its children (values already set are kept), send vLLM's
     log to build/logs/vllm.log (errors still show); print what it set."""
     applied = {}
-    for name, value in NOTEBOOK_ENV.items():
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    threads = {"OMP_NUM_THREADS": str(min(cores or 1, MAX_CPU_THREADS))}
+    for name, value in (NOTEBOOK_ENV | threads).items():
         applied[name] = os.environ.setdefault(name, value)
     if "VLLM_LOGGING_CONFIG_PATH" not in os.environ:
         LOGS_DIR.mkdir(parents=True, exist_ok=True)

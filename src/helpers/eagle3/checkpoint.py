@@ -10,6 +10,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from helpers.common.configs import read_config
+from helpers.common.envinfo import torch_device
 from helpers.eagle3.drafter import DrafterShape, Eagle3Drafter
 
 __all__ = [
@@ -94,7 +95,7 @@ def shape_from_config(config: dict[str, Any]) -> DrafterShape:
 def save_drafter(drafter: Eagle3Drafter, out_dir: Path, config: dict[str, Any]) -> None:
     """Write config.json and model.safetensors (fc, midlayer.*, norm, lm_head, d2t/t2d; no embed_tokens)."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    weights = {k: v.detach().contiguous().clone() for k, v in drafter.state_dict().items()}
+    weights = {k: v.detach().cpu().contiguous().clone() for k, v in drafter.state_dict().items()}
     save_file(weights, str(out_dir / WEIGHTS_FILE), metadata={"format": "pt"})
     (out_dir / "config.json").write_text(json.dumps(config, indent=2) + "\n")
 
@@ -113,8 +114,10 @@ def param_count(module: torch.nn.Module) -> int:
     return sum(p.numel() for p in module.parameters())
 
 
-def load_verifier(model_dir: str | Path) -> Any:
-    """A local Qwen3-MoE verifier in float32, eval mode, through transformers (CPU)."""
+def load_verifier(model_dir: str | Path, device: str | None = None) -> Any:
+    """A local Qwen3-MoE verifier in float32, eval mode, through transformers, on `device` (default:
+    the GPU when torch sees one, else the CPU)."""
     from transformers import Qwen3MoeForCausalLM
 
-    return Qwen3MoeForCausalLM.from_pretrained(model_dir, dtype=torch.float32).eval()
+    model = Qwen3MoeForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
+    return model.to(device or torch_device()).eval()

@@ -121,7 +121,7 @@ def load_pair(profile: Profile) -> ReferencePair:
             f"profile {profile.name!r}: decoding from scratch runs on a local trained pair only "
             f"(the tiny profile); a hub or shape verifier is not loaded into CPU memory"
         )
-    verifier = load_verifier(Path(profile.verifier_path()))
+    verifier = load_verifier(Path(profile.verifier_path()), device="cpu")
     drafter, config = load_drafter(Path(profile.drafter_path()))
     tok = AutoTokenizer.from_pretrained(profile.verifier_path())
     return ReferencePair(

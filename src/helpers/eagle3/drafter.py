@@ -143,7 +143,7 @@ class Eagle3Drafter(nn.Module):
 def rotary(x: torch.Tensor, positions: torch.Tensor, theta: float) -> torch.Tensor:
     """Neox-style rotary embedding of x [B, heads, T, d] at integer positions [T]."""
     d = x.shape[-1]
-    inv = 1.0 / (theta ** (torch.arange(0, d, 2, dtype=torch.float32) / d))
+    inv = 1.0 / (theta ** (torch.arange(0, d, 2, dtype=torch.float32, device=x.device) / d))
     freqs = positions[:, None].float() * inv[None]
     cos, sin = torch.cat([freqs.cos(), freqs.cos()], -1), torch.cat([freqs.sin(), freqs.sin()], -1)
     x1, x2 = x[..., : d // 2], x[..., d // 2 :]

@@ -62,9 +62,9 @@ def new_drafter(
         if keep is not None:
             d.d2t, d.t2d = vocab_maps(keep, verifier.config.vocab_size)
             rows = torch.tensor(list(keep))
-        d.lm_head.weight.copy_(verifier.lm_head.weight[rows])
+        d.lm_head.weight.copy_(verifier.lm_head.weight[rows.to(verifier.device)])
         d.norm.weight.copy_(verifier.model.norm.weight)
-    return d
+    return d.to(verifier.device)
 
 
 def ttt_loss(
@@ -172,10 +172,12 @@ def train_drafter(
     callback: Callable[[int, drafter.Eagle3Drafter], None] | None = None,
     loss_fn: Callable[..., tuple[torch.Tensor, list[float]]] | None = None,
 ) -> DrafterHistory:
-    """Train `d` in place with AdamW on `loss_fn` (default ttt_loss); `callback(step, d)` after each step."""
+    """Train `d` in place with AdamW on `loss_fn` (default ttt_loss), on the verifier's device;
+    `callback(step, d)` after each step."""
     loss_fn = loss_fn or ttt_loss
     for p in verifier.parameters():
         p.requires_grad_(False)
+    d.to(verifier.device)
     opt = torch.optim.AdamW(d.parameters(), lr=lr, betas=(0.9, 0.95), weight_decay=0.0)
     hist = DrafterHistory()
     d.train()
@@ -183,7 +185,8 @@ def train_drafter(
     for step in bar:
         for group in opt.param_groups:
             group["lr"] = cosine_lr(step, steps, lr, warmup=20)
-        loss, agree = loss_fn(d, verifier, sampler.batch(batch_size), aux_layers, ttt_steps)
+        x = sampler.batch(batch_size).to(verifier.device)
+        loss, agree = loss_fn(d, verifier, x, aux_layers, ttt_steps)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(d.parameters(), 1.0)
         opt.step()

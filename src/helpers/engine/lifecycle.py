@@ -4,8 +4,9 @@ One engine lives at a time, visibly: starting a new one while another runs print
 shuts the old one down first, so re-running a notebook cell never leaves a second engine
 holding memory; the last one is shut down at interpreter exit too.
 
-On a CPU the engine runs inside the calling Python process (see `start_engine`); on a GPU
-vLLM starts its engine-core and worker processes as usual.
+An engine on one device (a CPU, or one GPU) runs inside the calling Python process (see
+`start_engine`); across several GPUs vLLM starts its engine-core and worker processes as usual.
+`ENGINE_PROCESS_ENV=separate` gives one device vLLM's own processes too (for measuring both).
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ __all__ = [
     "PER_REQUEST_METRICS",
     "GPU_MULTIPROC_METHOD",
     "IN_PROCESS_ENV",
+    "ENGINE_PROCESS_ENV",
+    "runs_in_process",
     "device_defaults",
     "profile_engine_args",
     "speculative_config",
@@ -51,6 +54,8 @@ SMALL_GPU_SHARE = 0.05
 GPU_MULTIPROC_METHOD = "spawn"
 #: Set to "0", vLLM runs the engine core in the calling process instead of a child process.
 IN_PROCESS_ENV = "VLLM_ENABLE_V1_MULTIPROCESSING"
+#: The workbook's switch: "separate" starts even a one-device engine in vLLM's own processes.
+ENGINE_PROCESS_ENV = "WORKBOOK_ENGINE_PROCESS"
 
 #: Per-request acceptance histograms: what the bootstrap intervals resample (a vLLM without them
 #: drops the argument at start, see `compat.dropped_args`).
@@ -154,10 +159,22 @@ def shutdown_engine(llm: Any | None = None) -> None:
         return
     with contextlib.suppress(Exception):
         llm.llm_engine.engine_core.shutdown()
+    in_process = type(getattr(llm.llm_engine, "engine_core", None)).__name__ == "InprocClient"
     if llm is _current:
         _current = None
     del llm
     gc.collect()
+    if in_process and has_gpu():
+        _release_gpu()
+
+
+def _release_gpu() -> None:
+    """After an in-process GPU engine: tear down vLLM's process groups and return its GPU memory
+    (an engine in this process holds both until then; the next engine builds them anew)."""
+    from vllm.distributed.parallel_state import cleanup_dist_env_and_memory
+
+    with contextlib.suppress(Exception):
+        cleanup_dist_env_and_memory()
 
 
 def validate_speculative_pair(kwargs: dict[str, Any]) -> None:
@@ -179,33 +196,45 @@ def validate_speculative_pair(kwargs: dict[str, Any]) -> None:
         print(f"pairing warning: {problem.code}: {problem.message}")
 
 
+def runs_in_process(kwargs: dict[str, Any]) -> bool:
+    """Whether `start_engine` builds this engine inside the calling process: one device (no tensor
+    or pipeline parallelism, no executor named) unless ENGINE_PROCESS_ENV says "separate"."""
+    if os.environ.get(ENGINE_PROCESS_ENV, "") == "separate":
+        return False
+    if kwargs.get("distributed_executor_backend") not in (None, "uni"):
+        return False
+    parallel = ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size")
+    return all(int(kwargs.get(name) or 1) == 1 for name in parallel)
+
+
 def start_engine(**kwargs: Any) -> Any:
     """Validate the pair, then start `vllm.LLM(**kwargs)` after shutting down any earlier engine.
 
-    On a CPU the engine runs inside this process (the `uni` executor with IN_PROCESS_ENV=0) unless
-    kwargs name another executor: measured on 2 cores, it starts in about 1 s instead of 10-13 s
-    of spawning an engine-core and a worker process that each import vLLM, and decodes 25-35 %
-    faster on this process's two torch threads than vLLM's worker does on its one.
+    On one device the engine runs inside this process (the `uni` executor with IN_PROCESS_ENV=0):
+    measured on 2 CPU cores, it starts in about 1 s instead of 10-13 s of spawning an engine-core
+    and a worker process that each import vLLM, and decodes 25-35 % faster on this process's two
+    torch threads; on a GPU it skips the same two interpreter starts (the README has the table).
     """
     global _current
     validate_speculative_pair(kwargs)
     if _current is not None:
         print("start_engine: shutting down the running engine first (one engine at a time)")
         shutdown_engine()
-    if has_gpu():
-        os.environ.setdefault("VLLM_WORKER_MULTIPROC_METHOD", GPU_MULTIPROC_METHOD)
-    else:
+    if runs_in_process(kwargs):
         kwargs = {"distributed_executor_backend": "uni", **kwargs}
-    in_process = kwargs.get("distributed_executor_backend") == "uni"
-    if in_process:
         # Read when the engine is built, and cached by vLLM for this process afterwards; servers
         # this process starts drop it again (helpers.serving.server).
         os.environ[IN_PROCESS_ENV] = "0"
+    else:
+        os.environ.pop(IN_PROCESS_ENV, None)
+        if has_gpu():
+            os.environ.setdefault("VLLM_WORKER_MULTIPROC_METHOD", GPU_MULTIPROC_METHOD)
     from vllm import LLM
 
-    kwargs, dropped = compat.dropped_args(kwargs)
-    for line in dropped:
-        print(f"start_engine: {line}")
+    kwargs, notes = compat.dropped_args(kwargs)
+    for note in notes:
+        print(f"start_engine: {note}")
+    in_process = kwargs.get("distributed_executor_backend") == "uni"
     with building_in_process() if in_process else contextlib.nullcontext():
         _current = LLM(**kwargs)
     return _current

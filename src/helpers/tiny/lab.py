@@ -100,7 +100,7 @@ def answer_agreement(
         start = len(tok(text, add_special_tokens=False)["input_ids"])
         answer = list(seq[start:])
         end = answer.index(tok.eos_token_id) + 1 if tok.eos_token_id in answer else len(answer)
-        x = torch.tensor([list(seq[: start + end])])
+        x = torch.tensor([list(seq[: start + end])], device=verifier.device)
         greedy = verifier(input_ids=x).logits[0, start - 1 : -1].argmax(-1)
         hits += int((greedy == x[0, start:]).sum())
         total += end
@@ -181,6 +181,7 @@ def eagle3_shape_table(
         },
         seen,
     )
+    x = x.to(verifier.device)
     try:
         with torch.no_grad():
             out = verifier(input_ids=x, output_hidden_states=True)
