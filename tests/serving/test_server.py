@@ -142,6 +142,37 @@ def test_shape_profile_serves_random_weights_with_qwens_tokenizer() -> None:
         launch_command(missing, k=3, gpu=True)
 
 
+def test_per_request_flag_where_this_vllm_has_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    tiny = load_profile("tiny")
+    flag = "--per-request-spec-decode-metrics"
+    monkeypatch.setitem(compat._PROBES, "per_request_spec_decode_metrics", lambda: True)
+    assert srv_mod.per_request_flags() == ([flag, "summary"], [])
+    spec = launch_command(tiny, k=3, gpu=False)
+    assert spec[spec.index(flag) + 1] == "summary"
+    assert flag not in launch_command(tiny, k=0, gpu=False)  # a plain server has nothing to record
+    monkeypatch.setitem(compat._PROBES, "per_request_spec_decode_metrics", lambda: False)
+    flags, lines = srv_mod.per_request_flags()
+    assert flags == [] and lines == [
+        "this vLLM has no per_request_spec_decode_metrics: no per-request acceptance, so no intervals"
+    ]
+    assert flag not in launch_command(tiny, k=3, gpu=False)
+
+
+def test_spec_extra_and_engine_overrides_reach_the_command() -> None:
+    tiny = load_profile("tiny")
+    argv = launch_command(
+        tiny, k=3, gpu=False, spec_extra={"disable_eagle_block_drop": True}, kv_cache_memory_bytes=7
+    )
+    config = json.loads(argv[argv.index("--speculative-config") + 1])
+    assert config["disable_eagle_block_drop"] is True and config["num_speculative_tokens"] == 3
+    assert argv[argv.index("--kv-cache-memory-bytes") + 1] == "7"  # the override, not 512 MiB
+    assert argv.count("--kv-cache-memory-bytes") == 1
+    short = serve_command(tiny, short_form=True, spec_extra={"disable_eagle_block_drop": True})
+    assert json.loads(short[short.index("--speculative-config") + 1]) == {
+        "disable_eagle_block_drop": True
+    }
+
+
 def test_entry_point_translation() -> None:
     argv = ["vllm", "serve", "data/tiny-qwen3-moe", "-tp", "1", "--port", "9"]
     module = entry_point_argv(argv, use_console_script=False)
@@ -366,3 +397,37 @@ def test_short_form_serves_the_drafter_dir_and_stops_cleanly() -> None:
     finally:
         server.stop()
     assert server.group_processes() == [] and not port_in_use(server.port) and not server.alive
+
+
+@pytest.mark.vllm
+def test_per_request_acceptance_adds_up_to_the_counter_delta(spec_server: VllmServer) -> None:
+    """Each response's metrics.speculative_decoding, summed over a concurrent level (streamed)
+    and over plain calls, equals the /metrics counter delta of the same requests."""
+    if not compat.supports("per_request_spec_decode_metrics"):
+        pytest.skip(compat.label("per_request_spec_decode_metrics"))
+    from concurrent.futures import ThreadPoolExecutor
+
+    from helpers.common.counters import counters_of
+    from helpers.common.prompts import as_messages
+    from helpers.serving.bench import bench_prompts, reconcile_per_request, run_level
+    from helpers.serving.clients import response_acceptance
+
+    prompts = bench_prompts(4)
+    run = run_level(spec_server.base_url, spec_server.model, prompts, 4, 4, max_tokens=32)
+    row = reconcile_per_request([run]).iloc[0]
+    assert row.with_acceptance == 4 and row.drafts_counters > 0
+    assert row.equal and row.per_position_equal, row
+    before = scrape_spec_counters(spec_server.base_url)
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        replies = list(
+            pool.map(
+                lambda p: chat(
+                    spec_server.base_url, spec_server.model, as_messages(p), max_tokens=24
+                ),
+                prompts,
+            )
+        )
+    delta = scrape_spec_counters(spec_server.base_url) - before
+    records = [response_acceptance(r) for r in replies]
+    assert all(r is not None for r in records)
+    assert counters_of(records) == delta, (records, delta)
