@@ -26,6 +26,8 @@ def test_kv_bytes_per_token_from_the_config_and_the_dtype() -> None:
 def test_burst_size_overloads_the_plain_cache() -> None:
     cache = EngineStats(num_gpu_blocks=64, block_size=128)  # 8192 tokens: 9 requests of 896 fit
     assert capacity.burst_size(cache, 896) == 12  # ceil(1.25 * 8192 / 896)
+    with pytest.raises(ValueError, match="no KV cache size"):
+        capacity.burst_size(EngineStats(), 896)
 
 
 def test_burst_and_prefix_rows() -> None:

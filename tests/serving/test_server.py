@@ -259,6 +259,30 @@ def test_start_stop_and_atexit_hook_with_a_stand_in_server(tmp_path: Path) -> No
     )
 
 
+def stand_in(tmp_path: Path, name: str) -> VllmServer:
+    """A server stand-in: http.server answering GET /health from tmp_path."""
+    (tmp_path / "health").write_text("ok")
+    port = free_port()
+    argv = [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1"]
+    return VllmServer([*argv, "--directory", str(tmp_path)], port, name, "m")
+
+
+def test_start_together_starts_all_or_stops_all(tmp_path: Path) -> None:
+    pair = [stand_in(tmp_path, "together-a"), stand_in(tmp_path, "together-b")]
+    srv_mod.start_together(pair, timeout=30, progress=False)
+    try:
+        assert all(s.healthy() for s in pair)
+    finally:
+        stop_all()
+    dying = VllmServer(
+        [sys.executable, "-c", "raise SystemExit(4)"], free_port(), "together-x", "m"
+    )
+    alive = stand_in(tmp_path, "together-c")
+    with pytest.raises(RuntimeError, match="exited with code 4"):
+        srv_mod.start_together([alive, dying], timeout=30, progress=False)
+    assert not alive.alive and alive.group_processes() == [] and not port_in_use(alive.port)
+
+
 def test_a_server_keeps_its_processes_when_the_notebook_engine_is_in_process(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

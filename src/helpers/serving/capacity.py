@@ -97,6 +97,11 @@ def kv_budget_bytes(profile: Profile, tokens: int, gpu: bool | None = None) -> i
 
 def burst_size(cache: EngineStats, tokens_per_request: int) -> int:
     """Requests in a burst: BURST_OVERLOAD times what the cache holds at that length, rounded up."""
+    if cache.kv_tokens <= 0:
+        raise ValueError(
+            "burst_size: the server's /metrics gave no KV cache size (vllm:cache_config_info's "
+            "num_gpu_blocks and block_size)"
+        )
     return math.ceil(BURST_OVERLOAD * cache.kv_tokens / tokens_per_request)
 
 

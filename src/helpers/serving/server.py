@@ -68,6 +68,7 @@ __all__ = [
     "VllmServer",
     "make_server",
     "start_server",
+    "start_together",
     "running_servers",
     "stop_all",
 ]
@@ -584,6 +585,23 @@ def start_server(
 ) -> VllmServer:
     """make_server(profile, **server).start(): a healthy server on 127.0.0.1 (stop it with .stop())."""
     return make_server(profile, **server).start(timeout=timeout, progress=progress)
+
+
+def start_together(
+    servers: Sequence[VllmServer], timeout: float = START_TIMEOUT, progress: bool = True
+) -> None:
+    """Start several servers at once and return when all are healthy; if one fails, stop them all
+    and raise its error. Most of a start is each process importing vLLM on one core, so two starts
+    overlap well on two cores."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=len(servers), thread_name_prefix="start") as pool:
+        futures = [pool.submit(srv.start, timeout, progress) for srv in servers]
+    errors = [f.exception() for f in futures if f.exception() is not None]
+    if errors:
+        for srv in servers:
+            srv.stop()
+        raise errors[0]
 
 
 def running_servers() -> list[VllmServer]:
