@@ -32,13 +32,32 @@ QUOTED_IN: dict[str, str] = {
     vllm_names.TAU: "benchmarks/serve.py",
     vllm_names.ACCEPTANCE_RATE: "benchmarks/serve.py",
     vllm_names.PER_POSITION_RATES: "benchmarks/serve.py",
+    vllm_names.PREFIX_CACHE_QUERIES_METRIC: "v1/metrics/loggers.py",
+    vllm_names.PREFIX_CACHE_HITS_METRIC: "v1/metrics/loggers.py",
+    vllm_names.NUM_PREEMPTIONS_METRIC: "v1/metrics/loggers.py",
+    vllm_names.NUM_RUNNING_METRIC: "v1/metrics/loggers.py",
+    vllm_names.NUM_WAITING_METRIC: "v1/metrics/loggers.py",
+    vllm_names.KV_CACHE_USAGE_METRIC: "v1/metrics/loggers.py",
+    vllm_names.CACHE_CONFIG_INFO_METRIC: "v1/metrics/loggers.py",
+    vllm_names.NUM_GPU_BLOCKS_LABEL: "config/cache.py",
+    vllm_names.BLOCK_SIZE_LABEL: "config/cache.py",
 }
-#: The per-request names, which vLLM 0.31 added: (name, file, how the file spells it).
+#: Names the GPU stack's older vLLM lacks (per-request acceptance, the block-drop switch): (name,
+#: file, how the file spells it), checked in the installed vLLM.
 PER_REQUEST_IN: tuple[tuple[str, str, str], ...] = (
     (vllm_names.PER_REQUEST_METRICS_ARG, "engine/arg_utils.py", r"\b{}\s*:"),
     (vllm_names.PER_REQUEST_METRICS_ARG, "config/observability.py", r"\b{}\s*:"),
     (vllm_names.PER_REQUEST_SUMMARY, "config/observability.py", r'Literal\[[^\]]*"{}"'),
     (vllm_names.OUTPUT_METRICS_ATTR, "outputs.py", r"\b{}\s*:"),
+    (
+        vllm_names.RESPONSE_METRICS_KEY,
+        "entrypoints/openai/chat_completion/protocol.py",
+        r"\b{}\s*:",
+    ),
+    (vllm_names.RESPONSE_SPEC_KEY, "entrypoints/generate/base/protocol.py", r"\b{}\s*:"),
+    (vllm_names.HISTOGRAM_KEY, "v1/metrics/stats.py", r'"{}"'),
+    (vllm_names.RESPONSE_DRAFT_TOKENS_KEY, "v1/metrics/stats.py", r'"{}"'),
+    (vllm_names.DISABLE_EAGLE_BLOCK_DROP, "config/speculative.py", r"\b{}\s*:"),
 )
 #: What observability.PROMQL and TAU_ALERT read before they were built from vllm_names.
 PROMQL_BEFORE = {

@@ -1,4 +1,4 @@
-"""helpers.engine.plugin: the vllm.general_plugins entry point applies the #55005 fix, and only it."""
+"""helpers.engine.plugin: the vllm.general_plugins entry point applies its two fixes, and only them."""
 
 from __future__ import annotations
 
@@ -9,9 +9,10 @@ from helpers.engine import plugin
 
 def test_register_reports_the_fix() -> None:
     done = plugin.register()
-    assert set(done) == {"vllm_issue_55005"}
-    assert done["vllm_issue_55005"] in {"patched", "not needed here"}
-    assert plugin.register()["vllm_issue_55005"] == "not needed here"  # idempotent: already fixed
+    assert set(done) == {"vllm_issue_55005", "stream_records"}
+    assert all(what in {"patched", "not needed here"} for what in done.values()), done
+    again = plugin.register()  # idempotent: already fixed
+    assert again == {"vllm_issue_55005": "not needed here", "stream_records": "not needed here"}
 
 
 def test_entry_point_points_to_register() -> None:

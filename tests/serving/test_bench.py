@@ -113,7 +113,7 @@ def test_interleaved_runs_alternate_modes_and_repeat_every_level(
 
     calls = []
 
-    def fake_level(url, model, prompts, c, n, max_tokens, limit, mode, procs):
+    def fake_level(url, model, prompts, c, n, max_tokens, limit, mode, procs, ignore_eos=True):
         calls.append((mode, c))
         return bench.LevelRun(mode, c, [], 1.0, 0, SpecCounters(2, 6, 3, (2, 1, 0)))
 
@@ -138,3 +138,57 @@ def test_interleaved_runs_alternate_modes_and_repeat_every_level(
     assert pooled.spec_decode_num_drafts.tolist() == [4, 4]
     assert pooled.tau_min.tolist() == pooled.tau_max.tolist() == [2.5, 2.5]
     assert pooled.repeats.tolist() == [2, 2]
+
+
+# ---------------------------------------------------------------- per-request records and new columns
+
+
+def _stream(start: float, latency: float, hist: tuple[int, ...] | None, tokens: int = 9):
+    """A finished streamed request: sent at `start`, `latency` s long, with an acceptance record."""
+    from helpers.common.counters import RequestAcceptance
+    from helpers.serving.clients import StreamResult
+
+    return StreamResult(
+        output_tokens=tokens,
+        prompt_tokens=20,
+        ttft=0.1,
+        latency=latency,
+        first_token_at=start + 0.1,
+        last_token_at=start + latency,
+        started_at=start,
+        finish_reason="stop",
+        acceptance=None if hist is None else RequestAcceptance(hist, 3 * sum(hist)),
+    )
+
+
+def test_records_add_up_to_the_counters_or_say_they_do_not() -> None:
+    from helpers.common.counters import SpecCounters
+    from helpers.serving import bench
+
+    a, b = _stream(0.0, 1.0, (1, 0, 1, 2)), _stream(0.0, 2.0, (2, 1, 0, 0))
+    # a: 4 steps, 8 accepted, per position (3, 3, 2); b: 3 steps, 1 accepted, (1, 0, 0)
+    counters = SpecCounters(7, 21, 9, (4, 3, 2))
+    run = bench.LevelRun("spec", 2, [a, b], 2.0, 0, counters)
+    row = bench.reconcile_per_request([run]).iloc[0]
+    assert row.equal and row.per_position_equal and row.accepted_requests == 9
+    off = bench.LevelRun("spec", 2, [a, b], 2.0, 0, SpecCounters(8, 24, 9, (4, 3, 2)))
+    assert not bench.reconcile_per_request([off]).equal.iloc[0]  # one step the records missed
+    bare = bench.LevelRun("spec", 2, [_stream(0, 1, None), _stream(0, 1, None)], 1.0, 0, counters)
+    row = bench.reconcile_per_request([bare]).iloc[0]
+    assert not row.equal and row.with_acceptance == 0 and row.drafts_requests != row.drafts_requests
+    assert bench.per_request([run, bare]) == {2: [a.acceptance, b.acceptance]}
+
+
+def test_level_row_measures_in_flight_and_user_speed() -> None:
+    from helpers.common.counters import SpecCounters
+    from helpers.serving import bench
+
+    # two slots, 2 s of wall time; the slots were busy 2.0 + 1.0 s: 1.5 requests in flight on average
+    res = [_stream(0.0, 2.0, (1, 0, 1, 2)), _stream(0.0, 1.0, (2, 1, 0, 0), tokens=5)]
+    row = bench.LevelRun("spec", 2, res, 2.0, 0, SpecCounters(7, 21, 9, (4, 3, 2))).row()
+    assert row["mean_in_flight"] == pytest.approx(1.5)
+    assert row["per_user_tok_s"] == pytest.approx(
+        sorted(r.user_tok_s for r in res)[0] / 2 + sorted(r.user_tok_s for r in res)[1] / 2
+    )
+    assert row["finished_naturally"] == 1.0 and row["length"] == bench.FORCED
+    assert row["per_request_acceptance"] == 2 and row["mean_output_tokens"] == 7

@@ -176,3 +176,85 @@ def test_chat_payload_passes_extra_keys() -> None:
         "stream": False,
         "ignore_eos": True,
     }
+
+
+# ---------------------------------------------------------------- per-request acceptance, engine stats
+
+
+SPEC_BLOCK = {
+    "mean_acceptance_length": 3.0,
+    "draft_acceptance_rate": 2 / 3,
+    "acceptance_histogram": [1, 0, 1, 2],
+    "num_spec_steps": 4,
+    "num_accepted_draft_tokens": 8,
+    "num_draft_tokens": 12,
+    "num_spec_tokens": 3,
+    "per_step_accepted": None,
+    "per_step_drafted": None,
+}
+
+
+def test_response_acceptance_reads_the_servers_record() -> None:
+    from helpers.serving.clients import response_acceptance
+
+    acc = response_acceptance({"choices": [], "metrics": {"speculative_decoding": SPEC_BLOCK}})
+    assert acc is not None and acc.histogram == (1, 0, 1, 2) and acc.num_draft_tokens == 12
+    # the record's own summary agrees with the counters built from its histogram
+    stats = acceptance_stats(acc.counters)
+    assert stats["spec_decode_acceptance_length"] == SPEC_BLOCK["mean_acceptance_length"]
+    assert acc.counters.accepted_per_pos == (3, 3, 2)
+    assert response_acceptance({"choices": []}) is None  # a vLLM without the flag
+    assert response_acceptance({"metrics": {"speculative_decoding": None}}) is None
+
+
+def test_the_final_usage_chunk_brings_the_requests_acceptance() -> None:
+    final = {**usage(12, 3), "metrics": {"speculative_decoding": SPEC_BLOCK}}
+    r = result_from_events(
+        [(10.2, chunk("a")), (10.3, chunk("bc", finish="length")), (10.35, final)], start=10.0
+    )
+    assert r.acceptance is not None and r.acceptance.histogram == (1, 0, 1, 2)
+    assert r.started_at == 10.0 and r.finished_at == pytest.approx(10.35)
+    assert r.user_tok_s == pytest.approx(1 / r.tpot)
+    plain = result_from_events([(10.2, chunk("a")), (10.3, usage(12, 1))], start=10.0)
+    assert plain.acceptance is None and plain.user_tok_s == 0.0
+
+
+ENGINE = """\
+# HELP vllm:num_requests_running Number of requests in model execution batches.
+# TYPE vllm:num_requests_running gauge
+vllm:num_requests_running{engine="0",model_name="m"} 3.0
+# TYPE vllm:num_requests_waiting gauge
+vllm:num_requests_waiting{engine="0",model_name="m"} 2.0
+# TYPE vllm:num_requests_waiting_by_reason gauge
+vllm:num_requests_waiting_by_reason{engine="0",model_name="m",reason="capacity"} 7.0
+# TYPE vllm:kv_cache_usage_perc gauge
+vllm:kv_cache_usage_perc{engine="0",model_name="m"} 0.5
+# TYPE vllm:prefix_cache_queries_total counter
+vllm:prefix_cache_queries_total{engine="0",model_name="m"} 400.0
+# TYPE vllm:prefix_cache_queries_created gauge
+vllm:prefix_cache_queries_created{engine="0",model_name="m"} 1.79e+09
+# TYPE vllm:prefix_cache_hits_total counter
+vllm:prefix_cache_hits_total{engine="0",model_name="m"} 256.0
+# TYPE vllm:num_preemptions_total counter
+vllm:num_preemptions_total{engine="0",model_name="m"} 1.0
+# TYPE vllm:cache_config_info gauge
+vllm:cache_config_info{block_size="128",engine="0",num_gpu_blocks="56",enable_prefix_caching="True"} 1.0
+# TYPE vllm:e2e_request_latency_seconds histogram
+vllm:e2e_request_latency_seconds_bucket{engine="0",le="0.3",model_name="m"} 4.0
+"""
+
+
+def test_engine_stats_from_metrics_text() -> None:
+    from helpers.serving.clients import EngineStats, engine_stats_from_text
+
+    page = ENGINE + METRICS.split("\n", 3)[3]  # METRICS without its own running gauge
+    s = engine_stats_from_text(page)
+    assert (s.running, s.waiting, s.kv_cache_usage, s.preemptions) == (3, 2, 0.5, 1)
+    assert (s.num_gpu_blocks, s.block_size, s.kv_tokens) == (56, 128, 56 * 128)
+    assert s.prefix_hit_rate == pytest.approx(256 / 400)
+    delta = s - EngineStats(prefix_cache_queries=100, prefix_cache_hits=56, preemptions=1)
+    assert (delta.prefix_cache_queries, delta.prefix_cache_hits, delta.preemptions) == (300, 200, 0)
+    assert delta.running == 3 and delta.num_gpu_blocks == 56  # gauges as at the later scrape
+    assert EngineStats().prefix_hit_rate != EngineStats().prefix_hit_rate  # NaN: nothing looked up
+    # the spec-decode parser still reads its counters from the same page
+    assert spec_counters_from_text(page).num_drafts == 100

@@ -142,6 +142,37 @@ def test_shape_profile_serves_random_weights_with_qwens_tokenizer() -> None:
         launch_command(missing, k=3, gpu=True)
 
 
+def test_per_request_flag_where_this_vllm_has_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    tiny = load_profile("tiny")
+    flag = "--per-request-spec-decode-metrics"
+    monkeypatch.setitem(compat._PROBES, "per_request_spec_decode_metrics", lambda: True)
+    assert srv_mod.per_request_flags() == ([flag, "summary"], [])
+    spec = launch_command(tiny, k=3, gpu=False)
+    assert spec[spec.index(flag) + 1] == "summary"
+    assert flag not in launch_command(tiny, k=0, gpu=False)  # a plain server has nothing to record
+    monkeypatch.setitem(compat._PROBES, "per_request_spec_decode_metrics", lambda: False)
+    flags, lines = srv_mod.per_request_flags()
+    assert flags == [] and lines == [
+        "this vLLM has no per_request_spec_decode_metrics: no per-request acceptance, so no intervals"
+    ]
+    assert flag not in launch_command(tiny, k=3, gpu=False)
+
+
+def test_spec_extra_and_engine_overrides_reach_the_command() -> None:
+    tiny = load_profile("tiny")
+    argv = launch_command(
+        tiny, k=3, gpu=False, spec_extra={"disable_eagle_block_drop": True}, kv_cache_memory_bytes=7
+    )
+    config = json.loads(argv[argv.index("--speculative-config") + 1])
+    assert config["disable_eagle_block_drop"] is True and config["num_speculative_tokens"] == 3
+    assert argv[argv.index("--kv-cache-memory-bytes") + 1] == "7"  # the override, not 512 MiB
+    assert argv.count("--kv-cache-memory-bytes") == 1
+    short = serve_command(tiny, short_form=True, spec_extra={"disable_eagle_block_drop": True})
+    assert json.loads(short[short.index("--speculative-config") + 1]) == {
+        "disable_eagle_block_drop": True
+    }
+
+
 def test_entry_point_translation() -> None:
     argv = ["vllm", "serve", "data/tiny-qwen3-moe", "-tp", "1", "--port", "9"]
     module = entry_point_argv(argv, use_console_script=False)
@@ -226,6 +257,30 @@ def test_start_stop_and_atexit_hook_with_a_stand_in_server(tmp_path: Path) -> No
         and not port_in_use(port)
         and server not in srv_mod.running_servers()
     )
+
+
+def stand_in(tmp_path: Path, name: str) -> VllmServer:
+    """A server stand-in: http.server answering GET /health from tmp_path."""
+    (tmp_path / "health").write_text("ok")
+    port = free_port()
+    argv = [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1"]
+    return VllmServer([*argv, "--directory", str(tmp_path)], port, name, "m")
+
+
+def test_start_together_starts_all_or_stops_all(tmp_path: Path) -> None:
+    pair = [stand_in(tmp_path, "together-a"), stand_in(tmp_path, "together-b")]
+    srv_mod.start_together(pair, timeout=30, progress=False)
+    try:
+        assert all(s.healthy() for s in pair)
+    finally:
+        stop_all()
+    dying = VllmServer(
+        [sys.executable, "-c", "raise SystemExit(4)"], free_port(), "together-x", "m"
+    )
+    alive = stand_in(tmp_path, "together-c")
+    with pytest.raises(RuntimeError, match="exited with code 4"):
+        srv_mod.start_together([alive, dying], timeout=30, progress=False)
+    assert not alive.alive and alive.group_processes() == [] and not port_in_use(alive.port)
 
 
 def test_a_server_keeps_its_processes_when_the_notebook_engine_is_in_process(
@@ -366,3 +421,37 @@ def test_short_form_serves_the_drafter_dir_and_stops_cleanly() -> None:
     finally:
         server.stop()
     assert server.group_processes() == [] and not port_in_use(server.port) and not server.alive
+
+
+@pytest.mark.vllm
+def test_per_request_acceptance_adds_up_to_the_counter_delta(spec_server: VllmServer) -> None:
+    """Each response's metrics.speculative_decoding, summed over a concurrent level (streamed)
+    and over plain calls, equals the /metrics counter delta of the same requests."""
+    if not compat.supports("per_request_spec_decode_metrics"):
+        pytest.skip(compat.label("per_request_spec_decode_metrics"))
+    from concurrent.futures import ThreadPoolExecutor
+
+    from helpers.common.counters import counters_of
+    from helpers.common.prompts import as_messages
+    from helpers.serving.bench import bench_prompts, reconcile_per_request, run_level
+    from helpers.serving.clients import response_acceptance
+
+    prompts = bench_prompts(4)
+    run = run_level(spec_server.base_url, spec_server.model, prompts, 4, 4, max_tokens=32)
+    row = reconcile_per_request([run]).iloc[0]
+    assert row.with_acceptance == 4 and row.drafts_counters > 0
+    assert row.equal and row.per_position_equal, row
+    before = scrape_spec_counters(spec_server.base_url)
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        replies = list(
+            pool.map(
+                lambda p: chat(
+                    spec_server.base_url, spec_server.model, as_messages(p), max_tokens=24
+                ),
+                prompts,
+            )
+        )
+    delta = scrape_spec_counters(spec_server.base_url) - before
+    records = [response_acceptance(r) for r in replies]
+    assert all(r is not None for r in records)
+    assert counters_of(records) == delta, (records, delta)

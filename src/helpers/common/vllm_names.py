@@ -33,6 +33,20 @@ __all__ = [
     "PER_REQUEST_METRICS_ARG",
     "PER_REQUEST_SUMMARY",
     "OUTPUT_METRICS_ATTR",
+    "RESPONSE_METRICS_KEY",
+    "RESPONSE_SPEC_KEY",
+    "HISTOGRAM_KEY",
+    "RESPONSE_DRAFT_TOKENS_KEY",
+    "PREFIX_CACHE_QUERIES_METRIC",
+    "PREFIX_CACHE_HITS_METRIC",
+    "NUM_PREEMPTIONS_METRIC",
+    "NUM_RUNNING_METRIC",
+    "NUM_WAITING_METRIC",
+    "KV_CACHE_USAGE_METRIC",
+    "CACHE_CONFIG_INFO_METRIC",
+    "NUM_GPU_BLOCKS_LABEL",
+    "BLOCK_SIZE_LABEL",
+    "DISABLE_EAGLE_BLOCK_DROP",
 ]
 
 # ------------------------------------------------ Prometheus metrics (v1/spec_decode/metrics.py)
@@ -85,3 +99,40 @@ PER_REQUEST_METRICS_ARG = "per_request_spec_decode_metrics"
 PER_REQUEST_SUMMARY = "summary"
 #: Where a finished CompletionOutput carries that record (outputs.py).
 OUTPUT_METRICS_ATTR = "spec_decode_metrics"
+
+# ------------------- per-request acceptance in a server's response (entrypoints/generate/base/protocol.py)
+
+#: The response's (and the final streaming usage chunk's) per-request block (PerRequestMetrics).
+RESPONSE_METRICS_KEY = "metrics"
+#: Inside it: the request's acceptance (SpeculativeDecodingMetrics), with the engine argument on.
+RESPONSE_SPEC_KEY = "speculative_decoding"
+#: Verify steps by number of accepted drafts, j = 0..k (v1/metrics/stats.py, `to_dict`).
+HISTOGRAM_KEY = "acceptance_histogram"
+#: Draft tokens the request proposed (v1/metrics/stats.py, `to_dict`).
+RESPONSE_DRAFT_TOKENS_KEY = "num_draft_tokens"
+
+# ----------------------------------------------- engine metrics on /metrics (v1/metrics/loggers.py)
+
+#: Counter: prompt tokens looked up in the prefix cache.
+PREFIX_CACHE_QUERIES_METRIC = "vllm:prefix_cache_queries"
+#: Counter: of those, tokens found there (whole blocks only).
+PREFIX_CACHE_HITS_METRIC = "vllm:prefix_cache_hits"
+#: Counter: requests pushed out of the KV cache to make room (recomputed later).
+NUM_PREEMPTIONS_METRIC = "vllm:num_preemptions"
+#: Gauge: requests in the running batch.
+NUM_RUNNING_METRIC = "vllm:num_requests_running"
+#: Gauge: requests waiting inside the server for a place in the batch.
+NUM_WAITING_METRIC = "vllm:num_requests_waiting"
+#: Gauge: share of the KV cache's blocks in use (a fraction 0..1, despite `perc`).
+KV_CACHE_USAGE_METRIC = "vllm:kv_cache_usage_perc"
+#: Gauge fixed at 1 whose labels are the cache config (CacheConfig.metrics_info, config/cache.py).
+CACHE_CONFIG_INFO_METRIC = "vllm:cache_config_info"
+#: Its label with the number of KV blocks the engine allocated.
+NUM_GPU_BLOCKS_LABEL = "num_gpu_blocks"
+#: Its label with the tokens per block.
+BLOCK_SIZE_LABEL = "block_size"
+
+# ------------------------- the EAGLE prefix-cache block drop (config/speculative.py; compat names who has it)
+
+#: `speculative_config` key that keeps the last matched prefix-cache block for EAGLE drafters.
+DISABLE_EAGLE_BLOCK_DROP = "disable_eagle_block_drop"

@@ -1,8 +1,8 @@
 """vLLM in-process: the `LLM` lifecycle (one engine at a time, visibly; inside this process on a
 CPU, with the guards that needs), runs on an engine
 (per-category acceptance, the lossless check, throughput, self-distillation), the pairing
-validator that runs before any weights load, the vLLM issue #55005 CPU fix and the
-`vllm.general_plugins` entry point that applies it, the installed vLLM's own EAGLE-3 code path
+validator that runs before any weights load, the vLLM issue #55005 CPU fix, the fix that keeps a
+streamed response's acceptance record, and the `vllm.general_plugins` entry point that applies them, the installed vLLM's own EAGLE-3 code path
 quoted from its source, and `compat`: every behaviour that depends on the vLLM version.
 """
 
@@ -15,4 +15,5 @@ __all__ = [
     "runs",
     "vllm_issue_55005",
     "vllm_source",
+    "vllm_stream_records",
 ]

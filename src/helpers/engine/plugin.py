@@ -7,7 +7,9 @@ fix. `VLLM_PLUGINS` filters them: unset loads all; set (comma-separated names), 
 `eagle3_workbook`. A plugin may run several times per process tree, so the fix is idempotent,
 and its errors are logged, never raised: a broken fix must not stop a run that does not need it.
 
-It carries one fix: vLLM issue #55005 (T > 0 speculative sampling on a CPU), a no-op with Triton (GPU).
+It carries two fixes: vLLM issue #55005 (T > 0 speculative sampling on a CPU), a no-op with Triton
+(GPU); and streamed responses that lose their request's acceptance record when the front end merges
+outputs (`helpers.engine.vllm_stream_records`), a no-op on a vLLM without per-request records.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import logging
 
 from helpers.engine.vllm_issue_55005 import patch_cpu_expand_kernel
+from helpers.engine.vllm_stream_records import patch_stream_records
 
 __all__ = [
     "register",
@@ -24,11 +27,15 @@ logger = logging.getLogger(__name__)
 
 
 def register() -> dict[str, str]:
-    """Apply the fix where needed; return what it did (one short phrase)."""
+    """Apply each fix where needed; return what each did (one short phrase)."""
     done = {}
-    try:
-        done["vllm_issue_55005"] = "patched" if patch_cpu_expand_kernel() else "not needed here"
-    except Exception as err:  # noqa: BLE001 - a plugin must not take the engine down
-        done["vllm_issue_55005"] = f"fix failed ({type(err).__name__}: {err})"
+    for name, fix in (
+        ("vllm_issue_55005", patch_cpu_expand_kernel),
+        ("stream_records", patch_stream_records),
+    ):
+        try:
+            done[name] = "patched" if fix() else "not needed here"
+        except Exception as err:  # noqa: BLE001 - a plugin must not take the engine down
+            done[name] = f"fix failed ({type(err).__name__}: {err})"
     logger.info("eagle3_workbook plugin: %s", done)
     return done

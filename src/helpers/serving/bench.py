@@ -2,8 +2,15 @@
 
 Like `vllm bench serve --max-concurrency C`, each level keeps C streaming requests in flight
 (a closed loop: a thread pool of C workers) over the same prompt list, with a fixed `max_tokens`
-and `ignore_eos` so both servers generate exactly the same number of tokens. Every level is
-bounded in requests and in time; with the CI environment variable set it sends fewer requests.
+and `ignore_eos` so both servers generate exactly the same number of tokens (or, with
+`ignore_eos=False`, each answer's natural length). Every level is bounded in requests and in time;
+with the CI environment variable set it sends fewer requests.
+
+While a level runs, an `observability.Scraper` samples the server's /metrics, so each level also
+records the spec-decode counter delta, the prefix-cache and preemption deltas, and the peaks of
+the running and waiting gauges; each streamed request carries its own acceptance where the server
+returns it (`clients.response_acceptance`), and the requests of a level add up to its counter
+delta exactly (`reconcile_per_request`).
 """
 
 from __future__ import annotations
@@ -22,10 +29,16 @@ from matplotlib.figure import Figure
 
 from helpers.common import vllm_names
 from helpers.common.ci import ci_scaled
-from helpers.common.counters import SpecCounters, acceptance_stats
+from helpers.common.counters import (
+    RequestAcceptance,
+    SpecCounters,
+    acceptance_stats,
+    counters_of,
+)
 from helpers.common.plotting import PALETTE, new_figure
 from helpers.common.prompts import as_messages, interleaved, load_prompts
-from helpers.serving.clients import StreamResult, scrape_spec_counters, stream_chat
+from helpers.serving.clients import EngineStats, StreamResult, stream_chat
+from helpers.serving.observability import Scraper
 
 __all__ = [
     "DEFAULT_CONCURRENCY",
@@ -33,6 +46,9 @@ __all__ = [
     "LEVEL_TIME_LIMIT",
     "REQUEST_TIMEOUT",
     "MODES",
+    "SAMPLE_EVERY",
+    "FORCED",
+    "NATURAL",
     "requests_for",
     "bench_prompts",
     "LevelRun",
@@ -44,6 +60,8 @@ __all__ = [
     "run_interleaved",
     "results_frame",
     "counters_frame",
+    "per_request",
+    "reconcile_per_request",
     "speedup_table",
     "crossing_concurrency",
     "crossing_statement",
@@ -56,6 +74,12 @@ DEFAULT_MAX_TOKENS = 128
 LEVEL_TIME_LIMIT = 120.0
 REQUEST_TIMEOUT = 120.0
 MODES = ("plain", "spec")
+#: Seconds between two /metrics samples while a level runs (peaks of the running/waiting gauges).
+SAMPLE_EVERY = 0.25
+#: A level's output length: exactly max_tokens per request (ignore_eos) ...
+FORCED = "forced"
+#: ... or each answer's own, ended by the model (at most max_tokens).
+NATURAL = "natural"
 
 
 def requests_for(concurrency: int) -> int:
@@ -82,16 +106,33 @@ class LevelRun:
     cpu_seconds: dict[str, float] = field(default_factory=dict)
     #: Which repetition of the level this was (run_interleaved repeats every level).
     repeat: int = 0
+    #: FORCED (ignore_eos: every request max_tokens long) or NATURAL (each answer's own length).
+    length: str = FORCED
+    #: Engine counters over the level (prefix cache, preemptions); gauges as at its end.
+    engine: EngineStats = field(default_factory=EngineStats)
+    #: Highest sampled running and waiting requests inside the server during the level.
+    peak_running: float = 0.0
+    peak_waiting: float = 0.0
+
+    @property
+    def acceptances(self) -> list[RequestAcceptance]:
+        """The per-request acceptance of every request that carried one."""
+        return [r.acceptance for r in self.results if r.acceptance is not None]
 
     def row(self) -> dict[str, float | int | str]:
-        """One tidy row: throughput, TTFT, TPOT and (for a drafter) acceptance length τ."""
+        """One tidy row: throughput, per-user speed, TTFT, TPOT, (for a drafter) acceptance
+        length τ, and what the server did meanwhile (prefix cache, preemptions, queue)."""
         res = self.results
         tokens = sum(r.output_tokens for r in res)
+        prompt_tokens = sum(r.prompt_tokens for r in res)
         ttft = np.array([r.ttft for r in res]) * 1000
         tpot = np.array([r.tpot for r in res if r.output_tokens > 1]) * 1000
+        per_user = [r.user_tok_s for r in res if r.output_tokens > 1]
         stats = acceptance_stats(self.counters)
+        busy = sum(r.latency for r in res)
         return {
             "mode": self.mode,
+            "length": self.length,
             "concurrency": self.concurrency,
             "repeat": self.repeat,
             "requests": len(res),
@@ -99,12 +140,24 @@ class LevelRun:
             "output_tokens": tokens,
             "duration_s": round(self.duration, 3),
             "output_tok_s": tokens / self.duration if self.duration > 0 else 0.0,
+            "per_user_tok_s": float(np.median(per_user)) if per_user else math.nan,
+            "mean_output_tokens": tokens / len(res) if res else math.nan,
+            "finished_naturally": sum(r.finish_reason == "stop" for r in res) / max(1, len(res)),
             "mean_ttft_ms": float(ttft.mean()) if len(ttft) else math.nan,
             "median_ttft_ms": float(np.median(ttft)) if len(ttft) else math.nan,
             "mean_tpot_ms": float(tpot.mean()) if len(tpot) else math.nan,
             "median_tpot_ms": float(np.median(tpot)) if len(tpot) else math.nan,
             "tokens_per_chunk": tokens / max(1, sum(r.chunks for r in res)),
             "acceptance_length": stats[vllm_names.TAU] if self.counters.num_drafts else math.nan,
+            "per_request_acceptance": len(self.acceptances),
+            "prompt_tokens": prompt_tokens,
+            "prefix_cache_queries": self.engine.prefix_cache_queries,
+            "prefix_cache_hits": self.engine.prefix_cache_hits,
+            "preemptions": self.engine.preemptions,
+            "peak_running": self.peak_running,
+            "peak_waiting": self.peak_waiting,
+            # time-averaged requests in flight (client side): request-seconds / wall seconds
+            "mean_in_flight": busy / self.duration if self.duration > 0 else 0.0,
             **{f"cpu_s_{role}": round(sec, 2) for role, sec in self.cpu_seconds.items()},
         }
 
@@ -139,8 +192,10 @@ def run_level(
     time_limit: float = LEVEL_TIME_LIMIT,
     mode: str = "spec",
     server_processes: Callable[[], Sequence[psutil.Process]] | None = None,
+    ignore_eos: bool = True,
 ) -> LevelRun:
-    """Send n_requests streaming requests, `concurrency` in flight; none starts after `time_limit` seconds."""
+    """Send n_requests streaming requests, `concurrency` in flight; none starts after `time_limit`
+    seconds. ignore_eos=True forces max_tokens per request; False lets each answer end itself."""
     deadline = time.perf_counter() + time_limit
 
     def one(i: int) -> StreamResult | None:
@@ -154,18 +209,18 @@ def run_level(
             max_tokens=max_tokens,
             temperature=0.0,
             timeout=REQUEST_TIMEOUT,
-            ignore_eos=True,
+            ignore_eos=ignore_eos,
         )
 
     processes = list(server_processes()) if server_processes else []
     cpu_before = cpu_by_role(processes)
-    before = scrape_spec_counters(base_url)
-    t0 = time.perf_counter()
-    with ThreadPoolExecutor(
-        max_workers=concurrency, thread_name_prefix=f"bench-c{concurrency}"
-    ) as pool:
-        outcomes = list(pool.map(one, range(n_requests)))
-    duration = time.perf_counter() - t0
+    with Scraper(base_url, interval=SAMPLE_EVERY) as scraper:
+        t0 = time.perf_counter()
+        with ThreadPoolExecutor(
+            max_workers=concurrency, thread_name_prefix=f"bench-c{concurrency}"
+        ) as pool:
+            outcomes = list(pool.map(one, range(n_requests)))
+        duration = time.perf_counter() - t0
     cpu = {k: v - cpu_before[k] for k, v in cpu_by_role(processes).items()} if processes else {}
     done = [r for r in outcomes if r is not None]
     return LevelRun(
@@ -174,8 +229,12 @@ def run_level(
         done,
         duration,
         len(outcomes) - len(done),
-        scrape_spec_counters(base_url) - before,
+        scraper.total,
         cpu,
+        length=FORCED if ignore_eos else NATURAL,
+        engine=scraper.engine_total,
+        peak_running=scraper.peak("running"),
+        peak_waiting=scraper.peak("waiting"),
     )
 
 
@@ -231,12 +290,14 @@ def run_interleaved(
     repeats: int = 3,
     time_limit: float = LEVEL_TIME_LIMIT,
     progress: bool = True,
+    ignore_eos: bool = True,
 ) -> list[LevelRun]:
     """Every level `repeats` times on servers that are all up, alternating which mode goes first.
 
     `servers` maps a mode to a started server (base_url, model, group_processes). Interleaving
     spreads slow drifts of a shared machine (other work, thermal state) over both modes instead of
-    charging them to whichever ran second; the repeats give each figure a spread.
+    charging them to whichever ran second; the repeats give each figure a spread. ignore_eos=False
+    measures natural lengths (same prompts, each answer ends where the model ends it).
     """
     modes = list(servers)
     for srv in servers.values():
@@ -256,13 +317,14 @@ def run_interleaved(
                     time_limit,
                     mode,
                     srv.group_processes,
+                    ignore_eos,
                 )
                 run.repeat = rep
                 runs.append(run)
         if progress:
             done = [r.row() for r in runs if r.repeat == rep]
             print(
-                f"repeat {rep + 1}/{repeats}: "
+                f"{FORCED if ignore_eos else NATURAL} length, repeat {rep + 1}/{repeats}: "
                 + ", ".join(
                     f"{r['mode']} C={r['concurrency']} {r['output_tok_s']:.0f} tok/s" for r in done
                 )
@@ -280,8 +342,9 @@ def results_frame(*runs: Sequence[LevelRun]) -> pd.DataFrame:
 def counters_frame(runs: Sequence[LevelRun]) -> pd.DataFrame:
     """The spec-decode counter delta of each level (repeats pooled) with `vllm bench serve`'s keys.
 
-    The benchmark reads the server's `/metrics` counters, which pool every request, so there is no
-    request bootstrap here: with repeats, `tau_min` and `tau_max` give the range of τ over them.
+    The `/metrics` counters pool every request of a level; `tau_min` and `tau_max` give τ's range
+    over the repeats. Intervals over requests come from the per-request acceptance each response
+    carries (`per_request`), where the server returns it.
     """
     by_level: dict[int, list[SpecCounters]] = {}
     for run in runs:
@@ -301,6 +364,50 @@ def counters_frame(runs: Sequence[LevelRun]) -> pd.DataFrame:
                 **{f"position_{i}_rate": rate for i, rate in enumerate(per_pos)},
             }
         )
+    return pd.DataFrame(rows)
+
+
+def per_request(runs: Sequence[LevelRun]) -> dict[int, list[RequestAcceptance]]:
+    """Per concurrency level (repeats pooled): the acceptance of every request that carried one
+    (empty lists where the server returned none)."""
+    by_level: dict[int, list[RequestAcceptance]] = {}
+    for run in runs:
+        by_level.setdefault(run.concurrency, []).extend(run.acceptances)
+    return dict(sorted(by_level.items()))
+
+
+def reconcile_per_request(runs: Sequence[LevelRun]) -> pd.DataFrame:
+    """Per run: the requests' own acceptance added up next to the counter delta of the same span.
+
+    Each response's histogram counts that request's verify steps; the counters count every step of
+    every request; a level's requests are all the server did meanwhile, so the two agree exactly
+    (`equal`) wherever every request carried its acceptance. Without per-request data the
+    per-request columns are NaN and `equal` is False.
+    """
+    rows = []
+    for run in runs:
+        summed = counters_of(run.acceptances)
+        complete = bool(run.results) and len(run.acceptances) == len(run.results)
+        pairs = {
+            "drafts": (summed.num_drafts, run.counters.num_drafts),
+            "draft_tokens": (summed.num_draft_tokens, run.counters.num_draft_tokens),
+            "accepted": (summed.num_accepted_tokens, run.counters.num_accepted_tokens),
+        }
+        row: dict[str, Any] = {
+            "length": run.length,
+            "concurrency": run.concurrency,
+            "repeat": run.repeat,
+            "requests": len(run.results),
+            "with_acceptance": len(run.acceptances),
+        }
+        for name, (ours, theirs) in pairs.items():
+            row[f"{name}_requests"] = ours if complete else math.nan
+            row[f"{name}_counters"] = theirs
+        row["per_position_equal"] = complete and tuple(summed.accepted_per_pos) == tuple(
+            run.counters.accepted_per_pos
+        )
+        row["equal"] = complete and all(a == b for a, b in pairs.values())
+        rows.append(row)
     return pd.DataFrame(rows)
 
 

@@ -5,22 +5,29 @@ streams the same request and times it the way `vllm bench serve` does: TTFT = fi
 chunk − send; TPOT = (last token − first token) / (output tokens − 1). With speculative decoding
 one chunk may carry several tokens (a whole accepted draft), so inter-chunk latencies are *not*
 per-token latencies; output token counts come from the server's `usage`, not from chunks.
+
+A speculative server started with the per-request flag (`server.per_request_flags`) also returns
+each request's acceptance: `metrics.speculative_decoding` of a response, or of the final usage
+chunk of a stream (`stream_options.include_usage`); `response_acceptance` reads it. `/metrics`
+gives the counters (`scrape_spec_counters`) and the engine's other figures (`scrape_engine_stats`:
+prefix cache, preemptions, the running and waiting requests, the KV cache's size and use).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import shlex
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import requests
 from prometheus_client.parser import text_string_to_metric_families
 
 from helpers.common import vllm_names
-from helpers.common.counters import SpecCounters, counters_from_values
+from helpers.common.counters import RequestAcceptance, SpecCounters, counters_from_values
 
 __all__ = [
     "Messages",
@@ -30,6 +37,7 @@ __all__ = [
     "chat",
     "post_raw",
     "answer_text",
+    "response_acceptance",
     "curl_command",
     "StreamResult",
     "parse_sse_line",
@@ -38,11 +46,18 @@ __all__ = [
     "spec_counters_from_text",
     "scrape_metrics_text",
     "scrape_spec_counters",
+    "EngineStats",
+    "engine_stats_from_text",
+    "scrape_engine_stats",
+    "tokenize",
+    "COMPLETIONS_PATH",
+    "complete_tokens",
     "served_models",
 ]
 
 Messages = list[dict[str, str]]
 CHAT_PATH = "/v1/chat/completions"
+COMPLETIONS_PATH = "/v1/completions"
 DONE = "[DONE]"
 
 
@@ -108,6 +123,18 @@ def answer_text(response: dict[str, Any]) -> str:
     return response["choices"][0]["message"]["content"] or ""
 
 
+def response_acceptance(body: dict[str, Any]) -> RequestAcceptance | None:
+    """The request's acceptance a response (or final usage chunk) carries in
+    `metrics.speculative_decoding`; None where the server did not record it."""
+    spec = (body.get(vllm_names.RESPONSE_METRICS_KEY) or {}).get(vllm_names.RESPONSE_SPEC_KEY)
+    if not spec:
+        return None
+    return RequestAcceptance(
+        tuple(int(n) for n in spec[vllm_names.HISTOGRAM_KEY]),
+        int(spec[vllm_names.RESPONSE_DRAFT_TOKENS_KEY]),
+    )
+
+
 def curl_command(
     base_url: str,
     model: str,
@@ -146,6 +173,10 @@ class StreamResult:
     finish_reason: str | None = None
     first_token_at: float = 0.0
     last_token_at: float = 0.0
+    #: perf_counter() when the request was sent (first/last_token_at are on the same clock).
+    started_at: float = 0.0
+    #: The request's acceptance from the final usage chunk (None: not recorded by the server).
+    acceptance: RequestAcceptance | None = None
 
     @property
     def tpot(self) -> float:
@@ -153,6 +184,16 @@ class StreamResult:
         if self.output_tokens < 2:
             return 0.0
         return (self.last_token_at - self.first_token_at) / (self.output_tokens - 1)
+
+    @property
+    def user_tok_s(self) -> float:
+        """Decode speed this request's user sees: 1 / TPOT, in tokens per second (0 without one)."""
+        return 1 / self.tpot if self.tpot > 0 else 0.0
+
+    @property
+    def finished_at(self) -> float:
+        """perf_counter() when the last event arrived."""
+        return self.started_at + self.latency
 
     @property
     def output_tps(self) -> float:
@@ -198,7 +239,7 @@ def result_from_events(
     events: Iterable[tuple[float, dict[str, Any] | str]], start: float
 ) -> StreamResult:
     """Fold (arrival time, parsed SSE event) pairs of one request sent at `start` into a StreamResult."""
-    result = StreamResult()
+    result = StreamResult(started_at=start)
     parts: list[str] = []
     last = start
     for at, event in events:
@@ -223,6 +264,7 @@ def result_from_events(
         if usage:
             result.output_tokens = int(usage.get("completion_tokens") or 0)
             result.prompt_tokens = int(usage.get("prompt_tokens") or 0)
+            result.acceptance = response_acceptance(event) or result.acceptance
     result.text = "".join(parts)
     result.latency = last - start
     if result.output_tokens == 0:  # no usage chunk: fall back to one token per content chunk
@@ -257,11 +299,35 @@ def stream_chat(
 # ---------------------------------------------------------------- /metrics
 
 
+#: The metric names this module reads (and the `# TYPE`/`# HELP` lines that describe them).
+_READ = (
+    vllm_names.SPEC_DECODE_PREFIX,
+    vllm_names.PREFIX_CACHE_QUERIES_METRIC,
+    vllm_names.PREFIX_CACHE_HITS_METRIC,
+    vllm_names.NUM_PREEMPTIONS_METRIC,
+    vllm_names.NUM_RUNNING_METRIC,
+    vllm_names.NUM_WAITING_METRIC,
+    vllm_names.KV_CACHE_USAGE_METRIC,
+    vllm_names.CACHE_CONFIG_INFO_METRIC,
+)
+
+
+def _read_lines(text: str) -> str:
+    """Only the lines of the metrics read here: parsing all of /metrics (histogram buckets
+    included) would cost a scraping thread tens of milliseconds per scrape."""
+
+    def name(line: str) -> str:
+        parts = line.split()
+        return parts[2] if line.startswith("#") and len(parts) > 2 else line
+
+    return "\n".join(line for line in text.splitlines() if name(line).startswith(_READ)) + "\n"
+
+
 def spec_counters_from_text(text: str) -> SpecCounters:
     """SpecCounters from Prometheus text: `_total` samples summed over label sets, per-position by `position`."""
     values: dict[str, Any] = {}
     per_pos: dict[int, float] = {}
-    for family in text_string_to_metric_families(text):
+    for family in text_string_to_metric_families(_read_lines(text)):
         if not family.name.startswith(vllm_names.SPEC_DECODE_PREFIX) or family.type != "counter":
             continue  # vLLM also exports `…_created` timestamps (as gauges, with the same labels)
         for sample in family.samples:
@@ -290,6 +356,106 @@ def scrape_metrics_text(base_url: str, timeout: float = 10) -> str:
 def scrape_spec_counters(base_url: str, timeout: float = 10) -> SpecCounters:
     """The server's cumulative spec-decode counters now (all zero for a plain server)."""
     return spec_counters_from_text(scrape_metrics_text(base_url, timeout))
+
+
+@dataclass(frozen=True)
+class EngineStats:
+    """The engine's other figures on /metrics: counters (cumulative; differenced by `-`), gauges
+    (the value at the scrape; a difference keeps the later one) and the KV cache's size."""
+
+    prefix_cache_queries: float = 0.0
+    prefix_cache_hits: float = 0.0
+    preemptions: float = 0.0
+    running: float = 0.0
+    waiting: float = 0.0
+    kv_cache_usage: float = 0.0
+    num_gpu_blocks: int = 0
+    block_size: int = 0
+
+    def __sub__(self, before: EngineStats) -> EngineStats:
+        """Counters accumulated since `before`; gauges and the cache's size as now."""
+        return replace(
+            self,
+            prefix_cache_queries=self.prefix_cache_queries - before.prefix_cache_queries,
+            prefix_cache_hits=self.prefix_cache_hits - before.prefix_cache_hits,
+            preemptions=self.preemptions - before.preemptions,
+        )
+
+    @property
+    def prefix_hit_rate(self) -> float:
+        """Prompt tokens found in the prefix cache / prompt tokens looked up (NaN: none looked up)."""
+        if not self.prefix_cache_queries:
+            return math.nan
+        return self.prefix_cache_hits / self.prefix_cache_queries
+
+    @property
+    def kv_tokens(self) -> int:
+        """Tokens the KV cache holds: blocks × tokens per block."""
+        return self.num_gpu_blocks * self.block_size
+
+
+_ENGINE_FIELDS = {
+    vllm_names.PREFIX_CACHE_QUERIES_METRIC: "prefix_cache_queries",
+    vllm_names.PREFIX_CACHE_HITS_METRIC: "prefix_cache_hits",
+    vllm_names.NUM_PREEMPTIONS_METRIC: "preemptions",
+    vllm_names.NUM_RUNNING_METRIC: "running",
+    vllm_names.NUM_WAITING_METRIC: "waiting",
+    vllm_names.KV_CACHE_USAGE_METRIC: "kv_cache_usage",
+}
+
+
+def engine_stats_from_text(text: str) -> EngineStats:
+    """EngineStats from Prometheus text: each figure summed over label sets (engines), the KV
+    cache's blocks and block size from the labels of vllm:cache_config_info."""
+    values: dict[str, Any] = {}
+    for family in text_string_to_metric_families(_read_lines(text)):
+        if family.name == vllm_names.CACHE_CONFIG_INFO_METRIC:
+            for sample in family.samples[:1]:
+                labels = sample.labels
+                values["num_gpu_blocks"] = int(labels.get(vllm_names.NUM_GPU_BLOCKS_LABEL) or 0)
+                values["block_size"] = int(labels.get(vllm_names.BLOCK_SIZE_LABEL) or 0)
+            continue
+        field_name = _ENGINE_FIELDS.get(family.name)
+        if field_name is None:
+            continue
+        wanted = vllm_names.exported(family.name) if family.type == "counter" else family.name
+        values[field_name] = sum(s.value for s in family.samples if s.name == wanted)
+    return EngineStats(**values)
+
+
+def scrape_engine_stats(base_url: str, timeout: float = 10) -> EngineStats:
+    """The server's engine figures now (see EngineStats)."""
+    return engine_stats_from_text(scrape_metrics_text(base_url, timeout))
+
+
+def tokenize(base_url: str, model: str, text: str, timeout: float = 30) -> list[int]:
+    """Token ids of a raw text (no chat template), from the server's own tokenizer (POST /tokenize)."""
+    body = {"model": model, "prompt": text, "add_special_tokens": False}
+    response = requests.post(f"{base_url}/tokenize", json=body, timeout=timeout)
+    _raise_for_status(response)
+    return [int(t) for t in response.json()["tokens"]]
+
+
+def complete_tokens(
+    base_url: str,
+    model: str,
+    prompt_ids: list[int],
+    max_tokens: int,
+    timeout: float = 300,
+    **extra: Any,
+) -> dict[str, Any]:
+    """One non-streaming completion of a prompt given as token ids (exact prompt lengths), greedy;
+    the response JSON."""
+    payload = {
+        "model": model,
+        "prompt": prompt_ids,
+        "max_tokens": max_tokens,
+        "temperature": 0.0,
+        **extra,
+    }
+    response = requests.post(f"{base_url}{COMPLETIONS_PATH}", json=payload, timeout=timeout)
+    _raise_for_status(response)
+    return response.json()
 
 
 def served_models(base_url: str, timeout: float = 10) -> list[str]:

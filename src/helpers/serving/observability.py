@@ -15,20 +15,33 @@ the stored series. `Scraper` does the scraping here (a thread, one sample per `i
 `rate` here is Prometheus's without its extrapolation to the window's edges: the increase between
 the first and last sample inside the window over the time between them. τ is a ratio of two rates
 over the same samples, so extrapolation would cancel in it anyway.
+
+The log line counts what happened since the previous line and the server prints it every
+VLLM_LOG_STATS_INTERVAL seconds, so right after traffic stops the last interval is not in the log
+yet: `wait_for_spec_log` polls the log until its lines add up to the counters (or says, after a
+bounded wait, how far apart they still are) instead of sleeping for a time that assumes a speed.
+The server also logs its KV cache's size once at start (`kv_capacity_from_log`).
 """
 
 from __future__ import annotations
 
+import math
 import re
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pandas as pd
 
 from helpers.common import vllm_names
 from helpers.common.counters import SpecCounters, acceptance_stats
-from helpers.serving.clients import scrape_spec_counters
+from helpers.serving.clients import (
+    EngineStats,
+    engine_stats_from_text,
+    scrape_metrics_text,
+    spec_counters_from_text,
+)
 
 __all__ = [
     "PROMQL",
@@ -39,6 +52,11 @@ __all__ = [
     "alert_firing",
     "LOG_LINE",
     "spec_log_lines",
+    "LOG_POLL",
+    "wait_for_spec_log",
+    "KV_SIZE_LINE",
+    "MAX_CONCURRENCY_LINE",
+    "kv_capacity_from_log",
 ]
 
 
@@ -70,10 +88,12 @@ TAU_ALERT = f"""- alert: SpecDecodeAcceptanceDrop
 
 @dataclass(frozen=True)
 class Sample:
-    """One scrape: seconds since the scraper started, and the server's cumulative counters."""
+    """One scrape: seconds since the scraper started, the server's cumulative spec-decode counters,
+    and its other engine figures (prefix cache, preemptions, running/waiting gauges)."""
 
     t: float
     counters: SpecCounters
+    engine: EngineStats = field(default_factory=EngineStats)
 
 
 @dataclass
@@ -87,10 +107,15 @@ class Scraper:
     def _scrape(self) -> None:
         """Append one sample (a failed scrape is skipped, as Prometheus would)."""
         try:
-            counters = scrape_spec_counters(self.base_url)
+            text = scrape_metrics_text(self.base_url)
         except Exception:  # noqa: BLE001 - a missed scrape is a gap in the series, not an error
             return
-        self.samples.append(Sample(time.perf_counter() - self._t0, counters))
+        sample = Sample(
+            time.perf_counter() - self._t0,
+            spec_counters_from_text(text),
+            engine_stats_from_text(text),
+        )
+        self.samples.append(sample)
 
     def _loop(self) -> None:
         """Scrape until stopped."""
@@ -113,6 +138,16 @@ class Scraper:
     def total(self) -> SpecCounters:
         """Counter delta between the first and last sample: what a before/after pair measures."""
         return self.samples[-1].counters - self.samples[0].counters
+
+    @property
+    def engine_total(self) -> EngineStats:
+        """Engine counters between the first and last sample (gauges as at the last)."""
+        return self.samples[-1].engine - self.samples[0].engine
+
+    def peak(self, gauge: str) -> float:
+        """The highest value an EngineStats gauge ('running', 'waiting', 'kv_cache_usage') took
+        in any sample."""
+        return max(getattr(s.engine, gauge) for s in self.samples)
 
 
 def dashboard(samples: list[Sample], window: float) -> pd.DataFrame:
@@ -162,3 +197,46 @@ def spec_log_lines(log_text: str) -> pd.DataFrame:
         row["per_position"] = [float(x) for x in m["per_position"].split(",") if x.strip()]
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+#: Seconds between two reads of a server log while waiting for it to catch up.
+LOG_POLL = 0.2
+
+
+def wait_for_spec_log(log_path: Path, counters: SpecCounters, timeout: float) -> pd.DataFrame:
+    """The log's SpecDecoding lines once their accepted and drafted tokens add up to `counters`
+    (the server's counters since it started); raise after `timeout` seconds with how far apart
+    they are. The server prints a line per interval with drafts, so the wait is about one interval."""
+    deadline = time.perf_counter() + timeout
+    while True:
+        lines = spec_log_lines(log_path.read_text(errors="replace"))
+        accepted = int(lines.accepted.sum()) if len(lines) else 0
+        drafted = int(lines.drafted.sum()) if len(lines) else 0
+        if accepted >= counters.num_accepted_tokens and drafted >= counters.num_draft_tokens:
+            return lines
+        if time.perf_counter() > deadline:
+            raise TimeoutError(
+                f"{log_path.name}: after {timeout:.0f} s its {len(lines)} SpecDecoding lines cover "
+                f"{accepted} accepted / {drafted} drafted tokens, the counters "
+                f"{counters.num_accepted_tokens} / {counters.num_draft_tokens}: is the server "
+                f"logging at INFO with VLLM_LOG_STATS_INTERVAL shorter than the timeout?"
+            )
+        time.sleep(LOG_POLL)
+
+
+#: The KV cache's size the engine logs at start: one line, or two in older vLLMs (compat).
+KV_SIZE_LINE = re.compile(r"KV cache size: (?P<tokens>[\d,]+) tokens")
+MAX_CONCURRENCY_LINE = re.compile(
+    r"Maximum concurrency for (?P<max_model_len>[\d,]+) tokens per request: (?P<x>[\d.]+)x"
+)
+
+
+def kv_capacity_from_log(log_text: str) -> dict[str, float]:
+    """From a server log: the KV cache's size in tokens, max_model_len, and the 'maximum
+    concurrency' (sequences of max_model_len tokens the cache holds); NaN where not logged."""
+    size, conc = KV_SIZE_LINE.search(log_text), MAX_CONCURRENCY_LINE.search(log_text)
+    return {
+        "kv_cache_tokens": float(size["tokens"].replace(",", "")) if size else math.nan,
+        "max_model_len": float(conc["max_model_len"].replace(",", "")) if conc else math.nan,
+        "max_concurrency": float(conc["x"]) if conc else math.nan,
+    }

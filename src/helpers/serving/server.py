@@ -33,7 +33,12 @@ from helpers.common.envinfo import has_gpu
 from helpers.common.paths import LOGS_DIR, REPO_ROOT, build_path, local_dir
 from helpers.common.profiles import Profile
 from helpers.engine import compat
-from helpers.engine.lifecycle import IN_PROCESS_ENV, profile_engine_args, speculative_config
+from helpers.engine.lifecycle import (
+    IN_PROCESS_ENV,
+    PER_REQUEST_METRICS,
+    profile_engine_args,
+    speculative_config,
+)
 
 __all__ = [
     "HOST",
@@ -48,6 +53,7 @@ __all__ = [
     "shell_text",
     "serve_command_text",
     "engine_flags",
+    "per_request_flags",
     "launch_command",
     "model_name",
     "console_script_works",
@@ -62,6 +68,7 @@ __all__ = [
     "VllmServer",
     "make_server",
     "start_server",
+    "start_together",
     "running_servers",
     "stop_all",
 ]
@@ -86,9 +93,10 @@ _started_ports: set[int] = set()
 # ---------------------------------------------------------------- commands
 
 
-def spec_config_json(drafter: str, k: int) -> str:
-    """The `--speculative-config` JSON: the same dict the in-process engine gets, serialised."""
-    return json.dumps(speculative_config(drafter, k))
+def spec_config_json(drafter: str, k: int, extra: dict[str, Any] | None = None) -> str:
+    """The `--speculative-config` JSON: the same dict the in-process engine gets (plus `extra`
+    keys such as vllm_names.DISABLE_EAGLE_BLOCK_DROP), serialised."""
+    return json.dumps({**speculative_config(drafter, k), **(extra or {})})
 
 
 def _drafter_default_k(drafter_dir: Path) -> int | None:
@@ -127,6 +135,7 @@ def serve_command(
     port: int | None = None,
     short_form: bool = False,
     extra: Sequence[str] = (),
+    spec_extra: dict[str, Any] | None = None,
 ) -> list[str]:
     """argv of `vllm serve …` for a profile; k=None: the profile's k, k=0: plain (no drafter).
 
@@ -135,6 +144,7 @@ def serve_command(
     speculators config; a k different from the config's is passed as a `--speculative-config` override).
     Local models appear as repo-relative paths: the server runs with cwd = repo root. A profile
     with its own tokenizer folder (a shape profile: Qwen3's) adds `--tokenizer FOLDER`.
+    `spec_extra` adds keys to the speculative config (long form) or to the short form's override.
     """
     k = profile.num_speculative_tokens if k is None else k
     tp = int(profile.engine.get("tensor_parallel_size", 1))
@@ -148,12 +158,13 @@ def serve_command(
             _check_short_form(profile) or profile.num_speculative_tokens
         )  # hub drafter: the profile's k
         argv = ["vllm", "serve", profile.drafter, "-tp", str(tp)]
-        if k != default_k:
-            argv += ["--speculative-config", json.dumps({"num_speculative_tokens": k})]
+        override = ({"num_speculative_tokens": k} if k != default_k else {}) | (spec_extra or {})
+        if override:
+            argv += ["--speculative-config", json.dumps(override)]
     else:
         argv = ["vllm", "serve", profile.verifier, "-tp", str(tp)]
         if k:
-            argv += ["--speculative-config", spec_config_json(profile.drafter, k)]
+            argv += ["--speculative-config", spec_config_json(profile.drafter, k, spec_extra)]
     if profile.tokenizer is not None:  # a shape profile: Qwen3's tokenizer, built by make venv
         argv += ["--tokenizer", profile.tokenizer]
     if port is not None:
@@ -181,12 +192,22 @@ def _flag(name: str, value: Any) -> list[str]:
     return [flag, str(value)]
 
 
-def engine_flags(profile: Profile, gpu: bool | None = None, seed: int = 0) -> list[str]:
-    """CLI flags for the device defaults and the profile's engine args (tensor parallelism is in serve_command)."""
+def engine_flags(
+    profile: Profile, gpu: bool | None = None, seed: int = 0, **overrides: Any
+) -> list[str]:
+    """CLI flags for the device defaults, the profile's engine args and `overrides` (e.g.
+    kv_cache_memory_bytes; tensor parallelism is in serve_command)."""
     gpu = has_gpu() if gpu is None else gpu
-    args: dict[str, Any] = {**profile_engine_args(profile, gpu), "seed": seed}
+    args: dict[str, Any] = {**profile_engine_args(profile, gpu), "seed": seed, **overrides}
     args.pop("tensor_parallel_size", None)
     return [part for name, value in args.items() for part in _flag(name, value)]
+
+
+def per_request_flags() -> tuple[list[str], list[str]]:
+    """`--per-request-spec-decode-metrics summary` where this vLLM has it (every response then
+    carries its request's acceptance), and one line for each flag it lacks."""
+    kept, lines = compat.dropped_args(PER_REQUEST_METRICS)
+    return [part for name, value in kept.items() for part in _flag(name, value)], lines
 
 
 def launch_command(
@@ -196,15 +217,30 @@ def launch_command(
     served_model_name: str | None = None,
     short_form: bool = False,
     gpu: bool | None = None,
+    spec_extra: dict[str, Any] | None = None,
+    **engine: Any,
 ) -> list[str]:
-    """The full `vllm serve …` this workbook launches: serve_command + engine flags, loopback host, a stable model name."""
+    """The full `vllm serve …` this workbook launches: serve_command + engine flags (`engine`
+    overrides them), loopback host, a stable model name, and for a speculative server the
+    per-request acceptance flag where this vLLM has it (see `per_request_flags`)."""
     if profile.is_local:  # fail in one line here rather than as a hub lookup inside the server
         profile.verifier_path()
         profile.drafter_path()
         profile.tokenizer_path()
     name = served_model_name or model_name(profile)
-    extra = ["--host", HOST, *engine_flags(profile, gpu), "--served-model-name", name]
-    return serve_command(profile, k=k, port=port, short_form=short_form, extra=extra)
+    speculative = short_form or bool(profile.num_speculative_tokens if k is None else k)
+    per_request = per_request_flags()[0] if speculative else []
+    extra = [
+        "--host",
+        HOST,
+        *engine_flags(profile, gpu, **engine),
+        *per_request,
+        "--served-model-name",
+        name,
+    ]
+    return serve_command(
+        profile, k=k, port=port, short_form=short_form, extra=extra, spec_extra=spec_extra
+    )
 
 
 def model_name(profile: Profile) -> str:
@@ -509,18 +545,33 @@ def make_server(
     gpu: bool | None = None,
     use_console_script: bool | None = None,
     env: dict[str, str] | None = None,
+    spec_extra: dict[str, Any] | None = None,
+    **engine: Any,
 ) -> VllmServer:
     """A (not yet started) server for a profile: speculative unless k=0; port=None picks a free port.
 
-    `env` adds environment variables for the server process only (e.g. VLLM_LOG_STATS_INTERVAL).
+    `env` adds environment variables for the server process only (e.g. VLLM_LOG_STATS_INTERVAL);
+    `spec_extra` keys go into the speculative config, `engine` overrides engine flags (e.g.
+    kv_cache_memory_bytes). A speculative server on a vLLM without per-request acceptance says so
+    in one line.
     """
     k = profile.num_speculative_tokens if k is None else k
     name = name or ("spec" if k else "plain")
     port = free_port() if port is None else port
     served = model_name(profile)
     argv = launch_command(
-        profile, k=k, port=port, served_model_name=served, short_form=short_form, gpu=gpu
+        profile,
+        k=k,
+        port=port,
+        served_model_name=served,
+        short_form=short_form,
+        gpu=gpu,
+        spec_extra=spec_extra,
+        **engine,
     )
+    if k or short_form:
+        for line in per_request_flags()[1]:
+            print(f"make_server {name}: {line}")
     if short_form and "--speculative-config" in argv and not compat.supports("short_form_override"):
         print(
             f"make_server: this vLLM drops the short form's --speculative-config (fixed by vLLM "
@@ -534,6 +585,23 @@ def start_server(
 ) -> VllmServer:
     """make_server(profile, **server).start(): a healthy server on 127.0.0.1 (stop it with .stop())."""
     return make_server(profile, **server).start(timeout=timeout, progress=progress)
+
+
+def start_together(
+    servers: Sequence[VllmServer], timeout: float = START_TIMEOUT, progress: bool = True
+) -> None:
+    """Start several servers at once and return when all are healthy; if one fails, stop them all
+    and raise its error. Most of a start is each process importing vLLM on one core, so two starts
+    overlap well on two cores."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=len(servers), thread_name_prefix="start") as pool:
+        futures = [pool.submit(srv.start, timeout, progress) for srv in servers]
+    errors = [f.exception() for f in futures if f.exception() is not None]
+    if errors:
+        for srv in servers:
+            srv.stop()
+        raise errors[0]
 
 
 def running_servers() -> list[VllmServer]:

@@ -1,0 +1,219 @@
+"""Throughput against interactivity: a serving sweep read the way production picks a configuration
+(notebook 04), and the checks a serving benchmark must pass before its numbers mean anything.
+
+Every concurrency level of a sweep gives two numbers per mode: the total output tokens/s the server
+produced (what a GPU-hour buys) and the decode speed each user saw (tokens/s per user = 1 / TPOT,
+the median over requests). Raising concurrency buys total throughput with per-user speed, so each
+mode traces a curve; comparing the modes *at the same concurrency* mixes two user speeds. Reading
+both curves at the same per-user speed (linear interpolation between measured levels, never
+beyond them) gives the gain an operator gets for a fixed interactivity target.
+
+The checks (`validity_checks`), each computed from the run and printed with its result:
+
+* **repeats**: each level's repeats agree within REPEAT_SPREAD of their median total tokens/s;
+* **prefix cache**: the share of each mode's token work the prefix cache saved differs between
+  the modes by at most CACHE_SKEW (EAGLE drops the last matched block, so a cache-friendly
+  benchmark can favour plain decoding);
+* **queueing**: no request waited inside the server at any level (`vllm:num_requests_waiting`
+  sampled during the level): the server ran C requests at once, not fewer with a queue;
+* **waves**: the client kept at least WAVE_FILL of its C slots busy on average (request-seconds /
+  wall seconds): a level that is mostly ramp-up and drain measures a lower concurrency than C;
+* **preemptions**: the KV cache held every level without pushing a request out.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from helpers.common.plotting import PALETTE, new_figure
+
+__all__ = [
+    "REPEAT_SPREAD",
+    "CACHE_SKEW",
+    "WAVE_FILL",
+    "curves",
+    "gain_at_equal_speed",
+    "gain_statement",
+    "plot_interactivity",
+    "validity_checks",
+    "check_lines",
+]
+
+#: Repeats of a level must lie within this fraction of their median (total tokens/s).
+REPEAT_SPREAD = 0.05
+#: The prefix cache's saved share of token work may differ between modes by this much.
+CACHE_SKEW = 0.05
+#: Time-averaged requests in flight must reach this share of the level's concurrency.
+WAVE_FILL = 0.9
+
+
+def curves(results: pd.DataFrame) -> pd.DataFrame:
+    """Per mode and concurrency: median total output tok/s and median per-user tok/s over repeats."""
+    return (
+        results.groupby(["mode", "concurrency"])[["output_tok_s", "per_user_tok_s"]]
+        .median()
+        .reset_index()
+        .sort_values(["mode", "concurrency"], ignore_index=True)
+    )
+
+
+def _total_at(curve: pd.DataFrame, speed: float) -> float:
+    """A mode's total tok/s at a per-user speed, interpolated between its levels (NaN outside)."""
+    c = curve.sort_values("per_user_tok_s")
+    x, y = c.per_user_tok_s.to_numpy(), c.output_tok_s.to_numpy()
+    if len(x) == 0 or not (x.min() <= speed <= x.max()):
+        return math.nan
+    return float(np.interp(speed, x, y))
+
+
+def gain_at_equal_speed(curve: pd.DataFrame) -> pd.DataFrame:
+    """At every measured per-user speed that both modes cover: each mode's total tok/s there
+    (one measured, the other interpolated) and the gain spec / plain."""
+    by_mode = {m: curve[curve["mode"] == m] for m in ("plain", "spec")}
+    rows = []
+    for mode, other in (("plain", "spec"), ("spec", "plain")):
+        for _, level in by_mode[mode].iterrows():
+            speed = float(level.per_user_tok_s)
+            totals = {mode: float(level.output_tok_s), other: _total_at(by_mode[other], speed)}
+            if math.isnan(totals[other]):
+                continue
+            rows.append(
+                {
+                    "per_user_tok_s": speed,
+                    "measured": f"{mode} at concurrency {int(level.concurrency)}",
+                    "plain_tok_s": totals["plain"],
+                    "spec_tok_s": totals["spec"],
+                    "gain": totals["spec"] / totals["plain"],
+                }
+            )
+    columns = ["per_user_tok_s", "measured", "plain_tok_s", "spec_tok_s", "gain"]
+    frame = pd.DataFrame(rows, columns=columns)
+    return frame.sort_values("per_user_tok_s", ascending=False, ignore_index=True)
+
+
+def gain_statement(gains: pd.DataFrame, curve: pd.DataFrame) -> str:
+    """One sentence, computed: the gain at equal per-user speed, or why there is none to read."""
+    speeds = {m: curve[curve["mode"] == m].per_user_tok_s for m in ("plain", "spec")}
+    span = ", ".join(f"{m} {s.min():.0f}–{s.max():.0f}" for m, s in speeds.items())
+    if gains.empty:
+        return (
+            f"The two curves share no per-user speed (tok/s per user: {span}): this run cannot "
+            f"compare them at equal interactivity."
+        )
+    fast, slow = gains.iloc[0], gains.iloc[-1]
+    trend = (
+        f"{fast.gain:.2f}× at {fast.per_user_tok_s:.0f} tok/s per user ({fast.measured}) and "
+        f"{slow.gain:.2f}× at {slow.per_user_tok_s:.0f} ({slow.measured})"
+    )
+    if len(gains) == 1:
+        trend = f"{fast.gain:.2f}× at {fast.per_user_tok_s:.0f} tok/s per user ({fast.measured})"
+    above = int((gains.gain > 1).sum())
+    return (
+        f"At equal per-user speed the speculative server delivered {trend}; it served more "
+        f"tokens/s at {above} of the {len(gains)} shared speeds (per-user ranges: {span})."
+    )
+
+
+def plot_interactivity(curve: pd.DataFrame, gains: pd.DataFrame) -> Figure:
+    """Total output tok/s against tok/s per user, one curve per mode (points labelled with their
+    concurrency), and the equal-speed comparisons as vertical segments."""
+    fig, (ax,) = new_figure(width=7)
+    for mode in ("plain", "spec"):
+        sub = curve[curve["mode"] == mode].sort_values("concurrency")
+        ax.plot(
+            sub.per_user_tok_s,
+            sub.output_tok_s,
+            marker="o",
+            color=PALETTE[mode],
+            label=f"{mode} (median of repeats)",
+        )
+        for _, row in sub.iterrows():
+            ax.annotate(
+                f"C={int(row.concurrency)}",
+                (row.per_user_tok_s, row.output_tok_s),
+                textcoords="offset points",
+                xytext=(4, 4),
+                fontsize=8,
+                color=PALETTE[mode],
+            )
+    for i, row in gains.iterrows():
+        ax.plot(
+            [row.per_user_tok_s] * 2,
+            [row.plain_tok_s, row.spec_tok_s],
+            ls=":",
+            color="grey",
+            label="same user speed" if i == 0 else None,
+        )
+    ax.set(
+        xlabel="tokens/s per user (1 / TPOT, median over requests)",
+        ylabel="total output tokens/s",
+        title="throughput against interactivity",
+    )
+    ax.legend(fontsize=8)
+    return fig
+
+
+def _check(name: str, where: str, value: float, limit: str, holds: bool) -> dict[str, object]:
+    """One row of the validity table."""
+    return {"check": name, "where": where, "value": value, "limit": limit, "holds": bool(holds)}
+
+
+def validity_checks(results: pd.DataFrame) -> pd.DataFrame:
+    """The benchmark's checks (module docstring), one row per check and place, with its result."""
+    rows = []
+    for (mode, c), g in results.groupby(["mode", "concurrency"]):
+        where = f"{mode} C={c}"
+        tok = g.output_tok_s
+        spread = (tok.max() - tok.min()) / tok.median() if len(g) > 1 else 0.0
+        rows.append(
+            _check(
+                "repeats",
+                where,
+                spread,
+                f"≤ {REPEAT_SPREAD:.0%} of the median",
+                spread <= REPEAT_SPREAD,
+            )
+        )
+        rows.append(
+            _check("queueing", where, g.peak_waiting.max(), "0 waiting", g.peak_waiting.max() == 0)
+        )
+        fill = (g.mean_in_flight / c).min()
+        rows.append(
+            _check("waves", where, fill, f"≥ {WAVE_FILL:.0%} of C in flight", fill >= WAVE_FILL)
+        )
+        rows.append(
+            _check("preemptions", where, g.preemptions.sum(), "0", g.preemptions.sum() == 0)
+        )
+    work = results.prompt_tokens + results.requests * results.mean_output_tokens
+    saved = results.assign(saved=results.prefix_cache_hits / work)
+    for c, g in saved.groupby("concurrency"):
+        share = g.groupby("mode").saved.mean()
+        skew = abs(share.get("spec", 0.0) - share.get("plain", 0.0))
+        rows.append(
+            _check(
+                "prefix cache",
+                f"C={c}: saved plain {share.get('plain', 0.0):.1%}, spec {share.get('spec', 0.0):.1%}",
+                skew,
+                f"modes differ by ≤ {CACHE_SKEW:.0%} of token work",
+                skew <= CACHE_SKEW,
+            )
+        )
+    return pd.DataFrame(rows)
+
+
+def check_lines(checks: pd.DataFrame) -> list[str]:
+    """One printed line per kind of check: holds everywhere, or where it fails and by how much."""
+    lines = []
+    for name, g in checks.groupby("check", sort=False):
+        failed = g[~g.holds]
+        limit = g.limit.iloc[0]
+        if failed.empty:
+            lines.append(f"{name}: holds at all {len(g)} places ({limit})")
+        else:
+            where = "; ".join(f"{r.where}: {r.value:.3g}" for r in failed.itertuples())
+            lines.append(f"{name}: FAILS at {len(failed)} of {len(g)} ({limit}) — {where}")
+    return lines
