@@ -686,3 +686,10 @@ def test_cpu_head_sizes_match_the_installed_backend() -> None:
     from vllm.v1.attention.backends.cpu_attn import CPUAttentionBackend
 
     assert tuple(CPUAttentionBackend.get_supported_head_sizes()) == CPU_HEAD_SIZES
+
+
+def test_taps_left_to_vllms_default_are_a_warning(tiny_pair) -> None:
+    edit_config(tiny_pair.drafter, eagle_aux_hidden_state_layer_ids=None)
+    report = validate_pair(tiny_pair.verifier, tiny_pair.drafter)
+    assert report.codes() == ["aux_layers_defaulted"] and report.ok
+    assert "(2, 4, 5)" in report.problems[0].message and "50170" in report.problems[0].message

@@ -1067,11 +1067,25 @@ def check_d2t_values(d2t: Any, vocab: int) -> list[Problem]:
 def check_aux_layer_ids(
     verifier: dict[str, Any], drafter: dict[str, Any]
 ) -> tuple[tuple[int, ...] | None, list[Problem]]:
-    """6. Aux layer ids (drafter override, else (2, L//2, L-3)) must be distinct and < L."""
+    """6. Aux layer ids (drafter override, else (2, L//2, L-3)) must be distinct and < L.
+
+    A drafter that names no ids gets vLLM's default taps, whatever it was trained on: a warning
+    (vLLM PR #50170 measured a silent collapse to 1.2 % acceptance that way).
+    """
     try:
-        return aux_layers_for(verifier, drafter), []
+        layers = aux_layers_for(verifier, drafter)
     except ValueError as err:
         return None, [_error("aux_layers_invalid", str(err))]
+    if drafter_aux_layer_ids(drafter) is not None:
+        return layers, []
+    return layers, [
+        _warning(
+            "aux_layers_defaulted",
+            f"the drafter's config names no eagle_aux_hidden_state_layer_ids, so vLLM taps its "
+            f"default {layers}: if the drafter was trained on other layers, acceptance collapses "
+            f"without an error (vLLM PR #50170); pin the ids it was trained on",
+        )
+    ]
 
 
 def check_max_model_len(drafter: dict[str, Any], max_model_len: int | None) -> list[Problem]:
