@@ -1203,7 +1203,8 @@ def validate_pair(
         if report.aux_layers is not None:
             report.problems += check_tensors(v_cfg, d_cfg, weights)
         if _shape(weights, "d2t") is not None and not any(
-            p.code in ("d2t_shape_mismatch", "tensor_dtype_mismatch") for p in report.problems
+            p.code in ("d2t_shape_mismatch", "d2t_unexpected", "tensor_dtype_mismatch")
+            for p in report.problems
         ):  # values: local drafters only (hub: headers only)
             d2t = local_tensor(drafter, "d2t")
             if d2t is not None:
