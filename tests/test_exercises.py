@@ -1,6 +1,6 @@
-"""The exercises of notebooks 01-07, each variant run at CI size by calling the same helpers.
+"""The exercises of notebooks 01-08, each variant run at CI size by calling the same helpers.
 
-Every exercise in notebooks 01-07 is runnable by changing the parameters cell or by the code its
+Every exercise in notebooks 01-08 is runnable by changing the parameters cell or by the code its
 text shows; re-executing whole notebooks per variant would take many minutes, so these tests call
 the functions those cells call, with the exercise's arguments, at tiny sizes. One test starts a
 vLLM engine (marked `vllm`, about 20 s on 2 CPU cores); the rest run in seconds. Variants not run
@@ -14,7 +14,9 @@ here say why in the exercise text:
 - 05 ex. 3 (300 training steps) and τ of every trained variant (one engine start each): the
   variants train for two steps;
 - 07 ex. 1-3 and 6 (an n-gram engine per LOOKUP, 3,000 samples per side, POSITION = 0's samples, a
-  GPU with Model Runner V2) and ex. 5's 200 steps: ex. 4 and ex. 5's zero steps run here.
+  GPU with Model Runner V2) and ex. 5's 200 steps: ex. 4 and ex. 5's zero steps run here;
+- 08 ex. 2 and 3 (TEMPERATURE and N_PER_CATEGORY change what the notebook's engines run) and the
+  engines of ex. 1 and 4: the validator of ex. 1 and the schema and sampling of ex. 4 run here.
 """
 
 from __future__ import annotations
@@ -403,3 +405,32 @@ def test_07_ex5_zero_training_steps_saves_the_pruned_drafter_unchanged(tiny, tmp
     after, _ = load_drafter(tmp_path / "trained")
     assert all(torch.equal(before[k], v) for k, v in after.state_dict().items())
     assert validate_pair(tiny.verifier_path(), tmp_path / "trained").ok
+
+
+# ------------------------------------------------------------------------------------ notebook 08
+
+
+@needs_shipped
+def test_08_ex1_taps_one_layer_earlier_pass_the_validator(tiny, tmp_path) -> None:
+    """AUX_SHIFT = -1: still inside the verifier, so the validator has nothing to say."""
+    from helpers.engine.pairing import edited_copy, validate_pair
+
+    taps = validate_pair(tiny.verifier_path(), tiny.drafter_path()).aux_layers
+    earlier = edited_copy(
+        tiny.drafter_path(),
+        tmp_path / "earlier",
+        eagle_aux_hidden_state_layer_ids=[t - 1 for t in taps],
+    )
+    report = validate_pair(tiny.verifier_path(), earlier)
+    assert report.problems == [] and report.aux_layers == tuple(t - 1 for t in taps)
+
+
+def test_08_ex4_a_schema_in_your_own_field_order() -> None:
+    """The exercise's order builds a schema that requires every field, in that order."""
+    pytest.importorskip("vllm")
+    from helpers.analytics import mismatch
+
+    order = ("active", "name", "age", "city", "job", "pet", "id")
+    schema = mismatch.with_field_order(mismatch.RECORDS_SCHEMA, order)
+    params = mismatch.schema_sampling(32, schema)
+    assert params.structured_outputs.json["items"]["required"] == list(order)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import struct
 from pathlib import Path
 
 import huggingface_hub
@@ -13,6 +14,9 @@ from safetensors.torch import load_file, save_file
 
 from helpers.common.configs import read_config
 from helpers.engine.pairing import (
+    CPU_HEAD_SIZES,
+    EAGLE3_ARCHITECTURES,
+    HeaderError,
     PairingError,
     check_pair,
     local_tensor,
@@ -20,6 +24,8 @@ from helpers.engine.pairing import (
     validate_pair,
     weight_index,
 )
+from helpers.engine.vllm_source import model_class
+from tests.conftest import drafter_tensor_shapes
 
 # --------------------------------------------------------------------------- editing helpers
 
@@ -84,7 +90,7 @@ def test_healthy_pair_passes(tiny_pair) -> None:
         max_model_len=1024,
         verifier_name="data/tiny-qwen3-moe",
     )
-    assert report.ok and report.errors == []
+    assert report.ok and report.problems == []  # no error and no warning either
     assert report.aux_layers is not None and len(set(report.aux_layers)) == len(report.aux_layers)
 
 
@@ -305,3 +311,385 @@ def test_hub_config_offline_is_one_line(tiny_pair, monkeypatch) -> None:
     assert "\n" not in str(err.value)
     report = validate_pair(tiny_pair.verifier, "RedHatAI/some-speculator.eagle3")
     assert report.codes() == ["config_unavailable"]
+
+
+# --------------------------------------------------------------------------- every tensor
+
+
+def header_names(pair) -> list[str]:
+    """The tensor names in the drafter's safetensors header."""
+    return sorted(safetensors_header(pair.drafter / "model.safetensors"))
+
+
+def sole_error(report, code: str):
+    """The report's one and only problem, which must be the error `code`."""
+    assert report.codes() == [code], report.summary()
+    assert report.problems[0].severity == "error"
+    return report.problems[0]
+
+
+SHIPPED_TENSORS = [
+    n for n in drafter_tensor_shapes() if n not in ("fc.weight", "lm_head.weight")
+]  # fc and lm_head have their own checks (fc_in_features_mismatch, lm_head_rows_mismatch)
+
+
+@pytest.mark.parametrize("name", SHIPPED_TENSORS)
+def test_every_tensor_shape_is_checked(tiny_pair, name: str) -> None:
+    shape = list(safetensors_header(tiny_pair.drafter / "model.safetensors")[name]["shape"])
+    shape[-1] += 32  # one dimension off, as a hand-edited export would be
+    edit_weights(tiny_pair.drafter, **{name: torch.zeros(shape)})
+    problem = sole_error(
+        validate_pair(tiny_pair.verifier, tiny_pair.drafter), "tensor_shape_mismatch"
+    )
+    assert problem.message.startswith(f"{name} has shape {shape} but the config implies")
+
+
+@pytest.mark.parametrize("name", [n for n in drafter_tensor_shapes() if n != "lm_head.weight"])
+def test_every_required_tensor_must_be_there(tiny_pair, name: str) -> None:
+    edit_weights(tiny_pair.drafter, **{name: None})
+    report = validate_pair(tiny_pair.verifier, tiny_pair.drafter)
+    problem = sole_error(report, "fc_missing" if name == "fc.weight" else "tensor_missing")
+    assert name in problem.message
+
+
+def test_attention_shapes_follow_heads_times_head_dim(tiny_pair) -> None:
+    hidden, _, _ = sizes(tiny_pair)
+    layer = read_json(tiny_pair.drafter)["transformer_layer_config"]
+    heads, hd = layer["num_attention_heads"], layer["head_dim"]
+    # q_proj exported for one head too few: heads × head_dim rows are what vLLM builds
+    edit_weights(
+        tiny_pair.drafter,
+        **{"midlayer.self_attn.q_proj.weight": torch.zeros((heads - 1) * hd, 2 * hidden)},
+    )
+    problem = sole_error(
+        validate_pair(tiny_pair.verifier, tiny_pair.drafter), "tensor_shape_mismatch"
+    )
+    assert f"[{heads} heads × head_dim {hd}, 2 × hidden {hidden}]" in problem.message
+
+
+def test_kv_heads_in_the_config_disagree_with_the_weights(tiny_pair) -> None:
+    layer = read_json(tiny_pair.drafter)["transformer_layer_config"]
+    edit_layer_config(tiny_pair.drafter, num_key_value_heads=2 * layer["num_key_value_heads"])
+    report = validate_pair(tiny_pair.verifier, tiny_pair.drafter)
+    assert set(report.codes()) == {"tensor_shape_mismatch"}
+    named = sorted(p.message.split(" ")[0] for p in report.problems)
+    assert named == ["midlayer.self_attn.k_proj.weight", "midlayer.self_attn.v_proj.weight"]
+
+
+def test_a_tensor_vllm_has_no_parameter_for(tiny_pair) -> None:
+    hidden, _, _ = sizes(tiny_pair)
+    edit_weights(tiny_pair.drafter, **{"layers.1.mlp.up_proj.weight": torch.zeros(256, hidden)})
+    problem = sole_error(validate_pair(tiny_pair.verifier, tiny_pair.drafter), "tensor_unexpected")
+    assert (
+        "layers.1.mlp.up_proj.weight" in problem.message
+        and "no module or parameter" in problem.message
+    )
+
+
+def test_qwen3_norms_in_a_llama_drafter_are_unexpected(tiny_pair) -> None:
+    edit_weights(tiny_pair.drafter, **{"midlayer.self_attn.q_norm.weight": torch.ones(32)})
+    sole_error(validate_pair(tiny_pair.verifier, tiny_pair.drafter), "tensor_unexpected")
+
+
+def test_a_qwen3_drafter_needs_its_q_and_k_norms(tiny_pair) -> None:
+    edit_layer_config(tiny_pair.drafter, model_type="qwen3")
+    report = validate_pair(tiny_pair.verifier, tiny_pair.drafter)
+    assert report.codes() == ["tensor_missing", "tensor_missing"]
+    assert "q_norm" in report.problems[0].message and "k_norm" in report.problems[1].message
+    edit_weights(
+        tiny_pair.drafter,
+        **{f"midlayer.self_attn.{n}.weight": torch.ones(32) for n in ("q_norm", "k_norm")},
+    )
+    assert validate_pair(tiny_pair.verifier, tiny_pair.drafter).problems == []
+
+
+def test_a_bias_vllm_ignores_is_a_warning(tiny_pair) -> None:
+    hidden, _, _ = sizes(tiny_pair)
+    edit_weights(tiny_pair.drafter, **{"fc.bias": torch.zeros(hidden)})
+    report = validate_pair(tiny_pair.verifier, tiny_pair.drafter)
+    assert report.codes() == ["tensor_ignored"] and report.ok
+
+
+def test_input_norm_without_norm_before_fc_is_dropped_by_vllm(tiny_pair) -> None:
+    hidden, _, _ = sizes(tiny_pair)
+    edit_weights(tiny_pair.drafter, **{"input_norm.weight": torch.ones(3 * hidden)})
+    problem = sole_error(validate_pair(tiny_pair.verifier, tiny_pair.drafter), "tensor_ignored")
+    assert "norm_before_fc" in problem.message
+    edit_config(tiny_pair.drafter, norm_before_fc=True)
+    assert validate_pair(tiny_pair.verifier, tiny_pair.drafter).problems == []
+
+
+def test_integer_weights_are_named(tiny_pair) -> None:
+    hidden, _, _ = sizes(tiny_pair)
+    edit_weights(tiny_pair.drafter, **{"norm.weight": torch.ones(hidden, dtype=torch.int32)})
+    problem = sole_error(
+        validate_pair(tiny_pair.verifier, tiny_pair.drafter), "tensor_dtype_mismatch"
+    )
+    assert "norm.weight is I32" in problem.message
+
+
+def test_d2t_with_a_full_vocabulary(tiny_pair) -> None:
+    _, vocab, _ = sizes(tiny_pair)
+    edit_weights(tiny_pair.drafter, d2t=torch.zeros(vocab, dtype=torch.int64))
+    problem = sole_error(validate_pair(tiny_pair.verifier, tiny_pair.drafter), "d2t_unexpected")
+    assert "full_vocab_d2t" in problem.message
+
+
+def test_lm_head_may_be_shared_only_for_a_full_vocabulary(tiny_pair) -> None:
+    hidden, vocab, _ = sizes(tiny_pair)
+    edit_weights(tiny_pair.drafter, **{"lm_head.weight": None})
+    assert validate_pair(tiny_pair.verifier, tiny_pair.drafter).problems == []  # vLLM shares it
+    draft = vocab // 4
+    edit_config(tiny_pair.drafter, draft_vocab_size=draft)
+    edit_weights(
+        tiny_pair.drafter,
+        d2t=torch.zeros(draft, dtype=torch.int64),
+        t2d=torch.zeros(vocab, dtype=torch.bool),
+    )
+    sole_error(validate_pair(tiny_pair.verifier, tiny_pair.drafter), "lm_head_missing")
+
+
+def test_embed_tokens_is_optional_but_checked(tiny_pair) -> None:
+    hidden, vocab, _ = sizes(tiny_pair)
+    edit_weights(tiny_pair.drafter, **{"embed_tokens.weight": torch.zeros(vocab, hidden)})
+    assert validate_pair(tiny_pair.verifier, tiny_pair.drafter).problems == []
+    edit_weights(tiny_pair.drafter, **{"embed_tokens.weight": torch.zeros(vocab // 2, hidden)})
+    sole_error(validate_pair(tiny_pair.verifier, tiny_pair.drafter), "tensor_shape_mismatch")
+
+
+def test_layers_dot_zero_names_are_accepted(tiny_pair) -> None:
+    weights = load_file(str(tiny_pair.drafter / "model.safetensors"))
+    renamed = {n.replace("midlayer.", "layers.0."): t for n, t in weights.items()}
+    save_file(renamed, str(tiny_pair.drafter / "model.safetensors"))
+    assert validate_pair(tiny_pair.verifier, tiny_pair.drafter).problems == []
+
+
+# --------------------------------------------------------------------------- speculators format
+
+
+def test_layer_type_vllm_cannot_build(tiny_pair) -> None:
+    edit_layer_config(tiny_pair.drafter, model_type="mistral")
+    problem = sole_error(
+        validate_pair(tiny_pair.verifier, tiny_pair.drafter), "drafter_arch_unsupported"
+    )
+    assert "'mistral'" in problem.message and "llama, qwen3" in problem.message
+
+
+def test_a_non_speculators_drafter_is_checked_by_its_architecture(tiny_pair) -> None:
+    config = read_json(tiny_pair.drafter)
+    flat = {
+        **config["transformer_layer_config"],
+        "architectures": ["LlamaForCausalLMEagle3"],
+        "draft_vocab_size": config["draft_vocab_size"],
+        "target_hidden_size": config["target_hidden_size"],
+        "eagle_aux_hidden_state_layer_ids": config["eagle_aux_hidden_state_layer_ids"],
+    }
+    (tiny_pair.drafter / "config.json").write_text(json.dumps(flat))
+    assert validate_pair(tiny_pair.verifier, tiny_pair.drafter).problems == []
+    edit_config(tiny_pair.drafter, architectures=["MistralForCausalLMEagle3"])
+    problem = sole_error(
+        validate_pair(tiny_pair.verifier, tiny_pair.drafter), "drafter_arch_unsupported"
+    )
+    assert "'MistralForCausalLMEagle3'" in problem.message
+
+
+@pytest.mark.parametrize(
+    ("edit", "path"),
+    [
+        ({"proposal_methods": []}, "proposal_methods[0].speculative_tokens"),
+        ({"proposal_methods": [{"proposal_type": "greedy"}]}, "speculative_tokens"),
+        ({"verifier": {"architectures": ["Qwen3MoeForCausalLM"]}}, "verifier.name_or_path"),
+    ],
+)
+def test_speculators_fields_vllm_reads(tiny_pair, edit: dict, path: str) -> None:
+    config = read_json(tiny_pair.drafter)
+    edit_config(tiny_pair.drafter, speculators_config={**config["speculators_config"], **edit})
+    problem = sole_error(
+        validate_pair(tiny_pair.verifier, tiny_pair.drafter), "speculators_field_missing"
+    )
+    assert path in problem.message
+
+
+def test_speculators_type_without_speculators_config(tiny_pair) -> None:
+    edit_config(tiny_pair.drafter, speculators_config=None)
+    sole_error(validate_pair(tiny_pair.verifier, tiny_pair.drafter), "speculators_field_missing")
+
+
+def test_missing_transformer_layer_config(tiny_pair) -> None:
+    edit_config(tiny_pair.drafter, transformer_layer_config=None)
+    problem = sole_error(
+        validate_pair(tiny_pair.verifier, tiny_pair.drafter), "drafter_config_incomplete"
+    )
+    assert "transformer_layer_config" in problem.message
+
+
+def test_a_layer_size_left_to_llamas_default(tiny_pair) -> None:
+    config = read_json(tiny_pair.drafter)
+    del config["transformer_layer_config"]["intermediate_size"]
+    (tiny_pair.drafter / "config.json").write_text(json.dumps(config))
+    problem = sole_error(
+        validate_pair(tiny_pair.verifier, tiny_pair.drafter), "drafter_config_incomplete"
+    )
+    assert "intermediate_size 11008" in problem.message
+
+
+def test_head_dim_the_cpu_cannot_run(tiny_pair) -> None:
+    # 8 heads × 16 = 128 and 4 kv heads × 16 = 64: the same tensors, a head size CPU attention lacks
+    edit_layer_config(tiny_pair.drafter, num_attention_heads=8, num_key_value_heads=4, head_dim=16)
+    problem = sole_error(
+        validate_pair(tiny_pair.verifier, tiny_pair.drafter, gpu=False),
+        "head_dim_unsupported_on_cpu",
+    )
+    assert "head_dim 16" in problem.message
+    assert validate_pair(tiny_pair.verifier, tiny_pair.drafter, gpu=True).problems == []
+
+
+# --------------------------------------------------------------------------- bad input: a report, never a raise
+
+
+def test_config_that_is_not_json(tiny_pair) -> None:
+    (tiny_pair.drafter / "config.json").write_text('{"speculators_model_type": "eagle3",')
+    problem = sole_error(validate_pair(tiny_pair.verifier, tiny_pair.drafter), "config_unreadable")
+    assert str(tiny_pair.drafter / "config.json") in problem.message
+
+
+def test_config_that_is_not_an_object(tiny_pair) -> None:
+    (tiny_pair.verifier / "config.json").write_text("[1, 2, 3]")
+    problem = sole_error(validate_pair(tiny_pair.verifier, tiny_pair.drafter), "config_not_object")
+    assert problem.message.startswith("verifier config.json holds a JSON list")
+
+
+def test_verifier_config_missing_keys(tiny_pair) -> None:
+    edit_config(tiny_pair.verifier, hidden_size=None, vocab_size="2048")
+    problem = sole_error(
+        validate_pair(tiny_pair.verifier, tiny_pair.drafter), "verifier_config_incomplete"
+    )
+    assert "hidden_size, vocab_size" in problem.message
+
+
+def test_swapped_roles(tiny_pair) -> None:
+    sole_error(validate_pair(tiny_pair.drafter, tiny_pair.verifier), "roles_swapped")
+
+
+def test_a_drafter_as_the_verifier(tiny_pair) -> None:
+    sole_error(validate_pair(tiny_pair.drafter, tiny_pair.drafter), "verifier_is_a_drafter")
+
+
+def test_a_local_path_that_does_not_exist_fails_at_once(tiny_pair) -> None:
+    for missing in (tiny_pair.drafter.parent / "no-such-drafter", "data/no-such-drafter"):
+        problem = sole_error(validate_pair(tiny_pair.verifier, missing), "path_missing")
+        assert "does not exist" in problem.message
+
+
+def test_a_bare_name_never_asks_the_hub(tiny_pair, monkeypatch) -> None:
+    def no_hub(*args, **kwargs):
+        raise AssertionError("the hub was asked")
+
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", no_hub)
+    for name in ("tiny-drafter", "a/b/c", "../nowhere/x y"):
+        problem = sole_error(validate_pair(tiny_pair.verifier, name), "path_missing")
+        assert (
+            "neither a folder here nor a hub id" in problem.message
+            or "does not exist" in problem.message
+        )
+
+
+def write_raw(path: Path, data: bytes) -> None:
+    """Replace a file's bytes."""
+    path.write_bytes(data)
+
+
+def raw_header(path: Path) -> tuple[dict, bytes]:
+    """(header JSON object, tensor data bytes) of a safetensors file."""
+    blob = path.read_bytes()
+    (n,) = struct.unpack("<Q", blob[:8])
+    return json.loads(blob[8 : 8 + n]), blob[8 + n :]
+
+
+def with_header(path: Path, header: dict, data: bytes) -> None:
+    """Write a safetensors file from a header object and data bytes (nothing checked)."""
+    text = json.dumps(header).encode()
+    write_raw(path, struct.pack("<Q", len(text)) + text + data)
+
+
+@pytest.mark.parametrize(
+    ("damage", "says"),
+    [
+        (lambda b: b[:5], "fewer than the 8"),
+        (lambda b: b"", "fewer than the 8"),
+        (lambda b: bytes(range(256)) * 4, "announce a"),
+        (lambda b: struct.pack("<Q", 12) + b"not json at!" + b[8:], "not JSON"),
+        (lambda b: struct.pack("<Q", 2) + b"[]", "not an object"),
+        (lambda b: b[: len(b) // 2], "truncated"),
+    ],
+    ids=["5-bytes", "empty", "garbage", "not-json", "json-list", "half"],
+)
+def test_a_damaged_safetensors_file_is_one_named_error(tiny_pair, damage, says: str) -> None:
+    path = tiny_pair.drafter / "model.safetensors"
+    write_raw(path, damage(path.read_bytes()))
+    problem = sole_error(validate_pair(tiny_pair.verifier, tiny_pair.drafter), "weights_corrupt")
+    assert str(path) in problem.message and says in problem.message
+
+
+def test_a_header_whose_offsets_disagree_with_its_shapes(tiny_pair) -> None:
+    path = tiny_pair.drafter / "model.safetensors"
+    header, data = raw_header(path)
+    header["norm.weight"]["shape"] = [header["norm.weight"]["shape"][0] * 2]
+    with_header(path, header, data)
+    problem = sole_error(validate_pair(tiny_pair.verifier, tiny_pair.drafter), "weights_corrupt")
+    assert "'norm.weight'" in problem.message and "data_offsets span" in problem.message
+
+
+def test_a_shard_index_naming_a_missing_shard(tiny_pair) -> None:
+    weights = load_file(str(tiny_pair.drafter / "model.safetensors"))
+    (tiny_pair.drafter / "model.safetensors").unlink()
+    save_file(weights, str(tiny_pair.drafter / "model-00001-of-00002.safetensors"))
+    weight_map = {n: "model-00001-of-00002.safetensors" for n in weights}
+    weight_map["norm.weight"] = "model-00002-of-00002.safetensors"
+    (tiny_pair.drafter / "model.safetensors.index.json").write_text(
+        json.dumps({"weight_map": weight_map})
+    )
+    problem = sole_error(validate_pair(tiny_pair.verifier, tiny_pair.drafter), "weights_corrupt")
+    assert "model-00002-of-00002.safetensors, which is missing" in problem.message
+
+
+def test_no_weights_at_all_is_only_a_warning(tiny_pair) -> None:
+    (tiny_pair.drafter / "model.safetensors").unlink()  # a shape-only drafter (load_format dummy)
+    report = validate_pair(tiny_pair.verifier, tiny_pair.drafter)
+    assert report.codes() == ["weights_unreadable"] and report.ok
+
+
+def test_header_errors_are_named_by_safetensors_header(tmp_path) -> None:
+    path = tmp_path / "x.safetensors"
+    write_raw(path, b"\x00" * 3)
+    with pytest.raises(HeaderError, match="fewer than the 8"):
+        safetensors_header(path)
+
+
+# --------------------------------------------------------------------------- copies of vLLM's tables
+
+
+def test_eagle3_architectures_match_the_installed_registry() -> None:
+    pytest.importorskip("vllm")
+    from vllm import ModelRegistry
+
+    installed = {}
+    for arch in ModelRegistry.get_supported_archs():
+        module, _ = model_class(arch)
+        if module.rsplit(".", 1)[-1].endswith("_eagle3"):
+            installed[arch] = module.rsplit(".", 1)[-1]
+    assert installed == EAGLE3_ARCHITECTURES
+
+
+def test_cpu_head_sizes_match_the_installed_backend() -> None:
+    pytest.importorskip("vllm")
+    from vllm.v1.attention.backends.cpu_attn import CPUAttentionBackend
+
+    assert tuple(CPUAttentionBackend.get_supported_head_sizes()) == CPU_HEAD_SIZES
+
+
+def test_taps_left_to_vllms_default_are_a_warning(tiny_pair) -> None:
+    edit_config(tiny_pair.drafter, eagle_aux_hidden_state_layer_ids=None)
+    report = validate_pair(tiny_pair.verifier, tiny_pair.drafter)
+    assert report.codes() == ["aux_layers_defaulted"] and report.ok
+    assert "(2, 4, 5)" in report.problems[0].message and "50170" in report.problems[0].message

@@ -2,7 +2,8 @@
 MoE economics of a verify pass (expert union, c(k, B); notebook 06), the speed-up model with the
 recorded H200 and published measurements, figures, text-quality measures, bootstrap intervals, the
 distributional lossless test, EAGLE-3's place among other drafting methods (notebook 07), and the
-explorers (ipywidgets) over the speed-up model, the expert union, a run's acceptance and your own prompt.
+explorers (ipywidgets) over the speed-up model, the expert union, a run's acceptance and your own prompt,
+and the acceptance doctor: silent mismatches measured and ranked by damage (notebook 08).
 """
 
 __all__ = [
@@ -11,6 +12,7 @@ __all__ = [
     "field",
     "figures",
     "intervals",
+    "mismatch",
     "moe",
     "speedup",
     "sweeps",

@@ -130,6 +130,17 @@ FEATURES: Mapping[str, Feature] = {
         lost="servers start as `python -m vllm.entrypoints.openai.api_server`, and `vllm bench "
         "serve` runs as `python -m helpers.serving.vllm_bench`, the same code minus the version lookup",
     ),
+    "full_vocab_d2t": Feature(
+        "a `d2t` tensor in a drafter whose draft vocabulary is the verifier's: vLLM 0.26.0's "
+        "EAGLE-3 loader keeps a `draft_id_to_target_id` parameter for every drafter and applies "
+        "d2t as offsets (`model_executor/models/llama_eagle3.py`); vLLM 0.31.0 builds it only for "
+        "a reduced vocabulary, so loading stops with 'There is no module or parameter named "
+        "draft_id_to_target_id'",
+        has=("vLLM 0.26.0",),
+        lacks=("vLLM 0.31.0",),
+        lost="a full-vocabulary drafter that ships d2t does not load; the pairing validator "
+        "reports `d2t_unexpected` on every vLLM (drop d2t, or set draft_vocab_size)",
+    ),
     "eagle3_qwen3_moe": Feature(
         "Qwen3-MoE's EAGLE-3 hooks: `SupportsEagle3`, the tapped residual stream, the default "
         f"layers (vLLM PR #26485, {EAGLE3_QWEN3_MOE_PR})",

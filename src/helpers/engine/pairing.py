@@ -2,19 +2,29 @@
 
 A mismatched pair otherwise fails deep inside vLLM (a shape error while loading `fc`, or a
 silent acceptance collapse); here every problem gets one named line that says what to do.
-No tensor is loaded: weight shapes come from the safetensors JSON header.
+No tensor is loaded: weight shapes come from the safetensors JSON header, and every tensor in it
+is checked against the shape its config implies and against the names vLLM's EAGLE-3 loader
+(`model_executor/models/llama_eagle3.py` and `qwen3_eagle3.py`, `load_weights`) loads, skips or
+refuses.
+
+The validator never raises on bad input: a folder that does not exist, a name that is neither a
+folder nor a hub id, a config that is not JSON or not an object, swapped roles, missing keys, a
+truncated or garbage safetensors file each become one problem in the report.
 """
 
 from __future__ import annotations
 
 import json
+import math
+import re
 import struct
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from helpers.common.configs import read_config
-from helpers.common.paths import local_dir
+from helpers.common.paths import DATA_DIR, local_dir
 from helpers.eagle3.taps import (
     aux_layers_for,
     default_aux_layers,
@@ -26,9 +36,18 @@ __all__ = [
     "ERROR",
     "WARNING",
     "VLLM_DEFAULT_NUM_AUX",
+    "DTYPE_BYTES",
+    "FLOAT_DTYPES",
+    "INT_DTYPES",
+    "SPECULATORS_EAGLE3_LAYERS",
+    "EAGLE3_ARCHITECTURES",
+    "CPU_HEAD_SIZES",
+    "VERIFIER_KEYS",
+    "DRAFTER_LAYER_KEYS",
     "Problem",
     "PairingReport",
     "PairingError",
+    "HeaderError",
     "safetensors_header",
     "weight_index",
     "drafter_weights",
@@ -36,10 +55,21 @@ __all__ = [
     "is_eagle3_checkpoint",
     "layer_config",
     "Weights",
+    "ExpectedTensor",
+    "vllm_architecture",
+    "expected_tensors",
+    "eagle_config_flag",
+    "check_roles",
+    "check_verifier_keys",
+    "check_drafter_keys",
     "check_method",
+    "check_architecture",
+    "check_speculators_fields",
+    "check_device",
     "check_hidden_sizes",
     "check_fc",
     "check_vocab",
+    "check_tensors",
     "check_d2t_values",
     "check_aux_layer_ids",
     "check_max_model_len",
@@ -53,6 +83,66 @@ ERROR = "error"
 WARNING = "warning"
 #: fc inputs vLLM's Eagle3LlamaForCausalLM builds when the config names no count.
 VLLM_DEFAULT_NUM_AUX = 3
+
+#: Bytes per element of each safetensors dtype (the format's own names).
+DTYPE_BYTES: dict[str, int] = {
+    "F64": 8,
+    "F32": 4,
+    "F16": 2,
+    "BF16": 2,
+    "F8_E4M3": 1,
+    "F8_E5M2": 1,
+    "I64": 8,
+    "I32": 4,
+    "I16": 2,
+    "I8": 1,
+    "U64": 8,
+    "U32": 4,
+    "U16": 2,
+    "U8": 1,
+    "BOOL": 1,
+}
+FLOAT_DTYPES = frozenset({"F64", "F32", "F16", "BF16", "F8_E4M3", "F8_E5M2"})
+INT_DTYPES = frozenset({"I64", "I32", "I16", "I8", "U64", "U32", "U16", "U8"})
+
+#: speculators `transformer_layer_config.model_type` -> the class vLLM builds (update_eagle3 in
+#: transformers_utils/configs/speculators/algos.py; any other model_type is refused there).
+SPECULATORS_EAGLE3_LAYERS: dict[str, str] = {
+    "llama": "Eagle3LlamaForCausalLM",
+    "qwen3": "Eagle3Qwen3ForCausalLM",
+}
+#: EAGLE-3 architectures in vLLM's model registry -> the loader module that builds them
+#: (tests/engine/test_pairing.py checks this copy against the installed registry).
+EAGLE3_ARCHITECTURES: dict[str, str] = {
+    "Eagle3LlamaForCausalLM": "llama_eagle3",
+    "LlamaForCausalLMEagle3": "llama_eagle3",
+    "Eagle3MiniMaxM2ForCausalLM": "llama_eagle3",
+    "Eagle3Qwen2_5vlForCausalLM": "llama_eagle3",
+    "Eagle3Qwen3vlForCausalLM": "llama_eagle3",
+    "PEagleDraftModel": "llama_eagle3",
+    "PeagleLlamaForCausalLM": "llama_eagle3",
+    "Eagle3Qwen3ForCausalLM": "qwen3_eagle3",
+    "PeagleQwen3ForCausalLM": "qwen3_eagle3",
+    "Eagle3DeepseekV2ForCausalLM": "deepseek_eagle3",
+    "Eagle3DeepseekV3ForCausalLM": "deepseek_eagle3",
+}
+#: Head sizes vLLM's CPU attention backend runs (CPUAttentionBackend.get_supported_head_sizes;
+#: tests/engine/test_pairing.py checks this copy against the installed vLLM).
+CPU_HEAD_SIZES: tuple[int, ...] = (32, 64, 80, 96, 112, 128, 160, 192, 224, 256, 512)
+#: Verifier config keys the checks need (top level or text_config).
+VERIFIER_KEYS: tuple[str, ...] = ("hidden_size", "vocab_size", "num_hidden_layers")
+#: Drafter layer keys vLLM would otherwise take from LlamaConfig's defaults (a 7B Llama's sizes).
+DRAFTER_LAYER_KEYS: dict[str, int] = {
+    "hidden_size": 4096,
+    "intermediate_size": 11008,
+    "num_attention_heads": 32,
+    "num_hidden_layers": 32,
+    "vocab_size": 32000,
+}
+#: Loaders whose tensor layout `expected_tensors` knows.
+_KNOWN_LAYOUTS = ("llama_eagle3", "qwen3_eagle3")
+#: A hub id: owner/name, each starting with a letter or digit (huggingface_hub's rules, roughly).
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]{0,95}/[A-Za-z0-9][\w.-]{0,95}$")
 
 
 @dataclass(frozen=True)
@@ -107,16 +197,109 @@ class PairingError(ValueError):
     """A verifier/drafter pair that cannot work; the message lists each error on one line."""
 
 
+class HeaderError(ValueError):
+    """A safetensors file (or shard index) whose header is unreadable or disagrees with the file."""
+
+
 # --------------------------------------------------------------------------- reading
 
 
+def _restore_hint(path: Path) -> str:
+    """How to get a damaged file back: git for shipped data/, else a new download or export."""
+    try:
+        shipped = path.resolve().is_relative_to(DATA_DIR.resolve())
+    except OSError:
+        shipped = False
+    if shipped:
+        return f"restore it with `git checkout -- {path}` (or rebuild with `make tiny-models`)"
+    return "download or export it again"
+
+
+def _entry_problem(name: str, entry: Any, data_bytes: int) -> str | None:
+    """What is wrong with one header entry (dtype, shape, data_offsets vs the file), or None."""
+    if not isinstance(entry, dict):
+        return f"tensor {name!r} has no {{dtype, shape, data_offsets}} entry"
+    dtype, shape, offsets = entry.get("dtype"), entry.get("shape"), entry.get("data_offsets")
+    if dtype not in DTYPE_BYTES:
+        return f"tensor {name!r} has unknown dtype {dtype!r}"
+    if not isinstance(shape, list) or not all(isinstance(d, int) and d >= 0 for d in shape):
+        return f"tensor {name!r} has shape {shape!r}, not a list of sizes"
+    if (
+        not isinstance(offsets, list)
+        or len(offsets) != 2
+        or not all(isinstance(o, int) for o in offsets)
+    ):
+        return f"tensor {name!r} has data_offsets {offsets!r}, not [begin, end]"
+    begin, end = offsets
+    need = math.prod(shape) * DTYPE_BYTES[dtype]
+    if end - begin != need:
+        return (
+            f"tensor {name!r} ({dtype} {shape}) needs {need:,} bytes but its data_offsets span "
+            f"{end - begin:,}"
+        )
+    if not 0 <= begin <= end <= data_bytes:
+        return (
+            f"tensor {name!r} ends at byte {end:,} of the data but the file holds {data_bytes:,}: "
+            f"the file is truncated"
+        )
+    return None
+
+
 def safetensors_header(path: Path) -> dict[str, dict[str, Any]]:
-    """Tensor name -> {dtype, shape} from a .safetensors file's JSON header (no tensor read)."""
+    """Tensor name -> {dtype, shape, data_offsets} from a .safetensors file's JSON header.
+
+    No tensor is read; the header is checked against the file's length (a truncated or garbage
+    file raises HeaderError, naming the file, the first thing wrong and how to restore it).
+    """
+    path = Path(path)
+    size = path.stat().st_size
     with open(path, "rb") as f:
-        (length,) = struct.unpack("<Q", f.read(8))
-        header = json.loads(f.read(length))
+        head = f.read(8)
+        if len(head) < 8:
+            raise HeaderError(
+                f"{path} has {size} bytes, fewer than the 8 that give a safetensors header's "
+                f"length: {_restore_hint(path)}"
+            )
+        (length,) = struct.unpack("<Q", head)
+        if length > size - 8:
+            raise HeaderError(
+                f"{path}: its first 8 bytes announce a {length:,}-byte header but only "
+                f"{size - 8:,} bytes follow (truncated, or not a safetensors file): "
+                f"{_restore_hint(path)}"
+            )
+        raw = f.read(length)
+    try:
+        header = json.loads(raw)
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise HeaderError(
+            f"{path}: the header is not JSON ({type(err).__name__}), so this is no safetensors "
+            f"file: {_restore_hint(path)}"
+        ) from None
+    if not isinstance(header, dict):
+        raise HeaderError(
+            f"{path}: the header is a JSON {type(header).__name__}, not an object of tensors: "
+            f"{_restore_hint(path)}"
+        )
     header.pop("__metadata__", None)
+    data_bytes = size - 8 - length
+    bad = [m for n, e in header.items() if (m := _entry_problem(n, e, data_bytes))]
+    if bad:
+        more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
+        raise HeaderError(f"{path}: {bad[0]}{more}: {_restore_hint(path)}")
     return header
+
+
+def _shard_map(index: Path) -> dict[str, str]:
+    """The weight_map of a sharded model's index (tensor -> shard file); HeaderError if unreadable."""
+    try:
+        weight_map = json.loads(index.read_text()).get("weight_map")
+    except (UnicodeDecodeError, json.JSONDecodeError, AttributeError) as err:
+        raise HeaderError(
+            f"{index} is not a JSON object ({type(err).__name__}): {_restore_hint(index)}"
+        ) from None
+    if not isinstance(weight_map, dict) or not weight_map:
+        raise HeaderError(f"{index} has no weight_map of tensors to shards: {_restore_hint(index)}")
+    return weight_map
 
 
 def weight_index(folder: Path) -> dict[str, dict[str, Any]]:
@@ -127,10 +310,20 @@ def weight_index(folder: Path) -> dict[str, dict[str, Any]]:
     index = folder / "model.safetensors.index.json"
     if not index.is_file():
         raise FileNotFoundError(f"{folder} has no model.safetensors(.index.json)")
-    shards = sorted(set(json.loads(index.read_text())["weight_map"].values()))
+    weight_map = _shard_map(index)
     entries: dict[str, dict[str, Any]] = {}
-    for shard in shards:
+    for shard in sorted(set(weight_map.values())):
+        if not (folder / shard).is_file():
+            raise HeaderError(
+                f"{index} names shard {shard}, which is missing: {_restore_hint(index)}"
+            )
         entries.update(safetensors_header(folder / shard))
+    absent = sorted(set(weight_map) - set(entries))
+    if absent:
+        raise HeaderError(
+            f"{index} maps {len(absent)} tensor(s) to shards that do not hold them (first: "
+            f"{absent[0]!r}): {_restore_hint(index)}"
+        )
     return entries
 
 
@@ -170,19 +363,78 @@ def local_tensor(ref: str | Path, name: str) -> Any:
         return f.get_tensor(name) if name in f.keys() else None
 
 
+def _ref_problem(ref: str | Path, role: str) -> Problem | None:
+    """A local path that does not exist, or a name that is neither a folder nor a hub id: at once."""
+    folder = local_dir(ref)
+    if folder is None and isinstance(ref, Path):
+        folder = ref  # a Path is always meant as a folder, even one that looks like owner/name
+    if folder is not None:
+        if folder.is_dir():
+            return None
+        return _error("path_missing", f"{role} folder {folder} does not exist: check the path")
+    name = str(ref)
+    if _HUB_ID.match(name) and ".." not in name and "--" not in name:
+        return None
+    return _error(
+        "path_missing",
+        f"{role} {name!r} is neither a folder here nor a hub id (owner/name): check the path "
+        f"(relative paths start from {Path.cwd()}, or write data/... from the repo root)",
+    )
+
+
+def _read_role_config(ref: str | Path, role: str) -> tuple[dict[str, Any] | None, list[Problem]]:
+    """One model's config.json, or the one problem that stops reading it."""
+    missing = _ref_problem(ref, role)
+    if missing is not None:
+        return None, [missing]
+    try:
+        config = read_config(ref)
+    except FileNotFoundError as err:
+        return None, [_error("config_unavailable", f"{role}: {err}")]
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        folder = local_dir(ref)
+        where = folder / "config.json" if folder is not None else f"{ref}'s config.json"
+        return None, [
+            _error(
+                "config_unreadable",
+                f"{role} {where} is not JSON ({type(err).__name__}: {err}): restore or "
+                f"re-download it",
+            )
+        ]
+    except OSError as err:
+        return None, [_error("config_unavailable", f"{role}: cannot read config.json ({err})")]
+    if not isinstance(config, dict):
+        return None, [
+            _error(
+                "config_not_object",
+                f"{role} config.json holds a JSON {type(config).__name__}, not an object of "
+                f"settings: restore or re-download it",
+            )
+        ]
+    return config, []
+
+
 # --------------------------------------------------------------------------- config helpers
 
 
 def is_eagle3_checkpoint(drafter: dict[str, Any]) -> bool:
     """True for an EAGLE-3 drafter (speculators eagle3, or an Eagle3 architecture)."""
     archs = drafter.get("architectures") or []
-    by_arch = any("eagle3" in arch.lower() for arch in archs)
+    by_arch = any("eagle3" in str(arch).lower() for arch in archs)
     return drafter.get("speculators_model_type") == "eagle3" or by_arch
 
 
 def layer_config(drafter: dict[str, Any]) -> dict[str, Any]:
     """The drafter's decoder-layer config (speculators transformer_layer_config, else the top)."""
-    return drafter.get("transformer_layer_config") or drafter
+    layer = drafter.get("transformer_layer_config")
+    return layer if isinstance(layer, dict) and layer else drafter
+
+
+def _verifier_value(verifier: dict[str, Any], key: str) -> Any:
+    """A verifier setting from the top level, else from its text_config (multimodal configs)."""
+    if key in verifier:
+        return verifier[key]
+    return (verifier.get("text_config") or {}).get(key)
 
 
 def _intended_aux_layers(verifier: dict[str, Any], drafter: dict[str, Any]) -> tuple[int, ...]:
@@ -202,6 +454,11 @@ def _basename(ref: str) -> str:
     return PurePosixPath(str(ref).replace("\\", "/").rstrip("/")).name
 
 
+def _is_positive_int(value: Any) -> bool:
+    """True for an int > 0 (not a bool, not a string of digits)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
+
 # --------------------------------------------------------------------------- checks
 
 Weights = dict[str, dict[str, Any]]
@@ -215,6 +472,70 @@ def _error(code: str, message: str) -> Problem:
 def _warning(code: str, message: str) -> Problem:
     """A warning-severity Problem."""
     return Problem(code, message, WARNING)
+
+
+def check_roles(verifier: dict[str, Any], drafter: dict[str, Any]) -> list[Problem]:
+    """0. The verifier must be a plain model and the drafter the EAGLE-3 head, not the reverse."""
+    if not is_eagle3_checkpoint(verifier):
+        return []
+    if not is_eagle3_checkpoint(drafter):
+        return [
+            _error(
+                "roles_swapped",
+                "the verifier's config is an EAGLE-3 drafter's and the drafter's a plain "
+                "model's: verifier and drafter are swapped; pass the verifier first",
+            )
+        ]
+    return [
+        _error(
+            "verifier_is_a_drafter",
+            "both configs are EAGLE-3 drafters: the verifier must be the model the drafter "
+            "drafts for",
+        )
+    ]
+
+
+def check_verifier_keys(verifier: dict[str, Any]) -> list[Problem]:
+    """0. The verifier settings every check needs: hidden_size, vocab_size, num_hidden_layers."""
+    bad = [k for k in VERIFIER_KEYS if not _is_positive_int(_verifier_value(verifier, k))]
+    if not bad:
+        return []
+    return [
+        _error(
+            "verifier_config_incomplete",
+            f"the verifier's config.json has no positive integer {', '.join(bad)}: is it a "
+            f"decoder model's config.json?",
+        )
+    ]
+
+
+def check_drafter_keys(drafter: dict[str, Any]) -> list[Problem]:
+    """0. The drafter's layer sizes, which vLLM would otherwise take from a 7B Llama's defaults."""
+    speculators = any(
+        drafter.get(k) is not None for k in ("speculators_config", "speculators_model_type")
+    )
+    layer = drafter.get("transformer_layer_config") if speculators else drafter
+    if speculators and not (isinstance(layer, dict) and layer):
+        return [
+            _error(
+                "drafter_config_incomplete",
+                "the drafter's speculators config has no transformer_layer_config: vLLM would "
+                "build a layer from LlamaConfig's defaults (a 7B Llama's sizes); add it",
+            )
+        ]
+    where = "transformer_layer_config" if speculators else "config.json"
+    bad = [k for k in DRAFTER_LAYER_KEYS if not _is_positive_int(layer.get(k))]
+    if not bad:
+        return []
+    defaults = ", ".join(f"{k} {DRAFTER_LAYER_KEYS[k]}" for k in bad)
+    return [
+        _error(
+            "drafter_config_incomplete",
+            f"the drafter's {where} has no positive integer {', '.join(bad)}: vLLM would build "
+            f"LlamaConfig's defaults ({defaults}) and load the weights into the wrong shapes; "
+            f"add them",
+        )
+    ]
 
 
 def check_method(drafter: dict[str, Any], method: str | None) -> list[Problem]:
@@ -239,9 +560,113 @@ def check_method(drafter: dict[str, Any], method: str | None) -> list[Problem]:
     ]
 
 
+def vllm_architecture(drafter: dict[str, Any]) -> str | None:
+    """The model class name vLLM builds for an EAGLE-3 drafter config (None: vLLM refuses it).
+
+    speculators format: by `transformer_layer_config.model_type` (default llama); otherwise the
+    first architecture, prefixed `Eagle3` unless it starts or ends with it (EAGLEConfig).
+    """
+    if drafter.get("speculators_config") is not None:
+        model_type = layer_config(drafter).get("model_type", "llama")
+        return SPECULATORS_EAGLE3_LAYERS.get(model_type)
+    archs = drafter.get("architectures") or []
+    if not archs:
+        return None
+    arch = str(archs[0])
+    return arch if arch.startswith("Eagle3") or arch.endswith("Eagle3") else f"Eagle3{arch}"
+
+
+def check_architecture(drafter: dict[str, Any]) -> list[Problem]:
+    """1b. vLLM must have an EAGLE-3 class for the drafter (speculators layer type or architecture)."""
+    if not is_eagle3_checkpoint(drafter):
+        return []  # check_method says so
+    if drafter.get("speculators_config") is None and drafter.get("speculators_model_type"):
+        return []  # check_speculators_fields says speculators_config is missing
+    arch = vllm_architecture(drafter)
+    if arch in EAGLE3_ARCHITECTURES:
+        return []
+    if drafter.get("speculators_config") is not None:
+        model_type = layer_config(drafter).get("model_type", "llama")
+        return [
+            _error(
+                "drafter_arch_unsupported",
+                f"transformer_layer_config.model_type {model_type!r}: vLLM's speculators EAGLE-3 "
+                f"loader builds only {', '.join(sorted(SPECULATORS_EAGLE3_LAYERS))} layers "
+                f"('Unsupported model_type'); use one of those",
+            )
+        ]
+    return [
+        _error(
+            "drafter_arch_unsupported",
+            f"architectures {drafter.get('architectures')} become {arch!r} in vLLM, which has "
+            f"no such EAGLE-3 class (it has {', '.join(sorted(EAGLE3_ARCHITECTURES))}): "
+            f"convert the drafter to the speculators format",
+        )
+    ]
+
+
+def _speculators_gaps(drafter: dict[str, Any]) -> Iterator[str]:
+    """The speculators fields vLLM reads that are missing or malformed, by their path."""
+    spec = drafter.get("speculators_config")
+    spec = spec if isinstance(spec, dict) else {}
+    methods = spec.get("proposal_methods")
+    first = methods[0] if isinstance(methods, list) and methods else None
+    tokens = first.get("speculative_tokens") if isinstance(first, dict) else None
+    if not _is_positive_int(tokens):
+        yield "speculators_config.proposal_methods[0].speculative_tokens"
+    verifier = spec.get("verifier")
+    if not (isinstance(verifier, dict) and verifier.get("name_or_path")):
+        yield "speculators_config.verifier.name_or_path"
+
+
+def check_speculators_fields(drafter: dict[str, Any]) -> list[Problem]:
+    """1c. The speculators-format fields vLLM reads (SpeculatorsConfig), one problem per gap."""
+    if drafter.get("speculators_config") is None:
+        if drafter.get("speculators_model_type") is None:
+            return []  # not the speculators format: vLLM reads its architectures instead
+        return [
+            _error(
+                "speculators_field_missing",
+                "speculators_model_type is set but speculators_config is missing: vLLM only "
+                "reads the speculators format when speculators_config is there; add it",
+            )
+        ]
+    return [
+        _error(
+            "speculators_field_missing",
+            f"{path} is missing or malformed: vLLM's SpeculatorsConfig reads it (without it vLLM "
+            f"stops with 'Invalid speculators config structure', or builds a default-sized layer); "
+            f"add it",
+        )
+        for path in _speculators_gaps(drafter)
+    ]
+
+
+def _head_dim(layer: dict[str, Any]) -> int:
+    """The drafter's head_dim (LlamaConfig: hidden_size // num_attention_heads when unset)."""
+    return int(layer.get("head_dim") or layer["hidden_size"] // layer["num_attention_heads"])
+
+
+def check_device(drafter: dict[str, Any], gpu: bool) -> list[Problem]:
+    """1d. On a CPU, vLLM's attention backend runs only some head sizes (CPU_HEAD_SIZES)."""
+    if gpu:
+        return []
+    head_dim = _head_dim(layer_config(drafter))
+    if head_dim in CPU_HEAD_SIZES:
+        return []
+    return [
+        _error(
+            "head_dim_unsupported_on_cpu",
+            f"drafter head_dim {head_dim}: vLLM's CPU attention runs head sizes "
+            f"{list(CPU_HEAD_SIZES)} only; choose num_attention_heads so that head_dim is one "
+            f"of them, or run on a GPU",
+        )
+    ]
+
+
 def check_hidden_sizes(verifier: dict[str, Any], drafter: dict[str, Any]) -> list[Problem]:
     """2. Drafter hidden_size and target_hidden_size must equal the verifier's hidden_size."""
-    hidden = verifier["hidden_size"]
+    hidden = _verifier_value(verifier, "hidden_size")
     problems = []
     target = drafter.get("target_hidden_size")
     if target is not None and target != hidden:
@@ -279,7 +704,9 @@ def check_fc(
                 "drafter weights have no fc.weight: not a speculators-format EAGLE-3 drafter",
             )
         ]
-    hidden, fan_in = verifier["hidden_size"], shape[1]
+    if len(shape) != 2:
+        return []  # check_tensors names the rank
+    hidden, fan_in = _verifier_value(verifier, "hidden_size"), shape[1]
     n_aux = len(aux_layers or _intended_aux_layers(verifier, drafter))
     problems = []
     if fan_in != n_aux * hidden:
@@ -313,11 +740,16 @@ def _check_fc_declared(drafter: dict[str, Any], fan_in: int, hidden: int) -> lis
     ]
 
 
+def _draft_vocab(verifier: dict[str, Any], drafter: dict[str, Any]) -> int:
+    """The draft vocabulary size (draft_vocab_size, else the verifier's vocabulary)."""
+    return drafter.get("draft_vocab_size") or _verifier_value(verifier, "vocab_size")
+
+
 def check_vocab(
     verifier: dict[str, Any], drafter: dict[str, Any], weights: Weights
 ) -> list[Problem]:
     """4. Vocab sizes, lm_head rows, and the d2t/t2d maps of a reduced draft vocab."""
-    vocab = verifier["vocab_size"]
+    vocab = _verifier_value(verifier, "vocab_size")
     problems = []
     own = layer_config(drafter).get("vocab_size")
     if own is not None and own != vocab:
@@ -328,7 +760,7 @@ def check_vocab(
                 f"with another tokenizer; use a drafter made for this verifier",
             )
         )
-    draft_vocab = drafter.get("draft_vocab_size") or vocab
+    draft_vocab = _draft_vocab(verifier, drafter)
     if draft_vocab > vocab:
         problems.append(
             _error(
@@ -338,16 +770,36 @@ def check_vocab(
             )
         )
     lm_head = _shape(weights, "lm_head.weight")
-    if lm_head is not None and lm_head[0] != draft_vocab:
+    if lm_head is not None and lm_head[:1] != (draft_vocab,):
         problems.append(
             _error(
                 "lm_head_rows_mismatch",
-                f"drafter lm_head.weight has {lm_head[0]} rows but draft_vocab_size is "
-                f"{draft_vocab}: fix draft_vocab_size in the drafter's config.json",
+                f"drafter lm_head.weight has {lm_head[0] if lm_head else 0} rows but "
+                f"draft_vocab_size is {draft_vocab}: fix draft_vocab_size in the drafter's "
+                f"config.json",
+            )
+        )
+    if lm_head is None and draft_vocab < vocab:
+        problems.append(
+            _error(
+                "lm_head_missing",
+                f"no lm_head.weight for a reduced draft vocabulary ({draft_vocab} < {vocab}): "
+                f"vLLM would share the verifier's {vocab}-row lm_head and fail to map its "
+                f"logits; export the drafter's lm_head",
             )
         )
     if draft_vocab < vocab:
         problems += _check_vocab_maps(weights, draft_vocab, vocab)
+    elif _shape(weights, "d2t") is not None:
+        problems.append(
+            _error(
+                "d2t_unexpected",
+                f"d2t is present but the draft vocabulary is the verifier's ({vocab}): vLLM "
+                f"builds no draft-to-target map then, and one vLLM (helpers.engine.compat."
+                f"FEATURES['full_vocab_d2t']) stops with 'no module or parameter named "
+                f"draft_id_to_target_id'; drop d2t or set draft_vocab_size",
+            )
+        )
     return problems
 
 
@@ -391,6 +843,199 @@ def _check_vocab_maps(weights: Weights, draft_vocab: int, vocab: int) -> list[Pr
     return problems
 
 
+# --------------------------------------------------------------------------- every tensor
+
+
+@dataclass(frozen=True)
+class ExpectedTensor:
+    """A tensor vLLM's EAGLE-3 loader takes: the shape the config implies, whether it must be
+    there, and how that shape follows from the config (for the error message)."""
+
+    shape: tuple[int, ...]
+    required: bool
+    why: str
+    #: Dimensions another check already reports (fc's fan-in, lm_head's rows): not repeated here.
+    checked_elsewhere: tuple[int, ...] = ()
+
+
+def _layer_prefixes(weights: Weights, n_layers: int) -> list[str]:
+    """The name prefix of each drafter layer: `midlayer.` or `layers.0.` for the first, then `layers.i.`."""
+    first = "midlayer." if any(n.startswith("midlayer.") for n in weights) else "layers.0."
+    return [first] + [f"layers.{i}." for i in range(1, n_layers)]
+
+
+def expected_tensors(
+    verifier: dict[str, Any], drafter: dict[str, Any], weights: Weights
+) -> dict[str, ExpectedTensor]:
+    """Every tensor the drafter's loader (llama or qwen3 EAGLE-3 layers) takes, with its shape.
+
+    Attention projections are heads × head_dim wide; the first layer reads 2 × hidden inputs
+    (token embedding ‖ fused hidden state), later layers hidden; fc maps n_aux × target_hidden to
+    hidden; lm_head has draft_vocab rows. lm_head, embed_tokens and d2t may be absent (vLLM then
+    shares the verifier's or builds no map); check_vocab decides when that is wrong.
+    """
+    layer = layer_config(drafter)
+    h, heads = layer["hidden_size"], layer["num_attention_heads"]
+    kv_heads = layer.get("num_key_value_heads") or heads
+    hd, inter = _head_dim(layer), layer["intermediate_size"]
+    q, kv = heads * hd, kv_heads * hd
+    qwen3 = EAGLE3_ARCHITECTURES.get(vllm_architecture(drafter) or "") == "qwen3_eagle3"
+    target = drafter.get("target_hidden_size") or h
+    n_aux = len(_intended_aux_layers(verifier, drafter))
+    spec: dict[str, ExpectedTensor] = {
+        "fc.weight": ExpectedTensor(
+            (h, n_aux * target), True, f"[hidden {h}, {n_aux} aux × {target}]", (1,)
+        ),
+        "norm.weight": ExpectedTensor((h,), True, f"[hidden {h}]"),
+        "lm_head.weight": ExpectedTensor(
+            (_draft_vocab(verifier, drafter), h), False, f"[draft vocab, hidden {h}]", (0,)
+        ),
+        "embed_tokens.weight": ExpectedTensor(
+            (layer["vocab_size"], h), False, f"[vocab {layer['vocab_size']}, hidden {h}]"
+        ),
+    }
+    if eagle_config_flag(drafter, "norm_before_fc"):
+        spec["input_norm.weight"] = ExpectedTensor(
+            (n_aux * target,), True, f"[{n_aux} aux × {target}] (norm_before_fc)"
+        )
+    if eagle_config_flag(drafter, "fc_norm"):
+        for i in range(n_aux):
+            spec[f"fc_norm.{i}.weight"] = ExpectedTensor((target,), True, f"[{target}] (fc_norm)")
+    bias = bool(layer.get("attention_bias"))
+    for i, prefix in enumerate(_layer_prefixes(weights, layer["num_hidden_layers"])):
+        fan_in = 2 * h if i == 0 else h
+        src = f"2 × hidden {h}" if i == 0 else f"hidden {h}"
+        proj = {
+            "self_attn.q_proj": (q, fan_in, f"[{heads} heads × head_dim {hd}, {src}]"),
+            "self_attn.k_proj": (kv, fan_in, f"[{kv_heads} kv heads × head_dim {hd}, {src}]"),
+            "self_attn.v_proj": (kv, fan_in, f"[{kv_heads} kv heads × head_dim {hd}, {src}]"),
+            "self_attn.o_proj": (h, q, f"[hidden {h}, {heads} heads × head_dim {hd}]"),
+            "mlp.gate_proj": (inter, h, f"[intermediate {inter}, hidden {h}]"),
+            "mlp.up_proj": (inter, h, f"[intermediate {inter}, hidden {h}]"),
+            "mlp.down_proj": (h, inter, f"[hidden {h}, intermediate {inter}]"),
+        }
+        for name, (rows, cols, why) in proj.items():
+            spec[f"{prefix}{name}.weight"] = ExpectedTensor((rows, cols), True, why)
+        if bias:
+            for name in ("q_proj", "k_proj", "v_proj"):
+                rows = proj[f"self_attn.{name}"][0]
+                spec[f"{prefix}self_attn.{name}.bias"] = ExpectedTensor(
+                    (rows,), True, f"[{rows}] (attention_bias)"
+                )
+        for norm in ("input_layernorm", "post_attention_layernorm", "hidden_norm"):
+            # hidden_norm exists in every layer but only the first one reads it
+            needed = norm != "hidden_norm" or i == 0
+            spec[f"{prefix}{norm}.weight"] = ExpectedTensor((h,), needed, f"[hidden {h}]")
+        if qwen3:
+            for norm in ("q_norm", "k_norm"):
+                spec[f"{prefix}self_attn.{norm}.weight"] = ExpectedTensor(
+                    (hd,), True, f"[head_dim {hd}] (Qwen3 attention)"
+                )
+    return spec
+
+
+def eagle_config_flag(drafter: dict[str, Any], name: str) -> bool:
+    """A boolean EAGLE-3 option as vLLM reads it: eagle_config, else top level, else the layer."""
+    eagle = drafter.get("eagle_config") or {}
+    if name in eagle:
+        return bool(eagle[name])
+    return bool(drafter.get(name, layer_config(drafter).get(name, False)))
+
+
+#: Names vLLM's EAGLE-3 loader drops without a word, or with a warning (not errors).
+_DROPPED_QUIETLY = (".rotary_emb.inv_freq", "t2d", "d2t")
+
+
+def _unexpected(name: str, drafter: dict[str, Any]) -> Problem | None:
+    """What vLLM's loader does with a tensor it has no parameter for: drop it (warning) or stop."""
+    if any(name.endswith(s) for s in _DROPPED_QUIETLY):
+        return None
+    if name == "mask_hidden" or name.endswith(".bias"):
+        return _warning(
+            "tensor_ignored",
+            f"{name}: vLLM's EAGLE-3 loader skips it (no parallel drafting / attention_bias "
+            f"configured), so what it learned is lost; set the config option it belongs to or "
+            f"drop it",
+        )
+    if name == "input_norm.weight":
+        return _error(
+            "tensor_ignored",
+            f"{name} is in the weights but norm_before_fc is not set: vLLM drops it and the "
+            f"drafter runs without the norm it was trained with; set norm_before_fc: true",
+        )
+    return _error(
+        "tensor_unexpected",
+        f"{name}: vLLM's EAGLE-3 loader has no parameter for it and stops with 'There is no "
+        f"module or parameter named ...'; check the config (layers, norms) or drop it",
+    )
+
+
+def _dtype_problem(name: str, dtype: str) -> Problem | None:
+    """A weight stored as integers, or a d2t stored as floats."""
+    if name == "d2t" and dtype not in INT_DTYPES:
+        return _error(
+            "tensor_dtype_mismatch",
+            f"d2t is {dtype}: it holds integer offsets (target id = draft id + d2t[draft id]); "
+            f"re-export it as int64",
+        )
+    if name not in ("d2t", "t2d") and dtype not in FLOAT_DTYPES:
+        return _error(
+            "tensor_dtype_mismatch",
+            f"{name} is {dtype}, not a floating-point weight: re-export the drafter",
+        )
+    return None
+
+
+def _shape_problem(name: str, got: tuple[int, ...], want: ExpectedTensor) -> Problem | None:
+    """A tensor whose shape differs from the config's, outside dimensions other checks own."""
+    if len(got) != len(want.shape):
+        bad = True
+    else:
+        bad = any(
+            g != w
+            for i, (g, w) in enumerate(zip(got, want.shape))
+            if i not in want.checked_elsewhere
+        )
+    if not bad:
+        return None
+    return _error(
+        "tensor_shape_mismatch",
+        f"{name} has shape {list(got)} but the config implies {list(want.shape)} = {want.why}: "
+        f"the config and the weights disagree; fix the config (or re-export)",
+    )
+
+
+def check_tensors(
+    verifier: dict[str, Any], drafter: dict[str, Any], weights: Weights
+) -> list[Problem]:
+    """5. Every tensor in the header against the loader's layout: missing, unexpected, shape, dtype."""
+    arch = vllm_architecture(drafter)
+    if EAGLE3_ARCHITECTURES.get(arch or "") not in _KNOWN_LAYOUTS:
+        return []  # check_architecture names an unsupported class; others' layouts are not modelled
+    if drafter.get("quantization_config"):
+        return []  # quantized weights add scale tensors this layout does not model
+    spec = expected_tensors(verifier, drafter, weights)
+    problems = []
+    for name, want in spec.items():
+        if name not in weights and want.required and name != "fc.weight":  # check_fc: fc_missing
+            problems.append(
+                _error(
+                    "tensor_missing",
+                    f"{name} {want.why} is not in the weights: vLLM would leave it at its "
+                    f"initial values without a word; re-export the drafter",
+                )
+            )
+    for name, entry in weights.items():
+        want = spec.get(name)
+        found = _unexpected(name, drafter) if want is None else None
+        found = found or _dtype_problem(name, str(entry.get("dtype", "")))
+        if found is None and want is not None:
+            found = _shape_problem(name, tuple(entry["shape"]), want)
+        if found is not None:
+            problems.append(found)
+    return problems
+
+
 def check_d2t_values(d2t: Any, vocab: int) -> list[Problem]:
     """d2t holds offsets (vLLM: target id = draft id + d2t[draft id]): every target inside the vocab."""
     import numpy as np
@@ -422,15 +1067,29 @@ def check_d2t_values(d2t: Any, vocab: int) -> list[Problem]:
 def check_aux_layer_ids(
     verifier: dict[str, Any], drafter: dict[str, Any]
 ) -> tuple[tuple[int, ...] | None, list[Problem]]:
-    """5. Aux layer ids (drafter override, else (2, L//2, L-3)) must be distinct and < L."""
+    """6. Aux layer ids (drafter override, else (2, L//2, L-3)) must be distinct and < L.
+
+    A drafter that names no ids gets vLLM's default taps, whatever it was trained on: a warning
+    (vLLM PR #50170 measured a silent collapse to 1.2 % acceptance that way).
+    """
     try:
-        return aux_layers_for(verifier, drafter), []
+        layers = aux_layers_for(verifier, drafter)
     except ValueError as err:
         return None, [_error("aux_layers_invalid", str(err))]
+    if drafter_aux_layer_ids(drafter) is not None:
+        return layers, []
+    return layers, [
+        _warning(
+            "aux_layers_defaulted",
+            f"the drafter's config names no eagle_aux_hidden_state_layer_ids, so vLLM taps its "
+            f"default {layers}: if the drafter was trained on other layers, acceptance collapses "
+            f"without an error (vLLM PR #50170); pin the ids it was trained on",
+        )
+    ]
 
 
 def check_max_model_len(drafter: dict[str, Any], max_model_len: int | None) -> list[Problem]:
-    """6. max_model_len beyond the drafter's trained positions: a warning.
+    """7. max_model_len beyond the drafter's trained positions: a warning.
 
     A vLLM with `helpers.engine.compat.FEATURES["draft_positions_stretched"]` raises the drafter's
     max_position_embeddings to max_model_len by itself (it only logs it), so nothing crashes; but
@@ -451,7 +1110,7 @@ def check_max_model_len(drafter: dict[str, Any], max_model_len: int | None) -> l
 def check_verifier_name(
     verifier: dict[str, Any], drafter: dict[str, Any], used: str
 ) -> list[Problem]:
-    """7. The drafter's recorded verifier vs the one used (warnings; names compared by basename)."""
+    """8. The drafter's recorded verifier vs the one used (warnings; names compared by basename)."""
     recorded = (drafter.get("speculators_config") or {}).get("verifier") or {}
     problems = []
     name = recorded.get("name_or_path")
@@ -478,9 +1137,13 @@ def check_verifier_name(
 
 
 def _read_weights(drafter: str | Path) -> tuple[Weights | None, list[Problem]]:
-    """The drafter's tensor headers, or a warning saying which checks were skipped."""
+    """The drafter's tensor headers; a damaged file is an error, an absent one a warning."""
     try:
         return drafter_weights(drafter), []
+    except HeaderError as err:
+        return None, [
+            _error("weights_corrupt", f"{err}; no tensor of the drafter could be checked")
+        ]
     except Exception as err:  # noqa: BLE001 - missing files / offline hub become one line
         return None, [
             _warning(
@@ -491,32 +1154,61 @@ def _read_weights(drafter: str | Path) -> tuple[Weights | None, list[Problem]]:
         ]
 
 
+def _config_problems(
+    verifier: str | Path, drafter: str | Path
+) -> tuple[dict[str, Any] | None, dict[str, Any] | None, list[Problem]]:
+    """Both configs read and sane enough to check (roles, keys), or the problems that stop it."""
+    v_cfg, v_problems = _read_role_config(verifier, "verifier")
+    d_cfg, d_problems = _read_role_config(drafter, "drafter")
+    problems = v_problems + d_problems
+    if v_cfg is None or d_cfg is None:
+        return None, None, problems
+    problems = check_roles(v_cfg, d_cfg) or check_verifier_keys(v_cfg) + check_drafter_keys(d_cfg)
+    return (None, None, problems) if problems else (v_cfg, d_cfg, [])
+
+
 def validate_pair(
     verifier: str | Path,
     drafter: str | Path,
     method: str | None = "eagle3",
     max_model_len: int | None = None,
     verifier_name: str | None = None,
+    gpu: bool | None = None,
 ) -> PairingReport:
-    """Run every check on a verifier/drafter pair: configs, tensor headers, and a local d2t's values."""
+    """Run every check on a verifier/drafter pair: configs, every tensor header, a local d2t's values.
+
+    `gpu` picks the device checks (None: a GPU when nvidia-smi lists one). Never raises on bad
+    input: what stops the checks (a missing folder, an unreadable config) is the report's one problem.
+    """
     report = PairingReport(verifier=str(verifier), drafter=str(drafter))
-    try:
-        v_cfg, d_cfg = read_config(verifier), read_config(drafter)
-    except FileNotFoundError as err:
-        report.problems.append(_error("config_unavailable", str(err)))
+    v_cfg, d_cfg, stop = _config_problems(verifier, drafter)
+    if v_cfg is None or d_cfg is None:
+        report.problems += stop
         return report
+    if gpu is None:
+        from helpers.common.envinfo import has_gpu
+
+        gpu = has_gpu()
     report.aux_layers, aux_problems = check_aux_layer_ids(v_cfg, d_cfg)
     weights, weight_problems = _read_weights(drafter)
     report.problems += check_method(d_cfg, method)
+    report.problems += check_architecture(d_cfg)
+    report.problems += check_speculators_fields(d_cfg)
+    report.problems += check_device(d_cfg, gpu)
     report.problems += check_hidden_sizes(v_cfg, d_cfg)
     report.problems += weight_problems
     if weights is not None:
         report.problems += check_fc(v_cfg, d_cfg, weights, report.aux_layers)
         report.problems += check_vocab(v_cfg, d_cfg, weights)
-        if _shape(weights, "d2t") is not None:  # values: local drafters only (hub: headers only)
+        if report.aux_layers is not None:
+            report.problems += check_tensors(v_cfg, d_cfg, weights)
+        if _shape(weights, "d2t") is not None and not any(
+            p.code in ("d2t_shape_mismatch", "d2t_unexpected", "tensor_dtype_mismatch")
+            for p in report.problems
+        ):  # values: local drafters only (hub: headers only)
             d2t = local_tensor(drafter, "d2t")
             if d2t is not None:
-                report.problems += check_d2t_values(d2t, v_cfg["vocab_size"])
+                report.problems += check_d2t_values(d2t, _verifier_value(v_cfg, "vocab_size"))
     report.problems += aux_problems
     report.problems += check_max_model_len(d_cfg, max_model_len)
     report.problems += check_verifier_name(v_cfg, d_cfg, verifier_name or str(verifier))

@@ -14,7 +14,7 @@ from helpers.common.counters import (
     acceptance_stats,
     request_acceptance,
 )
-from helpers.common.prompts import as_messages
+from helpers.common.prompts import Messages, as_messages
 
 __all__ = [
     "NEAR_TIE_MARGIN",
@@ -94,11 +94,18 @@ class CategoryRun:
         return sum(map(len, self.token_ids))
 
 
-def run_prompts(llm: Any, prompts: Sequence[str], params: Any) -> CategoryRun:
-    """Generate for all prompts in one batch (chat template applied by vLLM), measuring counters."""
+def run_prompts(
+    llm: Any, prompts: Sequence[str | Messages], params: Any, **chat_kwargs: Any
+) -> CategoryRun:
+    """Generate for all prompts in one batch (chat template applied by vLLM), measuring counters.
+
+    A prompt is a user message, or a whole chat (a list of messages); `chat_kwargs` go to
+    `LLM.chat` (e.g. `chat_template=`, to serve with another template than the tokenizer's).
+    """
+    chats = [as_messages(p) if isinstance(p, str) else p for p in prompts]
     with Meter(llm) as meter:
         t0 = time.perf_counter()
-        outs = llm.chat([as_messages(p) for p in prompts], params, use_tqdm=False)
+        outs = llm.chat(chats, params, use_tqdm=False, **chat_kwargs)
         seconds = time.perf_counter() - t0
     return CategoryRun(
         [list(o.outputs[0].token_ids) for o in outs],
