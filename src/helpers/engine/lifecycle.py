@@ -32,6 +32,7 @@ __all__ = [
     "GPU_MULTIPROC_METHOD",
     "IN_PROCESS_ENV",
     "ENGINE_PROCESS_ENV",
+    "ENGINE_ENV",
     "runs_in_process",
     "device_defaults",
     "profile_engine_args",
@@ -56,6 +57,11 @@ GPU_MULTIPROC_METHOD = "spawn"
 IN_PROCESS_ENV = "VLLM_ENABLE_V1_MULTIPROCESSING"
 #: The workbook's switch: "separate" starts even a one-device engine in vLLM's own processes.
 ENGINE_PROCESS_ENV = "WORKBOOK_ENGINE_PROCESS"
+#: Environment every engine and server of the workbook starts with (values already set are kept).
+#: flashinfer's top-k/top-p sampler is compiled by ninja the first time a machine uses it: on a
+#: fresh H200 that was 118 s of the first engine's 187 s start (scripts/gpu_engine_lab.py's
+#: profile); vLLM's PyTorch sampler needs no compilation.
+ENGINE_ENV = {"VLLM_USE_FLASHINFER_SAMPLER": "0"}
 
 #: Per-request acceptance histograms: what the bootstrap intervals resample (a vLLM without them
 #: drops the argument at start, see `compat.dropped_args`).
@@ -217,6 +223,8 @@ def start_engine(**kwargs: Any) -> Any:
     """
     global _current
     validate_speculative_pair(kwargs)
+    for name, value in ENGINE_ENV.items():
+        os.environ.setdefault(name, value)
     if _current is not None:
         print("start_engine: shutting down the running engine first (one engine at a time)")
         shutdown_engine()

@@ -34,6 +34,7 @@ from helpers.common.paths import LOGS_DIR, REPO_ROOT, build_path, local_dir
 from helpers.common.profiles import Profile
 from helpers.engine import compat
 from helpers.engine.lifecycle import (
+    ENGINE_ENV,
     IN_PROCESS_ENV,
     PER_REQUEST_METRICS,
     profile_engine_args,
@@ -422,6 +423,7 @@ class VllmServer:
         # A server keeps vLLM's own processes even when this process runs its engines in-process.
         inherited = {k: v for k, v in os.environ.items() if k != IN_PROCESS_ENV}
         env = {
+            **ENGINE_ENV,
             **inherited,
             **offline,
             "VLLM_NO_USAGE_STATS": "1",
