@@ -1,0 +1,181 @@
+"""What to do when the answer depends on the batch: a k for each batch size, written as vLLM's
+schedule, and adaptive speculation replayed on measured per-step acceptance (notebook 06).
+
+**vLLM's schedule.** `num_speculative_tokens_per_batch_size` (SpeculativeConfig) is a list of
+inclusive (first batch, last batch, k) ranges; the first must start at 1, ranges may not
+overlap, k may be 0 (that batch size decodes plainly), and each k is capped at the static
+`num_speculative_tokens`, which must itself be > 0. Batch sizes in a gap take the k of the range
+before; **batch sizes above the last range take the last range's k** (vLLM's
+`build_dynamic_sd_schedule_lookup`, v1/spec_decode/dynamic/utils.py, the same file in the pinned
+and the GPU test vLLM; `dense_lookup` calls it). So a schedule whose large batches should decode
+plainly must say so with a k = 0 range: dropping those ranges makes them speculate with the last
+k listed. "Batch size" is every request scheduled in the step, prefill chunks included. On vLLM's
+V1 model runner a schedule downgrades CUDA graphs to PIECEWISE ("Dynamic speculative decoding
+changes the target verification length at runtime", config/vllm.py), and vLLM issue #49548
+reports throughput collapsing under concurrency at the threshold (k flips as prefills join).
+
+**The replay.** A trace is the number of drafts the verifier accepted at each step of real
+requests drafted with k_max tokens (vLLM's per-request `detailed` metrics record it). A chain of
+k < k_max drafts is the first k of the k_max chain, so that step would have accepted min(j, k):
+replaying a trace at any k, or under any rule that picks k per step, gives tokens per step, and
+the measured c(k, B) gives the step's cost in plain steps. Speed-up = tokens / cost. The
+replay keeps each step's acceptance as recorded; in a real run a different k changes where the
+next step starts, which the replay ignores.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import pandas as pd
+
+from helpers.common.tables import K_COLUMN
+
+__all__ = [
+    "best_k",
+    "schedule_ranges",
+    "dense_lookup",
+    "tokens_at",
+    "trace_tau",
+    "UtilityController",
+    "replay_static",
+    "replay_rule",
+    "replay_table",
+]
+
+
+def best_k(taus: Mapping[int, float], costs: Mapping[int, float]) -> tuple[int, float]:
+    """The k (0 = plain decoding, speed-up 1) with the highest τ(k) / c(k), and that speed-up."""
+    options = {0: 1.0} | {k: taus[k] / costs[k] for k in costs if k in taus}
+    k = max(options, key=options.get)
+    return k, options[k]
+
+
+def schedule_ranges(best: Mapping[int, int]) -> list[tuple[int, int, int]]:
+    """vLLM ranges from the best k at measured batch sizes: each measured size covers the sizes
+    above the previous one (a batch of 10 takes the k chosen for 16), the first starts at 1,
+    equal neighbours merge, and k = 0 ranges stay (vLLM gives larger batches the last k)."""
+    ranges: list[tuple[int, int, int]] = []
+    start = 1
+    for batch in sorted(best):
+        k = best[batch]
+        if ranges and ranges[-1][2] == k:
+            ranges[-1] = (ranges[-1][0], batch, k)
+        else:
+            ranges.append((start, batch, k))
+        start = batch + 1
+    return ranges
+
+
+def dense_lookup(ranges: Sequence[Sequence[int]], max_batch: int, k: int) -> list[int]:
+    """vLLM's own expansion of a schedule: index b holds the k a batch of b requests drafts
+    (index 0 unused). Raises vLLM's error for a schedule it would refuse."""
+    from vllm.v1.spec_decode.dynamic.utils import build_dynamic_sd_schedule_lookup
+
+    return build_dynamic_sd_schedule_lookup([list(r) for r in ranges], max_batch, k)
+
+
+def tokens_at(accepted: int, k: int) -> int:
+    """Tokens a step emits at k when the k_max chain had `accepted` drafts accepted: the
+    accepted prefix of the first k drafts, plus the verifier's own token."""
+    return 1 + min(accepted, k)
+
+
+def trace_tau(trace: Sequence[int], k: int) -> float:
+    """τ at k replayed from a trace: mean tokens per step."""
+    return sum(tokens_at(j, k) for j in trace) / len(trace)
+
+
+@dataclass
+class UtilityController:
+    """Speculation utility after Cascade (arXiv 2506.20675): expected tokens per step ÷ the step's
+    cost; draft the k with the highest utility while it beats plain decoding (utility 1), else
+    decode plainly, drafting k_max every `probe_every` steps to keep the estimate fresh.
+
+    The estimate: per draft position i, the share of steps that accepted position i among those
+    that drafted it with positions before it accepted (a Beta(1, 1) prior), so τ(k) = 1 +
+    Σ_{i≤k} Π_{j≤i} p_j; only positions that were drafted are observed, as in a real engine."""
+
+    costs: Mapping[int, float]
+    probe_every: int = 16
+
+    def __post_init__(self) -> None:
+        self.k_max = max(self.costs)
+        self.hits = [1.0] * self.k_max
+        self.tries = [2.0] * self.k_max
+        self.since_probe = 0
+
+    def expected_tokens(self, k: int) -> float:
+        """τ(k) from the running per-position estimates."""
+        total, reach = 1.0, 1.0
+        for i in range(k):
+            reach *= self.hits[i] / self.tries[i]
+            total += reach
+        return total
+
+    def choose(self) -> int:
+        """The k for the next step (0 = plain)."""
+        k, _ = best_k({k: self.expected_tokens(k) for k in self.costs}, self.costs)
+        self.since_probe = self.since_probe + 1 if k == 0 else 0
+        if k == 0 and self.since_probe >= self.probe_every:
+            self.since_probe = 0
+            return self.k_max
+        return k
+
+    def observe(self, k: int, accepted: int) -> None:
+        """Learn from a step that drafted k and accepted `accepted` of them."""
+        for i in range(min(k, accepted + 1)):
+            self.tries[i] += 1
+            self.hits[i] += i < accepted
+
+
+def replay_static(trace: Sequence[int], k: int, cost: float) -> float:
+    """Speed-up of a fixed k over a trace: τ(k) / c(k) (k = 0: 1)."""
+    return trace_tau(trace, k) / cost if k else 1.0
+
+
+def replay_rule(
+    traces: Sequence[Sequence[int]], costs: Mapping[int, float], probe_every: int = 16
+) -> tuple[float, float]:
+    """Speed-up of the utility controller over requests' traces (one controller per request, as
+    Cascade decides per request), and the share of steps it speculated."""
+    tokens = cost = speculated = steps = 0.0
+    for trace in traces:
+        ctl = UtilityController(costs, probe_every)
+        for j in trace:
+            k = ctl.choose()
+            tokens += tokens_at(j, k) if k else 1
+            cost += costs[k] if k else 1.0
+            speculated += k > 0
+            steps += 1
+            if k:
+                ctl.observe(k, min(j, k))
+    return tokens / cost, speculated / steps
+
+
+def replay_table(
+    traces: Mapping[str, Sequence[Sequence[int]]],
+    costs: Mapping[int, Mapping[int, float]],
+    ranges: Mapping[str, Sequence[Sequence[int]]],
+    probe_every: int = 16,
+) -> pd.DataFrame:
+    """Per trace and batch size: the speed-up of every static k, of the trace's batch schedule
+    (`ranges[trace]`, read as vLLM reads it), and of the utility controller.
+
+    `costs[batch][k]` is the measured c(k, batch) (plain steps per speculative step)."""
+    rows = []
+    for name, reqs in traces.items():
+        flat = [j for t in reqs for j in t]
+        for batch, by_k in costs.items():
+            ks = sorted(by_k)
+            row = {"trace": name, "batch": batch}
+            for k in ks:
+                row[f"k={k}"] = replay_static(flat, k, by_k[k])
+            lookup = dense_lookup(ranges[name], max(costs), max(ks))
+            k_sched = lookup[batch]
+            row[f"{K_COLUMN} (schedule)"] = k_sched
+            row["schedule"] = replay_static(flat, k_sched, by_k[k_sched] if k_sched else 1.0)
+            row["utility"], row["speculated_share"] = replay_rule(reqs, by_k, probe_every)
+            rows.append(row)
+    return pd.DataFrame(rows)
