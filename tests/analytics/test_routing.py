@@ -152,4 +152,3 @@ def test_acceptance_rates_give_the_target_tau() -> None:
             reach *= rate
             expected += reach
         assert expected == pytest.approx(tau)
-

@@ -91,7 +91,8 @@ def trace_tau(trace: Sequence[int], k: int) -> float:
 class UtilityController:
     """Speculation utility after Cascade (arXiv 2506.20675): expected tokens per step ÷ the step's
     cost; draft the k with the highest utility while it beats plain decoding (utility 1), else
-    decode plainly, drafting k_max every `probe_every` steps to keep the estimate fresh.
+    decode plainly; every `probe_every`-th step drafts k_max to test the positions the chosen k
+    leaves unseen (Cascade alternates short test phases with long set phases).
 
     The estimate: per draft position i, the share of steps that accepted position i among those
     that drafted it with positions before it accepted (a Beta(1, 1) prior), so τ(k) = 1 +
@@ -116,12 +117,11 @@ class UtilityController:
 
     def choose(self) -> int:
         """The k for the next step (0 = plain)."""
-        k, _ = best_k({k: self.expected_tokens(k) for k in self.costs}, self.costs)
-        self.since_probe = self.since_probe + 1 if k == 0 else 0
-        if k == 0 and self.since_probe >= self.probe_every:
+        self.since_probe += 1
+        if self.since_probe >= self.probe_every:
             self.since_probe = 0
             return self.k_max
-        return k
+        return best_k({k: self.expected_tokens(k) for k in self.costs}, self.costs)[0]
 
     def observe(self, k: int, accepted: int) -> None:
         """Learn from a step that drafted k and accepted `accepted` of them."""
