@@ -101,3 +101,25 @@ def test_replay_table_has_every_rule_per_trace_and_batch() -> None:
     assert {"k=1", "k=3", "k=5", "schedule", "utility", "speculated_share"} <= set(table.columns)
     at16 = table.set_index("batch").loc[16]
     assert at16["num_speculative_tokens (schedule)"] == 0 and at16.schedule == 1.0
+
+
+def test_request_trace_reads_full_length_steps_only() -> None:
+    import types
+
+    from helpers.common import vllm_names
+
+    metrics = types.SimpleNamespace(
+        **{vllm_names.PER_STEP_ACCEPTED: [5, 1, 0, 2], vllm_names.PER_STEP_DRAFTED: [5, 5, 5, 2]}
+    )
+    output = types.SimpleNamespace(**{vllm_names.OUTPUT_METRICS_ATTR: metrics})
+    assert schedule.request_trace(output, 5) == [5, 1, 0]
+    assert schedule.request_trace(types.SimpleNamespace(), 5) is None
+
+
+def test_counters_trace_keeps_the_per_position_mix() -> None:
+    from helpers.common.counters import SpecCounters
+
+    counters = SpecCounters(1000, 3000, 1300, (700, 400, 200))
+    trace = schedule.counters_trace(counters, 20000, seed=1)
+    for i, expected in enumerate((0.7, 0.4, 0.2)):
+        assert sum(j > i for j in trace) / len(trace) == pytest.approx(expected, abs=0.02)

@@ -39,6 +39,9 @@ PER_REQUEST_IN: tuple[tuple[str, str, str], ...] = (
     (vllm_names.PER_REQUEST_METRICS_ARG, "config/observability.py", r"\b{}\s*:"),
     (vllm_names.PER_REQUEST_SUMMARY, "config/observability.py", r'Literal\[[^\]]*"{}"'),
     (vllm_names.OUTPUT_METRICS_ATTR, "outputs.py", r"\b{}\s*:"),
+    (vllm_names.PER_REQUEST_DETAILED, "config/observability.py", r'Literal\[[^\]]*"{}"'),
+    (vllm_names.PER_STEP_ACCEPTED, "v1/metrics/stats.py", r"\b{}\s*:"),
+    (vllm_names.PER_STEP_DRAFTED, "v1/metrics/stats.py", r"\b{}\s*:"),
 )
 #: What observability.PROMQL and TAU_ALERT read before they were built from vllm_names.
 PROMQL_BEFORE = {

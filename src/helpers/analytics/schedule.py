@@ -25,17 +25,25 @@ next step starts, which the replay ignores.
 
 from __future__ import annotations
 
+import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import pandas as pd
 
+from helpers.common import vllm_names
+from helpers.common.counters import Meter, SpecCounters
+from helpers.common.prompts import as_messages
 from helpers.common.tables import K_COLUMN
 
 __all__ = [
     "best_k",
     "schedule_ranges",
     "dense_lookup",
+    "request_trace",
+    "counters_trace",
+    "acceptance_traces",
     "tokens_at",
     "trace_tau",
     "UtilityController",
@@ -74,6 +82,47 @@ def dense_lookup(ranges: Sequence[Sequence[int]], max_batch: int, k: int) -> lis
     from vllm.v1.spec_decode.dynamic.utils import build_dynamic_sd_schedule_lookup
 
     return build_dynamic_sd_schedule_lookup([list(r) for r in ranges], max_batch, k)
+
+
+def request_trace(output: Any, k: int) -> list[int] | None:
+    """Drafts accepted at each verify step of a finished request that drafted all k (vLLM's
+    `detailed` per-request metrics; steps cut short by max_tokens left out), else None."""
+    metrics = getattr(output, vllm_names.OUTPUT_METRICS_ATTR, None)
+    accepted = getattr(metrics, vllm_names.PER_STEP_ACCEPTED, None)
+    drafted = getattr(metrics, vllm_names.PER_STEP_DRAFTED, None)
+    if not accepted or drafted is None:
+        return None
+    return [a for a, d in zip(accepted, drafted) if d == k]
+
+
+def counters_trace(counters: SpecCounters, steps: int, seed: int = 0) -> list[int]:
+    """A trace drawn step by step with the per-position acceptance of pooled counters (what a
+    vLLM without per-step records gives): the order of steps is lost, their mix is kept."""
+    reach = [a / counters.num_drafts for a in counters.accepted_per_pos]  # P(accepted ≥ i + 1)
+    rng = random.Random(seed)
+    out = []
+    for _ in range(steps):
+        u, j = rng.random(), 0
+        while j < len(reach) and u < reach[j]:
+            j += 1
+        out.append(j)
+    return out
+
+
+def acceptance_traces(
+    llm: Any, prompts: Sequence[str], k: int, params: Any
+) -> tuple[list[list[int]], str]:
+    """Per-request traces of drafts accepted per step for chat prompts on an engine drafting k,
+    and how they were read: per step from vLLM's detailed per-request metrics, else drawn from
+    the pooled counters (one trace per request, as many steps as it took)."""
+    with Meter(llm) as meter:
+        outs = llm.chat([as_messages(p) for p in prompts], params, use_tqdm=False)
+    traces = [request_trace(o.outputs[0], k) for o in outs]
+    if all(t is not None for t in traces):
+        return traces, "per verify step and request (vLLM's detailed per-request metrics)"
+    per_request = max(1, meter.delta.num_drafts // len(prompts))
+    drawn = [counters_trace(meter.delta, per_request, seed=i) for i in range(len(prompts))]
+    return drawn, "drawn from the pooled per-position counters (no per-step record in this vLLM)"
 
 
 def tokens_at(accepted: int, k: int) -> int:
