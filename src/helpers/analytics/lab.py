@@ -45,7 +45,10 @@ __all__ = [
     "fit_step_model",
     "routing_table",
     "speedup_by_concurrency",
+    "model_c",
+    "answer_table",
     "readme_rows",
+    "routing_rows",
 ]
 
 #: Peak HBM bandwidth by GPU (TB/s), from the vendor's datasheet: NVIDIA H200 (HBM3e),
@@ -233,6 +236,42 @@ def speedup_by_concurrency(lab: pd.DataFrame, k: int, tau: float) -> pd.DataFram
     return out
 
 
+def model_c(
+    fit: StepFit, shape: moe.MoeShape, k: int, conc: int, rho: float, context: int
+) -> float:
+    """c(k, C) the fitted step model predicts for routing of within-sequence correlation rho."""
+    plain = moe.union_with_correlation(shape.experts, shape.active, conc, 1, rho)
+    spec = moe.union_with_correlation(shape.experts, shape.active, conc, k + 1, rho)
+    gb_plain = moe.step_bytes(shape, conc, plain, context) / 1e9
+    gb_spec = moe.step_bytes(shape, conc, spec, context, drafter_steps=k) / 1e9
+    return fit.predict(k, conc, gb_spec) / fit.predict(0, conc, gb_plain)
+
+
+def answer_table(record: Mapping[str, Any], fit: StepFit, rho: float) -> pd.DataFrame:
+    """Per k and concurrency: the measured c (as loaded, median over τ) and its band: the range
+    over the routing designs the record measured, else the fitted model's change of c from
+    independent routing to within-sequence correlation `rho` (a trained router's; the real
+    router's is unknown), laid on the measured c."""
+    costs = speedup.lab_step_costs(record)
+    shape, context = lab_shape(record), lab_context(record)
+    by_k = {k: routing_table(record, k) for k in costs[K_COLUMN].unique()}
+    rows = []
+    for (k, conc), grp in costs.groupby([K_COLUMN, "concurrency"]):
+        c = float(grp.measured_c.median())
+        designs = by_k[k]
+        at = designs[designs.concurrency == conc].measured_c if len(designs) else []
+        if len(at) > 1:
+            low, high, source = min(c, at.min()), max(c, at.max()), "routing designs, measured"
+        else:
+            ends = [model_c(fit, shape, k, conc, r, context) for r in (0.0, rho)]
+            moved = c + ends[1] - ends[0]
+            low, high = min(c, moved), max(c, moved)
+            source = f"fitted model, rho 0 to {rho:.2f}"
+        rows.append({K_COLUMN: k, "concurrency": conc, "c": c, "c_low": low, "c_high": high})
+        rows[-1]["band_source"] = source
+    return pd.DataFrame(rows)
+
+
 def readme_rows(record: Mapping[str, Any], ks: Sequence[int] = (1, 3, 5)) -> str:
     """Markdown rows for the README: per k, the measured c at each concurrency, and the record's
     date, GPU and vLLM (`python -m helpers.analytics.lab` prints them)."""
@@ -251,5 +290,27 @@ def readme_rows(record: Mapping[str, Any], ks: Sequence[int] = (1, 3, 5)) -> str
     return "\n".join(lines)
 
 
+def routing_rows(record: Mapping[str, Any], k: int = 3) -> str:
+    """Markdown rows for the README: per routing design, ρ read back at 4 positions, effective
+    experts, and c(k, C) at each concurrency (a line saying so for a record without designs)."""
+    table = routing_table(record, k)
+    if table.empty or table.routing.nunique() == 1:
+        return "(this record has no routing designs: random weights only)"
+    levels = sorted(table.concurrency.unique())
+    lines = [
+        "| routing | ρ (4 positions) | effective experts | "
+        + " | ".join(f"c({k}, {c})" for c in levels)
+        + " |",
+        "|---|---|---|" + "---|" * len(levels),
+    ]
+    for design, grp in table.groupby("routing", sort=False):
+        at = grp.set_index("concurrency")
+        first = at.iloc[0]
+        cs = " | ".join(f"{at.measured_c.get(c, float('nan')):.2f}" for c in levels)
+        lines.append(f"| {design} | {first.rho_4:.2f} | {first.effective_experts:.1f} | {cs} |")
+    return "\n".join(lines)
+
+
 if __name__ == "__main__":
-    print(readme_rows(load_lab()))
+    record = load_lab()
+    print(readme_rows(record), "\n", routing_rows(record), sep="\n")

@@ -44,6 +44,8 @@ __all__ = [
     "request_trace",
     "counters_trace",
     "acceptance_traces",
+    "iid_traces",
+    "drafts_by_batch",
     "tokens_at",
     "trace_tau",
     "UtilityController",
@@ -125,6 +127,34 @@ def acceptance_traces(
     return drawn, "drawn from the pooled per-position counters (no per-step record in this vLLM)"
 
 
+def iid_traces(alpha: float, requests: int, steps: int, k: int, seed: int = 0) -> list[list[int]]:
+    """Traces of a drafter whose every draft is accepted with probability α, independently (the
+    model of `speedup.expected_tokens_per_step`): a weaker drafter than a measured one, on demand."""
+    rng = random.Random(seed)
+    traces = []
+    for _ in range(requests):
+        trace = []
+        for _ in range(steps):
+            j = 0
+            while j < k and rng.random() < alpha:
+                j += 1
+            trace.append(j)
+        traces.append(trace)
+    return traces
+
+
+def drafts_by_batch(llm: Any, prompts: Sequence[str], params: Any) -> dict[int, float]:
+    """Draft tokens per verify step an engine proposed with the first prompt alone and with all
+    of them at once (0 when it did not speculate): how a running engine read its schedule."""
+    out = {}
+    for batch in (prompts[:1], prompts):
+        with Meter(llm) as meter:
+            llm.chat([as_messages(p) for p in batch], params, use_tqdm=False)
+        d = meter.delta
+        out[len(batch)] = d.num_draft_tokens / d.num_drafts if d.num_drafts else 0.0
+    return out
+
+
 def tokens_at(accepted: int, k: int) -> int:
     """Tokens a step emits at k when the k_max chain had `accepted` drafts accepted: the
     accepted prefix of the first k drafts, plus the verifier's own token."""
@@ -144,17 +174,18 @@ class UtilityController:
     leaves unseen (Cascade alternates short test phases with long set phases).
 
     The estimate: per draft position i, the share of steps that accepted position i among those
-    that drafted it with positions before it accepted (a Beta(1, 1) prior), so τ(k) = 1 +
-    Σ_{i≤k} Π_{j≤i} p_j; only positions that were drafted are observed, as in a real engine."""
+    that drafted it with positions before it accepted (a Beta(½, ½) prior), so τ(k) = 1 +
+    Σ_{i≤k} Π_{j≤i} p_j; only positions that were drafted are observed, as in a real engine. A
+    request's first step drafts k_max, so short requests learn from their first step on."""
 
     costs: Mapping[int, float]
     probe_every: int = 16
 
     def __post_init__(self) -> None:
         self.k_max = max(self.costs)
-        self.hits = [1.0] * self.k_max
-        self.tries = [2.0] * self.k_max
-        self.since_probe = 0
+        self.hits = [0.5] * self.k_max
+        self.tries = [1.0] * self.k_max
+        self.since_probe = self.probe_every - 1  # the first step probes
 
     def expected_tokens(self, k: int) -> float:
         """τ(k) from the running per-position estimates."""
@@ -187,11 +218,12 @@ def replay_static(trace: Sequence[int], k: int, cost: float) -> float:
 def replay_rule(
     traces: Sequence[Sequence[int]], costs: Mapping[int, float], probe_every: int = 16
 ) -> tuple[float, float]:
-    """Speed-up of the utility controller over requests' traces (one controller per request, as
-    Cascade decides per request), and the share of steps it speculated."""
+    """Speed-up of the utility controller over requests' traces, and the share of steps it
+    speculated. One controller learns over the requests in turn, as an engine-wide estimate
+    would: Cascade keeps one per request, which needs requests long enough to learn within."""
     tokens = cost = speculated = steps = 0.0
+    ctl = UtilityController(costs, probe_every)
     for trace in traces:
-        ctl = UtilityController(costs, probe_every)
         for j in trace:
             k = ctl.choose()
             tokens += tokens_at(j, k) if k else 1
