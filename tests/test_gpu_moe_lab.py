@@ -113,3 +113,14 @@ def test_the_cpu_smoke_run_exercises_every_path(tmp_path: Path) -> None:
             assert "routing_unread" in r
         else:
             assert r[f"batch_union_{r['k'] + 1}"] >= r["batch_union_1"] > 0
+
+
+def test_without_qwen3s_tokenizer_requests_are_random_ids(monkeypatch, tmp_path: Path) -> None:  # noqa: ANN001
+    def missing(*_a, **_k):  # noqa: ANN002, ANN003, ANN202
+        raise FileNotFoundError("tokenizer: not built")
+
+    monkeypatch.setattr(lab, "token_stream", missing)
+    out = tmp_path / "lab.json"
+    argv = ["--cpu", "--routing", "as-loaded", "--budget-s", "0.01", "--out", str(out)]
+    assert lab.main(argv) == 0
+    assert json.loads(out.read_text())["settings"]["prompts"].startswith("random ids")
