@@ -237,23 +237,25 @@ def route(model: Any, sequences: Sequence[Sequence[int]]) -> list[torch.Tensor]:
     q_size, kv_size = lay.heads * lay.head_dim, lay.kv_heads * lay.head_dim
     v_w = _read(first.self_attn.qkv_proj)[q_size + kv_size : q_size + 2 * kv_size].float()
     o_w = _read(first.self_attn.o_proj).float()
-    gates = [_read(layer.mlp.gate).float() for layer in layers]
-    eps = first.input_layernorm.variance_epsilon
+    # every router at once: logits_l = RMSNorm(h) · w_l @ G_lᵀ = (h / rms(h)) @ (G_l · w_l)ᵀ
+    scaled = torch.stack(
+        [_read(y.mlp.gate).float() * y.post_attention_layernorm.weight.float() for y in layers]
+    )
+    eps = first.post_attention_layernorm.variance_epsilon
     active = model.config.num_experts_per_tok
     out = []
     for ids in sequences:
         x = embed[torch.tensor(list(ids), device=embed.device)].float()
-        values = _rms_norm(x, first.input_layernorm.weight, eps) @ v_w.T
+        values = _rms_norm(x, first.input_layernorm.weight, first.input_layernorm.variance_epsilon)
+        values = values @ v_w.T
         steps = torch.arange(1, len(ids) + 1, device=x.device).unsqueeze(1)
         mean = values.cumsum(0) / steps  # causal uniform attention
         heads = mean.view(len(ids), lay.kv_heads, lay.head_dim)
         heads = heads.repeat_interleave(lay.heads // lay.kv_heads, dim=1).reshape(len(ids), -1)
         h = x + heads @ o_w.T
-        per_layer = []
-        for layer, gate in zip(layers, gates):
-            u = _rms_norm(h, layer.post_attention_layernorm.weight, eps)
-            per_layer.append((u @ gate.T).topk(active, dim=-1).indices)
-        out.append(torch.stack(per_layer))
+        h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps)
+        logits = torch.einsum("th,leh->lte", h, scaled)
+        out.append(logits.topk(active, dim=-1).indices)
     return out
 
 
@@ -288,7 +290,7 @@ def calibrate_context_weight(
     lengths: tuple[int, int],
     n: int = 4,
     sequences: int = 16,
-    steps: int = 14,
+    steps: int = 10,
 ) -> float:
     """The context weight γ whose within-sequence ρ at n positions is `target_rho`, on random
     token sequences of `lengths` (prompt, answer) tokens (bisection on γ; applies the design)."""
