@@ -593,7 +593,9 @@ def main(argv: list[str] | None = None) -> int:
     if any(kind == "rho" and value is None for kind, value in designs):
         result["tiny_router_rho"], result["tiny_router_rho_how"] = tiny_router_rho(args.cpu)
     print(f"gpu_moe_lab: {prompts}; {len(designs)} routings; graphs {graphs}", flush=True)
-    for k, taus in engine_plan(args):
+    plan = engine_plan(args)
+    while plan:
+        k, taus = plan.pop(0)
         name = "plain" if k == 0 else f"k={k}"
         if not clock.fits(clock.start_s + 4 * clock.cell_s):
             result["stopped"] = f"budget: no time to start {name} ({clock.elapsed():.0f} s used)"
@@ -601,22 +603,22 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.perf_counter()
         try:
             llm = start(engine_args(args, k, taus[0], levels, graphs), graphs)
+            clock.start_s = time.perf_counter() - t0
+            result["engine_start_s"][name] = round(clock.start_s, 1)
+            try:
+                why = measure_engine(llm, k, taus, designs, result, batches, args, clock)
+            finally:
+                stop(llm)
         except Exception as err:  # noqa: BLE001 - recorded; the plain engine falls back once
             result.setdefault("errors", []).append(f"{name} ({graphs}): {err!r}"[:400])
             write(args.out, result)
-            if k or graphs != "breakable":
-                continue
-            graphs = "compiled"
-            result["how"] = provenance(args, prompts, graphs)["how"]
-            result["settings"]["graphs"] = graphs
-            t0 = time.perf_counter()
-            llm = start(engine_args(args, k, taus[0], levels, graphs), graphs)
-        clock.start_s = time.perf_counter() - t0
-        result["engine_start_s"][name] = round(clock.start_s, 1)
-        try:
-            why = measure_engine(llm, k, taus, designs, result, batches, args, clock)
-        finally:
-            stop(llm)
+            if k == 0 and graphs == "breakable":  # every engine then runs compiled graphs
+                graphs = "compiled"
+                result["rows"] = [r for r in result["rows"] if r["k"] != 0]
+                result["how"] = provenance(args, prompts, graphs)["how"]
+                result["settings"]["graphs"] = graphs
+                plan.insert(0, (k, taus))
+            continue
         write(args.out, result)
         if why:
             result["stopped"] = why

@@ -124,3 +124,32 @@ def test_without_qwen3s_tokenizer_requests_are_random_ids(monkeypatch, tmp_path:
     argv = ["--cpu", "--routing", "as-loaded", "--budget-s", "0.01", "--out", str(out)]
     assert lab.main(argv) == 0
     assert json.loads(out.read_text())["settings"]["prompts"].startswith("random ids")
+
+
+def test_a_plain_engine_that_fails_on_breakable_graphs_reruns_compiled(
+    monkeypatch, tmp_path: Path
+) -> None:  # noqa: ANN001
+    started, measured = [], []
+
+    def fake_start(kwargs, graphs):  # noqa: ANN001, ANN202
+        started.append(
+            (kwargs.get("speculative_config", {}).get("num_speculative_tokens", 0), graphs)
+        )
+        if graphs == "breakable":
+            raise RuntimeError("capture failed")
+        return object()
+
+    def fake_measure(llm, k, *a, **kw):  # noqa: ANN001, ANN002, ANN003, ANN202
+        measured.append(k)
+
+    monkeypatch.setattr(lab, "start", fake_start)
+    monkeypatch.setattr(lab, "measure_engine", fake_measure)
+    monkeypatch.setattr(lab, "stop", lambda llm: None)
+    monkeypatch.setattr(lab, "has_gpu", lambda: True)
+    monkeypatch.setattr(lab, "tiny_router_rho", lambda cpu: (0.4, "stub"))
+    out = tmp_path / "lab.json"
+    assert lab.main(["--ks", "3", "--routing", "as-loaded", "--out", str(out)]) == 0
+    assert started == [(0, "breakable"), (0, "compiled"), (3, "compiled")]
+    assert measured == [0, 3]
+    record = json.loads(out.read_text())
+    assert record["settings"]["graphs"] == "compiled" and "capture failed" in record["errors"][0]
