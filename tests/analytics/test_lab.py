@@ -157,7 +157,9 @@ def test_readme_rows_have_one_row_per_recorded_k() -> None:
 def test_routing_rows_list_every_design() -> None:
     text = lab.routing_rows(routing_record())
     assert f"| {lab.AS_LOADED} | 0.00 |" in text and "| rho 0.5 | 0.50 |" in text
-    assert "no routing designs" in lab.routing_rows(shipped()) or "| rho" in lab.routing_rows(shipped())
+    assert "no routing designs" in lab.routing_rows(shipped()) or "| rho" in lab.routing_rows(
+        shipped()
+    )
 
 
 def test_answer_table_bands_the_measured_c() -> None:
@@ -166,7 +168,9 @@ def test_answer_table_bands_the_measured_c() -> None:
     answer = lab.answer_table(record, fit, 0.4)
     assert (answer.c_low <= answer.c).all() and (answer.c <= answer.c_high).all()
     measured = speedup.lab_step_costs(record).groupby([K_COLUMN, "concurrency"]).measured_c.median()
-    assert answer.set_index([K_COLUMN, "concurrency"]).c.tolist() == pytest.approx(measured.tolist())
+    assert answer.set_index([K_COLUMN, "concurrency"]).c.tolist() == pytest.approx(
+        measured.tolist()
+    )
 
 
 def _generated(marker: str) -> list[str]:
@@ -188,4 +192,6 @@ def test_readme_tables_are_the_records() -> None:
     record = shipped()
     table = [line for line in lab.readme_rows(record).splitlines() if line.startswith("|")]
     assert _generated("helpers.analytics.lab (c(k, C)") == table
-    assert _generated("helpers.analytics.lab (routing rows)") == lab.routing_rows(record).splitlines()
+    assert (
+        _generated("helpers.analytics.lab (routing rows)") == lab.routing_rows(record).splitlines()
+    )

@@ -123,3 +123,21 @@ def test_counters_trace_keeps_the_per_position_mix() -> None:
     trace = schedule.counters_trace(counters, 20000, seed=1)
     for i, expected in enumerate((0.7, 0.4, 0.2)):
         assert sum(j > i for j in trace) / len(trace) == pytest.approx(expected, abs=0.02)
+
+
+def test_on_the_recorded_lab_plain_batches_get_k_zero() -> None:
+    from helpers.analytics import lab, speedup
+
+    table = speedup.lab_step_costs(lab.load_lab())
+    by = table.pivot_table(
+        index="num_speculative_tokens", columns="concurrency", values="measured_c", aggfunc="median"
+    )
+    costs = {int(b): {int(k): float(v) for k, v in by[b].dropna().items()} for b in by.columns}
+    for alpha in (0.1, 0.3, 0.6):
+        flat = [j for t in schedule.iid_traces(alpha, 8, 64, 5, seed=2) for j in t]
+        taus = {k: schedule.trace_tau(flat, k) for k in costs[min(costs)]}
+        best = {b: schedule.best_k(taus, c)[0] for b, c in costs.items()}
+        lookup = schedule.dense_lookup(schedule.schedule_ranges(best), max(costs), 5)
+        for b, by_k in costs.items():
+            plain_wins = all(taus[k] / c < 1 for k, c in by_k.items())
+            assert (lookup[b] == 0) == plain_wins, (alpha, b, lookup[b], taus, by_k)
