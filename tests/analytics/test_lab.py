@@ -195,3 +195,12 @@ def test_readme_tables_are_the_records() -> None:
     assert (
         _generated("helpers.analytics.lab (routing rows)") == lab.routing_rows(record).splitlines()
     )
+
+
+def test_answer_table_bands_with_measured_designs() -> None:
+    record = routing_record()
+    fit = lab.fit_step_model(lab.cells(record))
+    answer = lab.answer_table(record, fit, 0.4)
+    row = answer.iloc[0]
+    assert row.band_source == "routing designs, measured"
+    assert (row.c_low, row.c_high) == pytest.approx((18 / 16, 29 / 16))
