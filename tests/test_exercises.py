@@ -324,44 +324,68 @@ def test_06_ex1_wider_windows(tiny, tok) -> None:
     assert (windows.measured_union >= windows.shared_bound - 1e-9).all(), windows
 
 
-def _best_k(alpha: float, batch: int, ks=(1, 3, 5), rho: float = 0.5, context: int = 512) -> int:
-    """Notebook 06 section 6's best_k_for_batch, with ALPHA as an argument."""
-    from helpers.analytics.moe import QWEN3_30B_A3B, relative_cost
-    from helpers.analytics.speedup import expected_tokens_per_step
-
-    options = {0: 1.0} | {
-        k: expected_tokens_per_step(k, alpha) / relative_cost(QWEN3_30B_A3B, k, batch, rho, context)
-        for k in ks
-    }
-    return max(options, key=options.get)
-
-
-def test_06_ex2_alpha_moves_the_schedule() -> None:
-    batches = [1, 2, 4, 8, 16, 32, 64]
-    high = [_best_k(0.8, b) for b in batches]
-    low = [_best_k(0.4, b) for b in batches]
-    assert all(lo <= hi for lo, hi in zip(low, high)), (low, high)
-    assert low != high, (low, high)
-
-
-def test_06_ex3_bigger_model_rows() -> None:
-    from helpers.analytics.moe import QWEN3_30B_A3B, QWEN3_235B_A22B, cost_table
+def _lab_costs() -> dict[int, dict[int, float]]:
+    """Notebook 06 section 6's costs[C][k]: the recorded lab's c(k, C), median over τ."""
+    from helpers.analytics import lab, speedup
     from helpers.common.tables import K_COLUMN
 
-    model = cost_table([QWEN3_30B_A3B, QWEN3_235B_A22B], [1, 3, 5], [1, 8, 32],
-                       {"independent": 0.0, "shared": 1.0})  # fmt: skip
-    table = model[model.batch.isin([1, 32]) & (model.routing == "independent")].pivot_table(
-        index=[K_COLUMN, "batch"], columns="shape", values="relative_step_cost"
+    table = speedup.lab_step_costs(lab.load_lab())
+    by = table.pivot_table(
+        index=K_COLUMN, columns="concurrency", values="measured_c", aggfunc="median"
     )
-    assert table.shape == (6, 2) and table.notna().all().all()
+    return {int(b): {int(k): float(v) for k, v in by[b].dropna().items()} for b in by.columns}
 
 
-def test_06_ex4_long_context_pulls_c_towards_one() -> None:
-    from helpers.analytics.moe import QWEN3_30B_A3B, relative_cost
+def _schedule(alpha: float) -> list[tuple[int, int, int]]:
+    """Section 6's schedule for the i.i.d. drafter of acceptance `alpha`."""
+    from helpers.analytics import schedule
 
-    for k in (1, 3, 5):
-        short, long = (relative_cost(QWEN3_30B_A3B, k, 64, 0.0, c) for c in (512, 4096))
-        assert 1.0 < long < short, (k, short, long)
+    costs = _lab_costs()
+    flat = [j for t in schedule.iid_traces(alpha, 8, 64, 5, seed=0) for j in t]
+    taus = {k: schedule.trace_tau(flat, k) for k in costs[min(costs)]}
+    return schedule.schedule_ranges({b: schedule.best_k(taus, c)[0] for b, c in costs.items()})
+
+
+def test_06_ex2_alpha_moves_the_schedule_and_k_zero_ranges_matter() -> None:
+    from helpers.analytics import schedule
+
+    high, low = _schedule(0.6), _schedule(0.15)
+    assert high != low, (high, low)
+    assert sum(r[2] == 0 for r in low) >= sum(r[2] == 0 for r in high), (low, high)
+    if any(r[2] == 0 for r in low):  # delete the k = 0 ranges: vLLM speculates there
+        last = max(r[1] for r in low)
+        kept = schedule.dense_lookup(low, last, 5)
+        dropped = [r for r in low if r[2] > 0]
+        if dropped and dropped[0][0] == 1:
+            gone = schedule.dense_lookup(dropped, last, 5)
+            assert any(a == 0 and b > 0 for a, b in zip(kept[1:], gone[1:]))
+
+
+def test_06_ex3_a_smaller_draft_vocabulary_lowers_c() -> None:
+    import dataclasses
+
+    from helpers.analytics import lab
+
+    record = lab.load_lab()
+    shape, context = lab.lab_shape(record), lab.lab_context(record)
+    fit = lab.fit_step_model(lab.cells(record)[lambda d: d.routing == lab.AS_LOADED])
+    cs = [
+        lab.model_c(fit, dataclasses.replace(shape, draft_vocab=v), 3, conc, 0.0, context)
+        for v in (8000, 32000, 151936)
+        for conc in (1,)
+    ]
+    assert cs[0] <= cs[1] <= cs[2], cs  # equal only if the fit gave bytes no weight
+
+
+def test_06_ex4_probing_less_often() -> None:
+    from helpers.analytics import schedule
+
+    costs = _lab_costs()
+    traces = {"weak": schedule.iid_traces(0.15, 4, 64, 5, seed=1)}
+    ranges = {"weak": [(1, max(costs), 0)]}
+    often = schedule.replay_table(traces, costs, ranges, probe_every=16)
+    rarely = schedule.replay_table(traces, costs, ranges, probe_every=64)
+    assert (rarely.speculated_share <= often.speculated_share + 1e-9).all()
 
 
 # ------------------------------------------------------------------------------------ notebook 07

@@ -11,6 +11,7 @@ import inspect
 import nbformat
 import pytest
 
+from helpers.analytics import moe
 from helpers.common.paths import NOTEBOOKS_DIR
 from helpers.eagle3 import decode, train
 
@@ -19,6 +20,7 @@ TWINS = {
     ("03_acceptance_analytics.ipynb", "accept_greedy"): decode.accept_greedy,
     ("03_acceptance_analytics.ipynb", "speculative_generate"): decode.speculative_generate,
     ("05_train_your_own_drafter.ipynb", "ttt_loss"): train.ttt_loss,
+    ("06_does_eagle3_pay_on_moe.ipynb", "step_bytes"): moe.step_bytes,
 }
 MAX_CELL_LINES = 40
 

@@ -73,3 +73,15 @@ def test_lab_heat_maps_from_the_shipped_h200_lab() -> None:
         "measured on the H200 (recorded)",
         "bytes model, independent routing",
     ]
+
+
+def test_the_answer_figure_has_the_band_and_the_map() -> None:
+    from helpers.analytics import lab
+
+    record = lab.load_lab()
+    answer = lab.answer_table(record, lab.fit_step_model(lab.cells(record)), 0.4)
+    fig = ap.plot_answer(answer, 3, "test")
+    left, right = fig.axes[0], fig.axes[1]
+    assert len(left.lines) == answer.num_speculative_tokens.nunique()
+    assert len(left.collections) == answer.num_speculative_tokens.nunique()  # one band per k
+    assert right.get_title().startswith("k = 3")

@@ -57,3 +57,55 @@ def test_published_shape_of_30b() -> None:
     assert (s.layers, s.hidden, s.experts, s.active, s.expert_ffn) == (48, 2048, 128, 8, 768)
     active_params = s.layers * (s.dense_params_per_layer() + s.active * s.expert_params())
     assert 2.5e9 < active_params + 2 * s.vocab * s.hidden < 3.6e9  # "A3B": ~3.3 B active
+
+
+def test_drafter_lm_head_is_sized_from_draft_vocab_size() -> None:
+    import dataclasses
+
+    from helpers.analytics.moe import DRAFTER_SHAPE_DIR, step_bytes
+    from helpers.common.configs import read_config
+
+    config = read_config(DRAFTER_SHAPE_DIR)
+    assert QWEN3_30B_A3B.draft_vocab == config["draft_vocab_size"]
+    assert QWEN3_30B_A3B.draft_ffn == config["transformer_layer_config"]["intermediate_size"]
+    small = dataclasses.replace(QWEN3_30B_A3B, draft_vocab=32000)
+    rows = QWEN3_30B_A3B.draft_vocab - 32000
+    assert QWEN3_30B_A3B.drafter_params() - small.drafter_params() == rows * QWEN3_30B_A3B.hidden
+    plain = step_bytes(QWEN3_30B_A3B, 1, 8, 512)
+    full, reduced = (3 * 2 * s.drafter_params() / plain for s in (QWEN3_30B_A3B, small))
+    assert reduced < full  # the 39 % of a plain step vs 15 % at k = 3
+    assert full == pytest.approx(0.39, abs=0.02) and reduced == pytest.approx(0.15, abs=0.02)
+
+
+def test_with_drafter_reads_a_speculators_config() -> None:
+    cfg = {"draft_vocab_size": 1024, "transformer_layer_config": {"intermediate_size": 99}}
+    shape = QWEN3_30B_A3B.with_drafter(cfg)
+    assert (shape.draft_vocab, shape.draft_ffn) == (1024, 99)
+    assert QWEN3_30B_A3B.with_drafter({}).draft_vocab == QWEN3_30B_A3B.vocab
+
+
+def test_vectorised_unions_agree_with_the_window_union() -> None:
+    from helpers.analytics.moe import aligned_union, effective_experts, expert_mask, window_distinct
+
+    g = torch.Generator().manual_seed(0)
+    choices = torch.stack([torch.randperm(8, generator=g)[:2] for _ in range(3 * 20)])
+    choices = choices.view(3, 20, 2)  # 3 layers, 20 positions, top-2
+    mask = expert_mask(choices, 8)
+    assert mask.sum(-1).eq(2).all()
+    for n in (1, 2, 4):
+        assert window_distinct(mask, n).mean().item() == pytest.approx(window_union(choices, n))
+    # two sequences at the same offsets read the union of both
+    other = expert_mask(torch.roll(choices, 1, dims=1), 8)
+    both = aligned_union([mask, other], 1)
+    assert window_distinct(mask, 1).mean().item() <= both <= 4
+    assert aligned_union([mask, mask], 3) == pytest.approx(window_distinct(mask, 3).mean().item())
+    assert effective_experts(expert_mask(torch.tensor([[[0, 1]] * 10]), 8)) == pytest.approx(2.0)
+    uniform = expert_mask(torch.arange(8).view(1, 4, 2), 8)
+    assert effective_experts(uniform) == pytest.approx(8.0)
+
+
+def test_measured_rho_is_the_correlation_of_the_mean_window_union() -> None:
+    from helpers.analytics.moe import measured_rho
+
+    same = torch.tensor([[[0, 1]] * 10])
+    assert measured_rho([(same, 0)], 4, 8, 2) == pytest.approx(1.0)

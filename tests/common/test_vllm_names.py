@@ -58,6 +58,9 @@ PER_REQUEST_IN: tuple[tuple[str, str, str], ...] = (
     (vllm_names.HISTOGRAM_KEY, "v1/metrics/stats.py", r'"{}"'),
     (vllm_names.RESPONSE_DRAFT_TOKENS_KEY, "v1/metrics/stats.py", r'"{}"'),
     (vllm_names.DISABLE_EAGLE_BLOCK_DROP, "config/speculative.py", r"\b{}\s*:"),
+    (vllm_names.PER_REQUEST_DETAILED, "config/observability.py", r'Literal\[[^\]]*"{}"'),
+    (vllm_names.PER_STEP_ACCEPTED, "v1/metrics/stats.py", r"\b{}\s*:"),
+    (vllm_names.PER_STEP_DRAFTED, "v1/metrics/stats.py", r"\b{}\s*:"),
 )
 #: What observability.PROMQL and TAU_ALERT read before they were built from vllm_names.
 PROMQL_BEFORE = {

@@ -21,6 +21,7 @@ __all__ = [
     "plot_relative_cost",
     "plot_speedup_map",
     "plot_lab_speedups",
+    "plot_answer",
     "tau_bars",
     "LABEL_COLORS",
     "LABEL_TEXT",
@@ -397,4 +398,39 @@ def plot_lab_speedups(lab: pd.DataFrame) -> Figure:
         ax.set(xlabel="concurrency", title=title)
         ax.grid(False)
     fig.colorbar(mesh, ax=axes[1], label="speed-up over plain (1 = break-even)")
+    return fig
+
+
+def plot_answer(answer: pd.DataFrame, k: int, title: str) -> Figure:
+    """The one answer: left, c(k, C) per k against concurrency with its band (shaded); right, the
+    speed-up τ / c(k, C) at one k over τ and C, break-even where the black line is, and where it
+    moves across the band (dashed)."""
+    fig, (ax, bx) = new_figure(2, width=5.4, height=4.0)
+    ks = sorted(answer[K_COLUMN].unique())
+    colors = _k_colors(ks)
+    for kk in ks:
+        at = answer[answer[K_COLUMN] == kk].sort_values("concurrency")
+        ax.fill_between(at.concurrency, at.c_low, at.c_high, color=colors[kk], alpha=0.2)
+        ax.plot(at.concurrency, at.c, "o-", color=colors[kk], label=f"k = {kk}")
+    ax.set_xscale("log", base=2)
+    source = answer.band_source.iloc[0]
+    ax.set(
+        xlabel="concurrency C",
+        ylabel="c(k, C): plain steps per speculative step",
+        title=f"measured c, band: {source}",
+    )
+    ax.legend(fontsize=8)
+    at = answer[answer[K_COLUMN] == k].sort_values("concurrency")
+    taus = np.linspace(1.0, k + 1.0, 41)
+    conc = at.concurrency.to_numpy(float)
+    grid = taus[:, None] / at.c.to_numpy()[None, :]
+    mesh = bx.pcolormesh(conc, taus, grid, cmap="RdYlGn", vmin=0.4, vmax=1.6, shading="nearest")
+    bx.contour(conc, taus, grid, levels=[1.0], colors="k", linewidths=1.5)
+    for column in ("c_low", "c_high"):
+        edge = taus[:, None] / at[column].to_numpy()[None, :]
+        bx.contour(conc, taus, edge, levels=[1.0], colors="k", linewidths=1, linestyles="--")
+    fig.colorbar(mesh, ax=bx, label="speed-up τ / c (1 = break-even)")
+    bx.set_xscale("log", base=2)
+    bx.set(xlabel="concurrency C", ylabel="acceptance length τ", title=f"k = {k}: τ / c(k, C)")
+    fig.suptitle(title, fontsize=10)
     return fig

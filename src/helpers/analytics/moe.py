@@ -7,14 +7,16 @@ own top-a of E experts, and the pass streams the **union** of their experts: E·
 experts for n independently routed positions, a when all n agree. Trained routers are correlated
 across neighbouring tokens, so the truth lies in between; `window_union` measures it on a real
 router. `step_bytes` turns a union into bytes (dense and attention weights once, routed experts by
-the union, the KV cache, the drafter) and `relative_cost` into c(k, B) = spec step / plain step.
+the union, the lm_head, the KV cache, k reads of the drafter with its own draft vocabulary) and
+`relative_cost` into c(k, B) = spec step / plain step. `expert_mask`, `window_distinct` and
+`aligned_union` count unions of many sequences at once (the MoE lab reads routing back with them).
 """
 
 from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pandas as pd
@@ -22,20 +24,28 @@ import torch
 
 from helpers.common.configs import read_config
 from helpers.common.paths import DATA_DIR
+from helpers.common.prompts import as_messages
 
 __all__ = [
     "BYTES_BF16",
     "MoeShape",
+    "DRAFTER_SHAPE_DIR",
     "QWEN3_30B_A3B",
     "QWEN3_235B_A22B",
     "independent_union",
     "shared_union",
     "router_choices",
+    "answer_choices",
+    "measured_rho",
     "window_union",
     "union_table",
     "batch_union",
     "correlation",
     "union_with_correlation",
+    "expert_mask",
+    "window_distinct",
+    "aligned_union",
+    "effective_experts",
     "step_bytes",
     "relative_cost",
     "cost_table",
@@ -58,6 +68,10 @@ class MoeShape:
     kv_heads: int
     head_dim: int
     vocab: int
+    #: The drafter's lm_head rows (its `draft_vocab_size`); 0 means the full vocabulary.
+    draft_vocab: int = 0
+    #: The drafter layer's MLP width; 0 means 4 x hidden.
+    draft_ffn: int = 0
 
     @classmethod
     def from_config(cls, name: str, config: dict[str, Any]) -> MoeShape:
@@ -75,6 +89,15 @@ class MoeShape:
             config["vocab_size"],
         )
 
+    def with_drafter(self, config: dict[str, Any]) -> MoeShape:
+        """This shape with the lm_head and MLP of an EAGLE-3 drafter config (speculators format)."""
+        layer = config.get("transformer_layer_config", config)
+        return replace(
+            self,
+            draft_vocab=config.get("draft_vocab_size") or layer.get("vocab_size") or self.vocab,
+            draft_ffn=layer.get("intermediate_size") or 4 * self.hidden,
+        )
+
     def expert_params(self) -> int:
         """Parameters of one routed expert (gate, up and down projections)."""
         return 3 * self.hidden * self.expert_ffn
@@ -85,22 +108,26 @@ class MoeShape:
         return attn + self.hidden * self.experts
 
     def drafter_params(self) -> int:
-        """A one-layer EAGLE-3 drafter of this width: fc (3H→H), a Llama layer, lm_head."""
+        """A one-layer EAGLE-3 drafter of this width: fc (3H→H), a Llama layer whose attention
+        reads embeddings and hidden state (2H), and an lm_head of `draft_vocab` rows."""
         attn = (
             2 * self.hidden * self.head_dim * (self.heads + 2 * self.kv_heads)
             + self.heads * self.head_dim * self.hidden
         )
+        mlp = 3 * self.hidden * (self.draft_ffn or 4 * self.hidden)
         return (
             3 * self.hidden * self.hidden
             + attn
-            + 3 * self.hidden * 4 * self.hidden
-            + self.vocab * self.hidden
+            + mlp
+            + (self.draft_vocab or self.vocab) * self.hidden
         )
 
 
+#: The drafter of the shape profile and the MoE lab (data/shapes/): its config sizes the lm_head.
+DRAFTER_SHAPE_DIR = DATA_DIR / "shapes" / "qwen3-30b-a3b-eagle3"
 QWEN3_30B_A3B = MoeShape.from_config(
     "Qwen3-30B-A3B", read_config(DATA_DIR / "shapes" / "qwen3-30b-a3b")
-)
+).with_drafter(read_config(DRAFTER_SHAPE_DIR))
 #: Published architecture of Qwen3-235B-A22B (model card): 94 layers, hidden 4096, 128 experts of
 #: FFN width 1536, 8 active, 64 query and 4 KV heads of 128, vocabulary 151,936.
 QWEN3_235B_A22B = MoeShape("Qwen3-235B-A22B", 94, 4096, 128, 8, 1536, 64, 4, 128, 151936)
@@ -122,6 +149,22 @@ def router_choices(verifier: Any, ids: Sequence[int]) -> torch.Tensor:
     out = verifier(input_ids=torch.tensor([list(ids)]), output_router_logits=True)
     active = verifier.config.num_experts_per_tok
     return torch.stack([logits.topk(active, dim=-1).indices for logits in out.router_logits])
+
+
+@torch.no_grad()
+def answer_choices(
+    verifier: Any, tokenizer: Any, prompts: Sequence[str], max_tokens: int
+) -> list[tuple[torch.Tensor, int]]:
+    """Greedy answers to chat prompts, and per answer (router choices of prompt + answer, index of
+    the first answer position): what `union_table` and `batch_union` read."""
+    out = []
+    for prompt in prompts:
+        ids = tokenizer.apply_chat_template(
+            as_messages(prompt), add_generation_prompt=True, return_tensors="pt", return_dict=True
+        )["input_ids"]
+        answer = verifier.generate(ids, max_new_tokens=max_tokens, do_sample=False)[0].tolist()
+        out.append((router_choices(verifier, answer), ids.shape[1]))
+    return out
 
 
 def _distinct(choices: torch.Tensor) -> torch.Tensor:
@@ -187,11 +230,51 @@ def correlation(measured: float, experts: int, active: int, n: int) -> float:
     return (indep - measured) / (indep - active) if indep > active else 0.0
 
 
+def measured_rho(
+    choices: Sequence[tuple[torch.Tensor, int]], n: int, experts: int, active: int
+) -> float:
+    """ρ of a router at n positions, from the mean union of n consecutive answer positions."""
+    measured = union_table(choices, [n], experts, active).measured_union.iloc[0]
+    return correlation(float(measured), experts, active, n)
+
+
 def union_with_correlation(experts: int, active: int, batch: int, n: int, rho: float) -> float:
     """Expected union of `batch` sequences × n positions, routing correlated by rho within a sequence."""
     indep = independent_union(experts, active, batch * n)
     shared = shared_union(experts, active, batch)
     return indep - rho * (indep - shared)
+
+
+def expert_mask(choices: torch.Tensor, experts: int) -> torch.Tensor:
+    """Router choices [..., active] as a boolean mask [..., experts] of the experts picked."""
+    mask = torch.zeros(*choices.shape[:-1], experts, dtype=torch.bool, device=choices.device)
+    return mask.scatter_(-1, choices.long(), True)
+
+
+def window_distinct(mask: torch.Tensor, n: int) -> torch.Tensor:
+    """Distinct experts of every window of n consecutive positions: mask [..., T, E] → [..., T-n+1]."""
+    windows = mask.unfold(-2, n, 1)  # [..., T-n+1, E, n]
+    return windows.any(-1).sum(-1).float()
+
+
+def aligned_union(masks: Sequence[torch.Tensor], n: int) -> float:
+    """Mean distinct experts per layer when sequences verify n positions each at the same offsets:
+    masks are [layers, T_i, E] per sequence, offsets run over the shortest; what one batched step
+    of len(masks) sequences reads."""
+    t = min(m.shape[-2] for m in masks)
+    if t < n:
+        return float("nan")
+    joint = torch.stack([m[..., :t, :] for m in masks]).any(0)
+    return window_distinct(joint, n).mean().item()
+
+
+def effective_experts(mask: torch.Tensor) -> float:
+    """exp(entropy) of how often each expert is picked, per layer, averaged: E when popularity is
+    uniform, fewer when a few experts take most tokens. mask [layers, T, E]."""
+    counts = mask.float().sum(-2)
+    p = counts / counts.sum(-1, keepdim=True).clamp_min(1)
+    entropy = -(p * p.clamp_min(1e-30).log()).sum(-1)
+    return entropy.exp().mean().item()
 
 
 def step_bytes(
@@ -202,8 +285,8 @@ def step_bytes(
     drafter_steps: int = 0,
     bytes_per_param: int = BYTES_BF16,
 ) -> float:
-    """Bytes one decode step reads: dense weights and lm_head once, `union` experts per layer, the KV
-    cache of `batch` sequences of `context` tokens, and `drafter_steps` reads of the drafter."""
+    """Bytes one decode step reads: dense weights and lm_head once, `union` experts per layer,
+    the KV cache of `batch` sequences of `context` tokens, and `drafter_steps` drafter reads."""
     weights = shape.layers * (shape.dense_params_per_layer() + union * shape.expert_params())
     weights += shape.vocab * shape.hidden  # lm_head; embeddings are a gather, not a stream
     kv = batch * context * shape.layers * 2 * shape.kv_heads * shape.head_dim

@@ -7,8 +7,10 @@ of E[tokens/step], speculation pays exactly when τ > c(k).
 
 c(k) on this machine comes from timing the tiny pair in PyTorch (float32, transformers with a KV
 cache): one verifier step over k + 1 tokens plus k drafter steps, relative to a 1-token verifier
-step. The H200 costs of the real Qwen3-30B-A3B shape are a *recorded* measurement from another
-machine (data/measurements/h200-vllm-step-costs.json), never a result of this run.
+step. The H200 costs of the real Qwen3-30B-A3B shape are *recorded* measurements from another
+machine, never results of this run: the MoE lab (`LAB_FILE`, scripts/gpu_moe_lab.py: distinct
+prompts, concurrency 1-64) and an earlier single-sequence record (`H200_FILE`), whose batch runs
+copied one prompt and are kept only as the contrast `one_prompt_batch` teaches from.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import Any
 import pandas as pd
 import torch
 
+from helpers.analytics.routing import AS_LOADED
 from helpers.common import vllm_names
 from helpers.common.paths import DATA_DIR
 from helpers.common.tables import K_COLUMN
@@ -47,13 +50,16 @@ __all__ = [
     "load_h200",
     "recorded_on",
     "h200_step_costs",
-    "h200_all_batches",
+    "ONE_PROMPT",
+    "one_prompt_batch",
     "h200_tiny_pair",
     "LAB_FILE",
     "lab_step_costs",
     "break_even",
     "recorded_break_even_tau",
     "recorded_tiny_pair_speedups",
+    "LITERATURE_FILE",
+    "literature",
 ]
 
 H200_FILE: Path = DATA_DIR / "measurements" / "h200-vllm-step-costs.json"
@@ -230,14 +236,25 @@ def h200_step_costs(record: dict[str, Any], batch: str = "bs1") -> pd.DataFrame:
     return df
 
 
-def h200_all_batches(record: dict[str, Any]) -> pd.DataFrame:
-    """c(k) on the H200 at every recorded batch size (bs1, bs8, bs32), with batch_size as a number."""
-    columns = sorted(
-        {b for r in record[H200_SHAPE]["steps_per_s"].values() for b in r}, key=lambda b: int(b[2:])
-    )
-    df = pd.concat([h200_step_costs(record, b) for b in columns], ignore_index=True)
-    df["batch_size"] = df.batch.str[2:].astype(int)
-    return df
+#: The block of the H200 record that batched copies of one prompt (its caveat says why it is kept).
+ONE_PROMPT = "one_prompt_batch"
+
+
+def one_prompt_batch(record: dict[str, Any]) -> pd.DataFrame:
+    """The recorded batch runs of ONE prompt copied B times, as steps/s and c(k, B) per batch
+    size, with the bs1 run beside them: identical greedy sequences route to identical experts, so
+    these batches read one sequence's experts and look cheap (the contrast, not a batch cost)."""
+    block = record[ONE_PROMPT]["steps_per_s"]
+    single = record[H200_SHAPE]["steps_per_s"]
+    rows = []
+    for name, rates in block.items():
+        for batch, rate in {**{"bs1": single[name]["bs1"]}, **rates}.items():
+            rows.append({"run": name, "batch_size": int(batch[2:]), "steps_per_s": rate})
+    df = pd.DataFrame(rows)
+    plain = df[df.run == "plain"].set_index("batch_size").steps_per_s
+    df[K_COLUMN] = [0 if r == "plain" else int(r[1:]) for r in df.run]
+    df["relative_step_cost"] = df.batch_size.map(plain) / df.steps_per_s
+    return df.sort_values([K_COLUMN, "batch_size"], ignore_index=True)
 
 
 def h200_tiny_pair(record: dict[str, Any]) -> pd.DataFrame:
@@ -267,13 +284,17 @@ LAB_FILE: Path = DATA_DIR / "measurements" / "h200-moe-lab.json"
 
 
 def lab_step_costs(record: Mapping[str, Any]) -> pd.DataFrame:
-    """The MoE lab's speculative rows with their speed-up and measured c(k, C) over plain decoding."""
+    """The MoE lab's speculative rows with their speed-up and measured c(k, C) over plain decoding
+    at the same concurrency, for the routing as loaded (a record with routing designs holds more
+    rows: `helpers.analytics.lab.routing_table` reads them)."""
     rows = pd.DataFrame(record["rows"]).rename(columns={"k": K_COLUMN})
+    if "routing" in rows:
+        rows = rows[rows.routing == AS_LOADED.name]
     plain = rows[rows[K_COLUMN] == 0].set_index("concurrency")
     lab = rows[rows[K_COLUMN] > 0].copy()
     lab["speedup"] = lab.tok_s / lab.concurrency.map(plain.tok_s)
     lab["measured_c"] = lab.concurrency.map(plain.steps_per_s) / lab.steps_per_s
-    return lab
+    return lab.reset_index(drop=True)
 
 
 def break_even(costs: pd.DataFrame) -> pd.DataFrame:
@@ -319,6 +340,18 @@ def published_points(path: Path = PUBLISHED_FILE) -> pd.DataFrame:
                 "plain_tok_s": plain,
                 "speedup_vs_plain": run["tok_s"] / plain,
                 "date": record["sources"][run["source"]]["date"],
+                "role": record["sources"][run["source"]].get("role", ""),
             }
         )
     return pd.DataFrame(rows)
+
+
+#: Published work on speculation for MoE verifiers, and reported runs, with conditions and dates.
+LITERATURE_FILE: Path = DATA_DIR / "published" / "moe-speculation.json"
+
+
+def literature(path: Path = LITERATURE_FILE) -> pd.DataFrame:
+    """One row per published number: source, date, role (MoE method, reported speed-up, reported
+    slowdown, other drafter), conditions, the number, and whether it was read in the source."""
+    record = json.loads(Path(path).read_text())
+    return pd.DataFrame(record["records"])

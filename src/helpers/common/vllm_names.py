@@ -32,6 +32,7 @@ __all__ = [
     "PER_POSITION_RATE",
     "PER_REQUEST_METRICS_ARG",
     "PER_REQUEST_SUMMARY",
+    "PER_REQUEST_DETAILED",
     "OUTPUT_METRICS_ATTR",
     "RESPONSE_METRICS_KEY",
     "RESPONSE_SPEC_KEY",
@@ -47,6 +48,8 @@ __all__ = [
     "NUM_GPU_BLOCKS_LABEL",
     "BLOCK_SIZE_LABEL",
     "DISABLE_EAGLE_BLOCK_DROP",
+    "PER_STEP_ACCEPTED",
+    "PER_STEP_DRAFTED",
 ]
 
 # ------------------------------------------------ Prometheus metrics (v1/spec_decode/metrics.py)
@@ -97,6 +100,8 @@ PER_POSITION_RATE = "spec_decode_per_position_acceptance_rate"
 PER_REQUEST_METRICS_ARG = "per_request_spec_decode_metrics"
 #: Its value that records each request's histogram of verify steps by accepted drafts.
 PER_REQUEST_SUMMARY = "summary"
+#: Its value that also records every verify step in order (`PER_STEP_ACCEPTED`, `PER_STEP_DRAFTED`).
+PER_REQUEST_DETAILED = "detailed"
 #: Where a finished CompletionOutput carries that record (outputs.py).
 OUTPUT_METRICS_ATTR = "spec_decode_metrics"
 
@@ -136,3 +141,8 @@ BLOCK_SIZE_LABEL = "block_size"
 
 #: `speculative_config` key that keeps the last matched prefix-cache block for EAGLE drafters.
 DISABLE_EAGLE_BLOCK_DROP = "disable_eagle_block_drop"
+#: The record's drafts accepted at each verify step, in order (RequestSpecDecodeMetrics,
+#: v1/metrics/stats.py), with `PER_REQUEST_DETAILED` only.
+PER_STEP_ACCEPTED = "per_step_accepted"
+#: The record's drafts proposed at each verify step, in order.
+PER_STEP_DRAFTED = "per_step_drafted"

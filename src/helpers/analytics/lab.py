@@ -1,0 +1,316 @@
+"""The MoE lab's record read (scripts/gpu_moe_lab.py, notebook 06): c(k, C) and the speed-up of
+every cell, the bandwidth each plain step reached, a fixed + bytes step model fitted to the cells
+with its residuals, and the routing designs side by side.
+
+A record of the lab (`speedup.LAB_FILE`) holds one row per measured cell: k (0 = plain decoding),
+the target τ, the concurrency C, the routing design, the decode step time and tokens, and (from
+format 2 on) what the generated positions read: `batch_union_<n>`, the distinct experts per layer
+of C sequences × n positions. Older records lack the routing; their unions are then the
+independent-routing expectation (random weights route at random), and the tables say which.
+
+The step model: t(step) = fixed + k · per_draft + bytes / bandwidth + tokens · per_token, bytes
+from `moe.step_bytes` with the cell's union, tokens = C · (k + 1); fitted by non-negative least
+squares on relative error, so each term is a cost the GPU pays and none can go negative.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from helpers.analytics import moe, routing, speedup
+from helpers.common.configs import read_config
+from helpers.common.paths import REPO_ROOT
+from helpers.common.tables import K_COLUMN
+
+__all__ = [
+    "PEAK_HBM_TB_S",
+    "AS_LOADED",
+    "peak_tb_s",
+    "load_lab",
+    "lab_shape",
+    "lab_context",
+    "cells",
+    "plain_bandwidth",
+    "StepFit",
+    "STEP_TERMS",
+    "fit_step_model",
+    "routing_table",
+    "speedup_by_concurrency",
+    "model_c",
+    "answer_table",
+    "readme_rows",
+    "routing_rows",
+]
+
+#: Peak HBM bandwidth by GPU (TB/s), from the vendor's datasheet: NVIDIA H200 (HBM3e),
+#: https://www.nvidia.com/en-us/data-center/h200/ ("4.8TB/s" memory bandwidth).
+PEAK_HBM_TB_S: Mapping[str, float] = {"H200": 4.8}
+#: The routing of a record's rows measured on the weights as loaded (random), and of old records.
+AS_LOADED = routing.AS_LOADED.name
+#: The terms of the step model, in the order of StepFit.coefficients.
+STEP_TERMS = ("fixed_ms", "per_draft_ms", "ms_per_gb", "per_token_ms")
+
+
+def peak_tb_s(gpu: str) -> float | None:
+    """The datasheet HBM bandwidth of a GPU named like 'NVIDIA H200' (None when not listed)."""
+    for name, tb_s in PEAK_HBM_TB_S.items():
+        if re.search(rf"\b{name}\b", gpu):
+            return tb_s
+    return None
+
+
+def load_lab(path: Path = speedup.LAB_FILE) -> dict[str, Any]:
+    """A lab record with its provenance ('what', 'how' or 'caveats', 'gpu', 'rows')."""
+    record = json.loads(Path(path).read_text())
+    missing = {"what", "gpu", "rows"} - set(record)
+    if missing or not ({"how", "caveats"} & set(record)):
+        raise ValueError(
+            f"{path} lacks provenance ({sorted(missing) or 'how'}): keep it with the rows"
+        )
+    return record
+
+
+def lab_shape(record: Mapping[str, Any]) -> moe.MoeShape:
+    """The verifier shape the lab ran, with the lm_head of the drafter it ran (its config)."""
+    drafter = record.get("drafter_config")
+    if drafter is None:
+        folder = REPO_ROOT / record.get("drafter", str(moe.DRAFTER_SHAPE_DIR))
+        drafter = read_config(folder if folder.exists() else moe.DRAFTER_SHAPE_DIR)
+    return moe.QWEN3_30B_A3B.with_drafter(drafter)
+
+
+def lab_context(record: Mapping[str, Any]) -> int:
+    """The mean context of a decode step in the lab: the prompt plus half the answer."""
+    s = record["settings"]
+    return int(s["prompt_tokens"] + s["new_tokens"] // 2)
+
+
+def cells(record: Mapping[str, Any]) -> pd.DataFrame:
+    """Every measured cell with its step time, the union its step read, its bytes, and the
+    bandwidth that makes: one row per (k, τ, concurrency, routing)."""
+    shape, context = lab_shape(record), lab_context(record)
+    df = pd.DataFrame(record["rows"]).rename(columns={"k": K_COLUMN})
+    if "routing" not in df:
+        df["routing"] = AS_LOADED
+    if "step_ms" not in df:
+        df["step_ms"] = 1e3 / df.steps_per_s
+    df["positions"] = df[K_COLUMN] + 1
+    measured, source = [], []
+    for _, r in df.iterrows():
+        key = f"batch_union_{int(r.positions)}"
+        value = r.get(key)
+        if value is not None and value == value:
+            measured.append(float(value))
+            source.append("read back")
+        else:
+            n = r.concurrency * r.positions
+            measured.append(moe.independent_union(shape.experts, shape.active, n))
+            source.append("independent (expected)")
+    df["union"], df["union_source"] = measured, source
+    df["gb_per_step"] = [
+        moe.step_bytes(shape, c, u, context, drafter_steps=k) / 1e9
+        for c, u, k in zip(df.concurrency, df.union, df[K_COLUMN])
+    ]
+    df["achieved_tb_s"] = df.gb_per_step / df.step_ms  # GB/ms = TB/s
+    df["tokens"] = df.concurrency * df.positions
+    return df
+
+
+def plain_bandwidth(record: Mapping[str, Any]) -> pd.DataFrame:
+    """Plain decoding per concurrency: the union a step read, its bytes, the bandwidth reached and
+    its share of the GPU's datasheet peak (NaN for a GPU not in PEAK_HBM_TB_S)."""
+    df = cells(record)
+    df = df[(df[K_COLUMN] == 0) & (df.routing == AS_LOADED)].copy()
+    peak = peak_tb_s(record["gpu"])
+    df["peak_tb_s"] = peak if peak is not None else float("nan")
+    df["share_of_peak"] = df.achieved_tb_s / df.peak_tb_s
+    keep = ["concurrency", "step_ms", "union", "union_source", "gb_per_step", "achieved_tb_s"]
+    return df[keep + ["peak_tb_s", "share_of_peak"]].reset_index(drop=True)
+
+
+@dataclass(frozen=True)
+class StepFit:
+    """The fitted step model: one coefficient per STEP_TERMS, and every cell with its prediction."""
+
+    coefficients: dict[str, float]
+    table: pd.DataFrame
+
+    @property
+    def bandwidth_tb_s(self) -> float:
+        """The bandwidth the bytes term implies (inf when the fit gave bytes no weight)."""
+        per_gb = self.coefficients["ms_per_gb"]
+        return 1.0 / per_gb if per_gb > 0 else float("inf")
+
+    @property
+    def worst(self) -> float:
+        """The largest |residual| over the cells (relative)."""
+        return float(self.table.residual.abs().max())
+
+    def predict(self, k: int, concurrency: int, gb: float) -> float:
+        """Step time (ms) of a step of k drafts at this concurrency reading `gb` GB."""
+        c = self.coefficients
+        return (
+            c["fixed_ms"]
+            + k * c["per_draft_ms"]
+            + gb * c["ms_per_gb"]
+            + concurrency * (k + 1) * c["per_token_ms"]
+        )
+
+
+def _nnls(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Non-negative least squares for a handful of columns: the best of every column subset."""
+    best, best_err = np.zeros(a.shape[1]), float(np.sum(b**2))
+    for size in range(1, a.shape[1] + 1):
+        for cols in itertools.combinations(range(a.shape[1]), size):
+            x, *_ = np.linalg.lstsq(a[:, cols], b, rcond=None)
+            if (x < 0).any():
+                continue
+            err = float(np.sum((a[:, cols] @ x - b) ** 2))
+            if err < best_err:
+                best, best_err = np.zeros(a.shape[1]), err
+                best[list(cols)] = x
+    return best
+
+
+def fit_step_model(table: pd.DataFrame) -> StepFit:
+    """Fit t = fixed + k·per_draft + GB·ms_per_gb + tokens·per_token to the cells' step times,
+    minimising relative error with every term ≥ 0; residual = model / measured − 1."""
+    x = np.column_stack(
+        [
+            np.ones(len(table)),
+            table[K_COLUMN].to_numpy(float),
+            table.gb_per_step.to_numpy(float),
+            table.tokens.to_numpy(float),
+        ]
+    )
+    y = table.step_ms.to_numpy(float)
+    coef = _nnls(x / y[:, None], np.ones(len(y)))
+    out = table.copy()
+    out["model_ms"] = x @ coef
+    out["residual"] = out.model_ms / out.step_ms - 1
+    return StepFit(dict(zip(STEP_TERMS, (float(c) for c in coef))), out)
+
+
+def routing_table(record: Mapping[str, Any], k: int) -> pd.DataFrame:
+    """Per routing design and concurrency: ρ and the effective experts read back, the plain and
+    speculative unions, and the measured c(k, C) (empty for a record without designs)."""
+    df = cells(record)
+    plain = df[df[K_COLUMN] == 0].set_index(["routing", "concurrency"])
+    spec = df[df[K_COLUMN] == k]
+    rows = []
+    for (design, conc), grp in spec.groupby(["routing", "concurrency"], sort=False):
+        if (design, conc) not in plain.index:
+            continue
+        p = plain.loc[(design, conc)]
+        rows.append(
+            {
+                "routing": design,
+                "concurrency": conc,
+                "rho_4": p.get("rho_4", float("nan")),
+                "effective_experts": p.get("effective_experts", float("nan")),
+                "plain_union": p.union,
+                "spec_union": grp.union.median(),
+                "plain_step_ms": p.step_ms,
+                "spec_step_ms": grp.step_ms.median(),
+                "measured_c": grp.step_ms.median() / p.step_ms,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def speedup_by_concurrency(lab: pd.DataFrame, k: int, tau: float) -> pd.DataFrame:
+    """One (k, τ) row of `speedup.lab_step_costs` per concurrency: speed-up, c, and whether it
+    rose from the concurrency before (what makes a curve non-monotonic)."""
+    at = lab[(lab[K_COLUMN] == k) & (lab.tau_target == tau)].sort_values("concurrency")
+    out = at[["concurrency", "tau", "measured_c", "speedup"]].reset_index(drop=True)
+    out["rose"] = out.speedup.diff() > 0
+    return out
+
+
+def model_c(
+    fit: StepFit, shape: moe.MoeShape, k: int, conc: int, rho: float, context: int
+) -> float:
+    """c(k, C) the fitted step model predicts for routing of within-sequence correlation rho."""
+    plain = moe.union_with_correlation(shape.experts, shape.active, conc, 1, rho)
+    spec = moe.union_with_correlation(shape.experts, shape.active, conc, k + 1, rho)
+    gb_plain = moe.step_bytes(shape, conc, plain, context) / 1e9
+    gb_spec = moe.step_bytes(shape, conc, spec, context, drafter_steps=k) / 1e9
+    return fit.predict(k, conc, gb_spec) / fit.predict(0, conc, gb_plain)
+
+
+def answer_table(record: Mapping[str, Any], fit: StepFit, rho: float) -> pd.DataFrame:
+    """Per k and concurrency: the measured c (as loaded, median over τ) and its band: the range
+    over the routing designs the record measured, else the fitted model's change of c from
+    independent routing to within-sequence correlation `rho` (a trained router's; the real
+    router's is unknown), laid on the measured c."""
+    costs = speedup.lab_step_costs(record)
+    shape, context = lab_shape(record), lab_context(record)
+    by_k = {k: routing_table(record, k) for k in costs[K_COLUMN].unique()}
+    rows = []
+    for (k, conc), grp in costs.groupby([K_COLUMN, "concurrency"]):
+        c = float(grp.measured_c.median())
+        designs = by_k[k]
+        at = designs[designs.concurrency == conc].measured_c if len(designs) else []
+        if len(at) > 1:
+            low, high, source = min(c, at.min()), max(c, at.max()), "routing designs, measured"
+        else:
+            ends = [model_c(fit, shape, k, conc, r, context) for r in (0.0, rho)]
+            moved = c + ends[1] - ends[0]
+            low, high = min(c, moved), max(c, moved)
+            source = f"fitted model, rho 0 to {rho:.2f}"
+        rows.append({K_COLUMN: k, "concurrency": conc, "c": c, "c_low": low, "c_high": high})
+        rows[-1]["band_source"] = source
+    return pd.DataFrame(rows)
+
+
+def readme_rows(record: Mapping[str, Any], ks: Sequence[int] = (1, 3, 5)) -> str:
+    """Markdown rows for the README: per k, the measured c at each concurrency, and the record's
+    date, GPU and vLLM (`python -m helpers.analytics.lab` prints them)."""
+    lab = speedup.lab_step_costs(record)
+    levels = sorted(lab.concurrency.unique())
+    head = "| k | " + " | ".join(f"c(k, {c})" for c in levels) + " |"
+    lines = [head, "|---|" + "---|" * len(levels)]
+    for k in ks:
+        by = lab[lab[K_COLUMN] == k].groupby("concurrency").measured_c.median()
+        if len(by):
+            lines.append(
+                f"| {k} | " + " | ".join(f"{by.get(c, float('nan')):.2f}" for c in levels) + " |"
+            )
+    when = speedup.recorded_on(record)
+    lines.append(f"\n{when}, {record['gpu']}, vLLM {record.get('vllm', '?')}: {record['what']}")
+    return "\n".join(lines)
+
+
+def routing_rows(record: Mapping[str, Any], k: int = 3) -> str:
+    """Markdown rows for the README: per routing design, ρ read back at 4 positions, effective
+    experts, and c(k, C) at each concurrency (a line saying so for a record without designs)."""
+    table = routing_table(record, k)
+    if table.empty or table.routing.nunique() == 1:
+        return "(this record has no routing designs: random weights only)"
+    levels = sorted(table.concurrency.unique())
+    lines = [
+        "| routing | ρ (4 positions) | effective experts | "
+        + " | ".join(f"c({k}, {c})" for c in levels)
+        + " |",
+        "|---|---|---|" + "---|" * len(levels),
+    ]
+    for design, grp in table.groupby("routing", sort=False):
+        at = grp.set_index("concurrency")
+        first = at.iloc[0]
+        cs = " | ".join(f"{at.measured_c.get(c, float('nan')):.2f}" for c in levels)
+        lines.append(f"| {design} | {first.rho_4:.2f} | {first.effective_experts:.1f} | {cs} |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    record = load_lab()
+    print(readme_rows(record), "\n", routing_rows(record), sep="\n")

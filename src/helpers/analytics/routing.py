@@ -1,0 +1,406 @@
+"""Routers by design for the MoE lab: gate weights that make a dummy-weight Qwen3-MoE route
+independently, correlated within a sequence, or with a skewed expert popularity, set in a
+running vLLM engine, and the routing read back from the tokens the engine produced.
+
+Why it can be done without trained weights. vLLM's dummy weights are U(±1e-3), so every layer adds
+about 1e-4 of the residual stream to it: each layer's router sees, to that precision, the token's
+own embedding, and routes on the current token alone (`route` below computes it). The designs
+rewrite a few tensors of the loaded model (`apply_design`), none that changes what a step reads:
+
+* the embedding: coordinate 0 is 1 for every token (it turns a gate column into a bias), a *token
+  block* of coordinates is N(0, 1) per token, the rest is 0;
+* layer 0's attention: q = 0, so attention is uniform over the context, and v/o copy the running
+  mean of the token block into a *context block*: a vector shared by the whole sequence that
+  drifts slowly as it grows (other layers add ≈ 1e-6 of the stream; their weights stay as loaded);
+* every router: logits = bias + token block · W_tok + γ · context block · W_ctx, W ~ N(0, 1), so
+  each expert's logit is N(0, 1) from the token plus γ × a per-sequence term.
+
+γ = 0 routes each token independently of its neighbours; a large γ makes a sequence's positions
+share their experts (sequences still differ: their contexts do), which is the within-sequence
+correlation ρ of `helpers.analytics.moe.union_with_correlation`; `calibrate_context_weight` finds
+the γ of a target ρ on random sequences. A bias drawn for a Zipf-like popularity
+(`zipf_bias`) skews which experts are picked. Step costs are the same whatever the values (bf16
+kernels do not skip zeros): only which experts a batch reads changes.
+
+`RoutingLab` is the worker extension (`worker_extension_cls=ROUTING_LAB`) through which
+`scripts/gpu_moe_lab.py` applies a design, reads back the routing of the sequences it generated
+(`routing_stats`), and moves the synthetic acceptance length of a running engine
+(`set_acceptance_length`: the rejection sampler's rates tensor, updated in place).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import torch
+
+from helpers.analytics import moe
+
+__all__ = [
+    "Design",
+    "AS_LOADED",
+    "Layout",
+    "verifier_layers",
+    "zipf_bias",
+    "apply_design",
+    "route",
+    "routing_stats",
+    "calibrate_context_weight",
+    "acceptance_rates",
+    "set_acceptance_length",
+    "RoutingLab",
+    "ROUTING_LAB",
+]
+
+
+@dataclass(frozen=True)
+class Design:
+    """A routing design: context weight γ, a popularity bias, the seed of its random matrices.
+    `designed=False` is the model as vLLM loaded it (random weights)."""
+
+    name: str
+    context_weight: float = 0.0
+    bias: tuple[float, ...] = field(default_factory=tuple)
+    seed: int = 0
+    designed: bool = True
+    #: The ρ a context weight was calibrated for (None: not calibrated).
+    target_rho: float | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready (what the lab records and sends to its workers)."""
+        return {**asdict(self), "bias": list(self.bias)}
+
+
+AS_LOADED = Design("random weights (as loaded)", designed=False)
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where a design puts its coordinates in the residual stream of a model of this width."""
+
+    hidden: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+
+    @property
+    def token(self) -> slice:
+        """The token block: [1, hidden/2)."""
+        return slice(1, self.hidden // 2)
+
+    @property
+    def context_size(self) -> int:
+        """Coordinates of the context block: what layer 0's values can carry, at most the token block."""
+        return min(self.kv_heads * self.head_dim, self.hidden // 2 - 1)
+
+    @property
+    def context(self) -> slice:
+        """The context block: right after the token block."""
+        return slice(self.hidden // 2, self.hidden // 2 + self.context_size)
+
+    @classmethod
+    def of(cls, model: Any) -> Layout:
+        """The layout of a vLLM Qwen3-MoE model (from its first attention layer; one GPU)."""
+        attn = verifier_layers(model)[0].self_attn
+        return cls(model.config.hidden_size, attn.num_heads, attn.num_kv_heads, attn.head_dim)
+
+
+def verifier_layers(model: Any) -> Sequence[Any]:
+    """The decoder layers of a vLLM Qwen3-MoE model (`model.model.layers`)."""
+    return model.model.layers
+
+
+def _experts(model: Any) -> int:
+    """Routed experts per layer of a vLLM Qwen3-MoE model (its config names them two ways)."""
+    config = model.config
+    return getattr(config, "num_experts", None) or config.num_local_experts
+
+
+def _rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+    """RMSNorm as vLLM's: x / sqrt(mean(x²) + eps) · weight (in float32)."""
+    x = x.float()
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * weight.float()
+
+
+def zipf_bias(
+    experts: int, active: int, exponent: float, seed: int = 0, rounds: int = 60
+) -> list[float]:
+    """A router bias whose top-`active` picks follow a Zipf-like popularity p_e ∝ 1/rank^exponent
+    over a random ranking of the experts, when each expert's logit adds N(0, 1) noise per token
+    (fitted on 4,096 noise draws: bias += log(target) − log(measured), `rounds` times)."""
+    g = torch.Generator().manual_seed(seed)
+    rank = torch.randperm(experts, generator=g).float() + 1
+    target = rank.pow(-exponent)
+    target = target / target.sum() * active
+    noise = torch.randn(4096, experts, generator=g)
+    bias = torch.zeros(experts)
+    for _ in range(rounds):
+        picked = moe.expert_mask((noise + bias).topk(active, dim=-1).indices, experts)
+        measured = picked.float().mean(0).clamp_min(1e-4)
+        bias += 0.5 * (target.log() - measured.log())
+    return [round(b, 6) for b in bias.tolist()]
+
+
+def _read(linear: Any) -> torch.Tensor:
+    """A linear layer's weight as the lab last wrote it, else as loaded."""
+    written = getattr(linear, "_lab_weight", None)
+    if written is not None:
+        return written
+    if linear.weight.numel() == 0:
+        raise ValueError(
+            "this backend repacked the layer's weights at load (vLLM's CPU backend does): "
+            "only designed weights can be read back"
+        )
+    return linear.weight
+
+
+@torch.no_grad()
+def _write(linear: Any, weight: torch.Tensor) -> None:
+    """Give a linear layer new weights: in place where the kernels read `.weight` (a GPU); where
+    the backend packed them at load (vLLM's CPU backend, `dispatch_cpu_unquantized_gemm`), packed
+    again, and kept beside for `_read`."""
+    if hasattr(linear, "cpu_linear"):
+        from vllm.model_executor.layers.utils import dispatch_cpu_unquantized_gemm
+
+        dtype = linear.weight.dtype
+        linear.weight = torch.nn.Parameter(weight.to(dtype).clone(), requires_grad=False)
+        dispatch_cpu_unquantized_gemm(linear, remove_weight=True)
+        linear._lab_weight = weight.to(dtype).clone()
+    else:
+        linear.weight.copy_(weight)
+
+
+@torch.no_grad()
+def apply_design(model: Any, design: Design, context_scale: float) -> None:
+    """Rewrite the embedding, layer 0's attention, every post-attention norm and every router of a
+    vLLM Qwen3-MoE model for `design` (see the module doc); `context_scale` sizes the context block
+    (≈ sqrt(tokens / 2) makes it N(0, 1) at that context length)."""
+    if not design.designed:
+        raise ValueError("the as-loaded design has nothing to apply: measure it before any other")
+    layers = verifier_layers(model)
+    lay = Layout.of(model)
+    embed = model.model.embed_tokens.weight
+    device = embed.device
+    g = torch.Generator(device=device).manual_seed(design.seed)
+    tokens = lay.token.stop - 1
+    for start in range(0, embed.shape[0], 16384):  # in slices: the 30B shape has 152k rows
+        rows = embed[start : start + 16384]
+        new = torch.zeros(rows.shape, device=device)
+        new[:, 0] = 1.0
+        new[:, lay.token] = torch.randn(rows.shape[0], tokens, generator=g, device=device)
+        rows.copy_(new)
+    first = layers[0]
+    first.input_layernorm.weight.fill_(1.0)
+    q_size, kv_size = lay.heads * lay.head_dim, lay.kv_heads * lay.head_dim
+    qkv = torch.zeros(q_size + 2 * kv_size, lay.hidden, device=device)  # q = 0: uniform attention
+    o = torch.zeros(lay.hidden, q_size, device=device)
+    group = lay.heads // lay.kv_heads
+    for f in range(lay.context_size):
+        qkv[q_size + kv_size + f, 1 + f] = 1.0  # value f (kv head f // head_dim): token coord 1 + f
+        head = (f // lay.head_dim) * group  # the first query head that reads that kv head
+        o[lay.context.start + f, head * lay.head_dim + f % lay.head_dim] = context_scale
+    _write(first.self_attn.qkv_proj, qkv)
+    _write(first.self_attn.o_proj, o)
+    for layer in layers:
+        layer.post_attention_layernorm.weight.fill_(1.0)
+        experts = _experts(model)
+        w = torch.zeros(experts, lay.hidden, device=device)
+        w[:, lay.token] = torch.randn(experts, tokens, generator=g, device=device) / math.sqrt(
+            tokens
+        )
+        w[:, lay.context] = (
+            design.context_weight
+            * torch.randn(experts, lay.context_size, generator=g, device=device)
+            / math.sqrt(lay.context_size)
+        )
+        if design.bias:
+            w[:, 0] = torch.tensor(design.bias, device=device)
+        _write(layer.mlp.gate, w)
+
+
+@torch.no_grad()
+def route(model: Any, sequences: Sequence[Sequence[int]]) -> list[torch.Tensor]:
+    """The experts each position of each token sequence routes to, per layer: [layers, T, active].
+
+    Computed from the model's weights as the forward pass does, with layer 0's attention uniform
+    over the context (q = 0 in a design; U(±1e-3) weights make scores ≈ 1e-10 as loaded) and
+    without the other layers' contributions (≈ 1e-4 of the stream as loaded, ≈ 1e-6 designed).
+    """
+    layers = verifier_layers(model)
+    lay = Layout.of(model)
+    first = layers[0]
+    embed = model.model.embed_tokens.weight
+    q_size, kv_size = lay.heads * lay.head_dim, lay.kv_heads * lay.head_dim
+    v_w = _read(first.self_attn.qkv_proj)[q_size + kv_size : q_size + 2 * kv_size].float()
+    o_w = _read(first.self_attn.o_proj).float()
+    # every router at once: logits_l = RMSNorm(h) · w_l @ G_lᵀ = (h / rms(h)) @ (G_l · w_l)ᵀ
+    scaled = torch.stack(
+        [_read(y.mlp.gate).float() * y.post_attention_layernorm.weight.float() for y in layers]
+    )
+    eps = first.post_attention_layernorm.variance_epsilon
+    active = model.config.num_experts_per_tok
+    out = []
+    for ids in sequences:
+        x = embed[torch.tensor(list(ids), device=embed.device)].float()
+        values = _rms_norm(x, first.input_layernorm.weight, first.input_layernorm.variance_epsilon)
+        values = values @ v_w.T
+        steps = torch.arange(1, len(ids) + 1, device=x.device).unsqueeze(1)
+        mean = values.cumsum(0) / steps  # causal uniform attention
+        heads = mean.view(len(ids), lay.kv_heads, lay.head_dim)
+        heads = heads.repeat_interleave(lay.heads // lay.kv_heads, dim=1).reshape(len(ids), -1)
+        h = x + heads @ o_w.T
+        h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps)
+        logits = torch.einsum("th,leh->lte", h, scaled)
+        out.append(logits.topk(active, dim=-1).indices)
+    return out
+
+
+def routing_stats(
+    choices: Sequence[torch.Tensor], starts: Sequence[int], experts: int, ns: Sequence[int]
+) -> dict[str, float]:
+    """What the generated positions of a batch read: per n, the union of one sequence's n
+    consecutive positions (`seq_union_<n>`) and of all sequences' at the same offsets
+    (`batch_union_<n>`); ρ at each n; the effective number of experts (popularity)."""
+    masks = [moe.expert_mask(c[:, s:], experts) for c, s in zip(choices, starts)]
+    active = choices[0].shape[-1]
+    stats: dict[str, float] = {
+        "sequences": float(len(masks)),
+        "positions": float(min(m.shape[1] for m in masks)),
+        "effective_experts": moe.effective_experts(torch.cat(masks, dim=1)),
+    }
+    for n in ns:
+        per_seq = [moe.window_distinct(m, n).mean().item() for m in masks if m.shape[1] >= n]
+        one = sum(per_seq) / len(per_seq) if per_seq else float("nan")
+        stats[f"seq_union_{n}"] = one
+        stats[f"rho_{n}"] = moe.correlation(one, experts, active, n) if n > 1 else 0.0
+        stats[f"batch_union_{n}"] = moe.aligned_union(masks, n)
+    return stats
+
+
+@torch.no_grad()
+def calibrate_context_weight(
+    model: Any,
+    design: Design,
+    target_rho: float,
+    context_scale: float,
+    lengths: tuple[int, int],
+    n: int = 4,
+    sequences: int = 16,
+    steps: int = 10,
+) -> float:
+    """The context weight γ whose within-sequence ρ at n positions is `target_rho`, on random
+    token sequences of `lengths` (prompt, answer) tokens (bisection on γ; applies the design)."""
+    vocab = model.model.embed_tokens.weight.shape[0]
+    g = torch.Generator().manual_seed(design.seed + 1)
+    seqs = [torch.randint(vocab, (sum(lengths),), generator=g).tolist() for _ in range(sequences)]
+    experts = _experts(model)
+
+    def rho(gamma: float) -> float:
+        apply_design(model, dataclasses.replace(design, context_weight=gamma), context_scale)
+        stats = routing_stats(route(model, seqs), [lengths[0]] * len(seqs), experts, [n])
+        return stats[f"rho_{n}"]
+
+    lo, hi = 0.0, 1.0
+    while rho(hi) < target_rho and hi < 1e3:
+        lo, hi = hi, hi * 4
+    for _ in range(steps):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if rho(mid) < target_rho else (lo, mid)
+    return (lo + hi) / 2
+
+
+def acceptance_rates(tau: float, k: int) -> list[float]:
+    """The conditional per-position acceptance rates vLLM's synthetic sampler uses for a target τ
+    (vLLM's own conversions: minimum-variance schedule, then conditional rates)."""
+    from vllm.config.speculative import SpeculativeConfig
+    from vllm.v1.spec_decode.utils import unconditional_to_conditional_rates
+
+    if not 1.0 <= tau <= k + 1:
+        raise ValueError(f"τ must be in [1, {k + 1}] for k={k}, got {tau}")
+    return unconditional_to_conditional_rates(SpeculativeConfig._acceptance_length_to_rates(tau, k))
+
+
+@torch.no_grad()
+def set_acceptance_length(runner: Any, tau: float) -> list[float] | None:
+    """Set a running engine's synthetic acceptance length: copy new rates into its rejection
+    sampler's tensor, in place (kernels read it at every step). None when the engine does not
+    sample synthetically (a CPU, or standard rejection sampling)."""
+    rates = getattr(getattr(runner, "rejection_sampler", None), "synthetic_conditional_rates", None)
+    if rates is None:
+        return None
+    new = acceptance_rates(tau, rates.numel())
+    rates.copy_(torch.tensor(new, dtype=rates.dtype, device=rates.device))
+    return new
+
+
+class RoutingLab:
+    """vLLM worker extension: routing designs, routing read back, synthetic τ (see the module doc)."""
+
+    def _lab_model(self) -> Any:
+        return self.model_runner.get_model()
+
+    def moelab_design(self, design: dict[str, Any], context_scale: float) -> str:
+        """Apply a design (as `Design.as_dict`); returns its name."""
+        d = Design(**{**design, "bias": tuple(design.get("bias", ()))})
+        apply_design(self._lab_model(), d, context_scale)
+        return d.name
+
+    def moelab_calibrate(
+        self, design: dict[str, Any], target_rho: float, context_scale: float, lengths: list[int]
+    ) -> float:
+        """calibrate_context_weight in this worker (leaves the found γ applied)."""
+        d = Design(**{**design, "bias": tuple(design.get("bias", ()))})
+        gamma = calibrate_context_weight(
+            self._lab_model(), d, target_rho, context_scale, (lengths[0], lengths[1])
+        )
+        apply_design(self._lab_model(), dataclasses.replace(d, context_weight=gamma), context_scale)
+        return gamma
+
+    def moelab_routing(
+        self, sequences: list[list[int]], starts: list[int], ns: list[int]
+    ) -> dict[str, float]:
+        """routing_stats of token sequences (prompt + output) as this model routes them."""
+        model = self._lab_model()
+        return routing_stats(route(model, sequences), starts, _experts(model), ns)
+
+    def moelab_route(self, sequences: list[list[int]]) -> list[list[list[list[int]]]]:
+        """`route` of token sequences in this worker: [sequence][layer][position][active]."""
+        return [c.tolist() for c in route(self._lab_model(), sequences)]
+
+    def moelab_set_tau(self, tau: float) -> list[float] | None:
+        """set_acceptance_length on this worker's model runner."""
+        return set_acceptance_length(self.model_runner, tau)
+
+    def moelab_capture(self, on: bool) -> list[list[list[int]]]:
+        """Record (on=True) or stop recording and return (False) the top experts each router
+        computed in the forward passes in between, per layer: a check of `route` on an engine
+        that runs eagerly (hooks do not fire inside CUDA graphs)."""
+        model = self._lab_model()
+        if on:
+            self._lab_seen: list[list[list[int]]] = [[] for _ in verifier_layers(model)]
+            self._lab_hooks = [
+                layer.mlp.gate.register_forward_hook(self._lab_hook(i))
+                for i, layer in enumerate(verifier_layers(model))
+            ]
+            return []
+        for hook in getattr(self, "_lab_hooks", []):
+            hook.remove()
+        self._lab_hooks = []
+        return getattr(self, "_lab_seen", [])
+
+    def _lab_hook(self, index: int) -> Any:
+        active = self._lab_model().config.num_experts_per_tok
+
+        def hook(module: Any, args: Any, output: Any) -> None:
+            logits = output[0] if isinstance(output, tuple) else output
+            self._lab_seen[index].extend(logits.float().topk(active, dim=-1).indices.tolist())
+
+        return hook
+
+
+#: The dotted name vLLM loads RoutingLab by (`worker_extension_cls`).
+ROUTING_LAB = f"{__name__}.RoutingLab"

@@ -1,0 +1,206 @@
+"""helpers.analytics.lab: the MoE lab's record read, old format and new, the bandwidth each plain
+step reached, and a step model that recovers costs it was built from."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from helpers.analytics import lab, moe, speedup
+from helpers.common.tables import K_COLUMN
+
+
+def shipped() -> dict:
+    return lab.load_lab()
+
+
+def test_peak_bandwidth_by_gpu_name() -> None:
+    assert lab.peak_tb_s("NVIDIA H200") == 4.8
+    assert lab.peak_tb_s("NVIDIA H100 80GB HBM3") is None
+
+
+def test_load_lab_wants_provenance(tmp_path) -> None:  # noqa: ANN001
+    bare = tmp_path / "bare.json"
+    bare.write_text('{"rows": []}')
+    with pytest.raises(ValueError, match="provenance"):
+        lab.load_lab(bare)
+
+
+def test_cells_of_a_record_without_routing_use_the_independent_union() -> None:
+    record = shipped()
+    df = lab.cells(record)
+    assert len(df) == len(record["rows"])
+    if "routing" not in record["rows"][0]:
+        assert (df.union_source == "independent (expected)").all()
+        plain = df[df[K_COLUMN] == 0].set_index("concurrency")
+        assert plain.union[4] == pytest.approx(moe.independent_union(128, 8, 4))
+    assert (df.achieved_tb_s == df.gb_per_step / df.step_ms).all()
+    shape, context = lab.lab_shape(record), lab.lab_context(record)
+    row = df.iloc[-1]
+    assert row.gb_per_step == pytest.approx(
+        moe.step_bytes(shape, row.concurrency, row.union, context, row[K_COLUMN]) / 1e9
+    )
+
+
+def test_plain_steps_stay_below_the_gpus_peak() -> None:
+    table = lab.plain_bandwidth(shipped())
+    assert list(table.concurrency) == sorted(table.concurrency)
+    assert (table.share_of_peak > 0).all() and (table.share_of_peak < 1).all(), table
+
+
+def synthetic(coef: dict[str, float]) -> pd.DataFrame:
+    """Cells whose step times follow the model exactly."""
+    rows = []
+    for k in (0, 1, 3, 5):
+        for c in (1, 4, 16, 64):
+            gb = 6.0 + 0.8 * c**0.5 + 0.6 * k
+            t = coef["fixed_ms"] + k * coef["per_draft_ms"] + gb * coef["ms_per_gb"]
+            t += c * (k + 1) * coef["per_token_ms"]
+            rows.append(
+                {
+                    K_COLUMN: k,
+                    "concurrency": c,
+                    "gb_per_step": gb,
+                    "tokens": c * (k + 1),
+                    "step_ms": t,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def test_fit_recovers_the_costs_it_was_built_from() -> None:
+    coef = {"fixed_ms": 2.5, "per_draft_ms": 0.2, "ms_per_gb": 1 / 3.0, "per_token_ms": 0.01}
+    fit = lab.fit_step_model(synthetic(coef))
+    for name, value in coef.items():
+        assert fit.coefficients[name] == pytest.approx(value, rel=1e-6), name
+    assert fit.worst < 1e-9 and fit.bandwidth_tb_s == pytest.approx(3.0)
+    assert fit.predict(3, 16, 9.0) == pytest.approx(2.5 + 0.6 + 3.0 + 0.64)
+
+
+def test_fit_keeps_every_cost_non_negative() -> None:
+    coef = {"fixed_ms": 2.0, "per_draft_ms": 0.0, "ms_per_gb": 0.25, "per_token_ms": 0.0}
+    table = synthetic(coef)
+    table["step_ms"] *= np.where(
+        table[K_COLUMN] > 0, 0.9, 1.0
+    )  # drafts that look cheaper than free
+    fit = lab.fit_step_model(table)
+    assert all(v >= 0 for v in fit.coefficients.values())
+    assert (fit.table.residual == fit.table.model_ms / fit.table.step_ms - 1).all()
+
+
+def test_fit_on_the_shipped_record_reports_every_cell() -> None:
+    fit = lab.fit_step_model(lab.cells(shipped()))
+    assert len(fit.table) == len(shipped()["rows"]) and np.isfinite(fit.table.residual).all()
+
+
+def routing_record() -> dict:
+    """A format-2 record in miniature: two designs, plain and k = 3."""
+    record = copy.deepcopy(shipped())
+    rows = []
+    for design, union_1, union_4, ms in (
+        (lab.AS_LOADED, 8.0, 29.0, 4.0),
+        ("rho 0.5", 8.0, 18.0, 4.0),
+    ):
+        rows.append(
+            {
+                "k": 0,
+                "tau_target": None,
+                "concurrency": 1,
+                "routing": design,
+                "tok_s": 1e3 / ms,
+                "steps_per_s": 1e3 / ms,
+                "step_ms": ms,
+                "tau": 1.0,
+                "batch_union_1": union_1,
+                "rho_4": 0.5 if design != lab.AS_LOADED else 0.0,
+                "effective_experts": 120.0,
+            }
+        )
+        spec_ms = ms * union_4 / 16
+        rows.append({"k": 3, "tau_target": 2.5, "concurrency": 1, "routing": design,
+                     "tok_s": 2.5e3 / spec_ms, "steps_per_s": 1e3 / spec_ms, "step_ms": spec_ms,
+                     "tau": 2.5, "batch_union_4": union_4})  # fmt: skip
+    record["rows"] = rows
+    return record
+
+
+def test_routing_table_sets_designs_side_by_side() -> None:
+    table = lab.routing_table(routing_record(), 3)
+    assert list(table.routing) == [lab.AS_LOADED, "rho 0.5"]
+    assert table.measured_c.tolist() == pytest.approx([29 / 16, 18 / 16])
+    assert (table.spec_union < 29.5).all() and table.rho_4.iloc[1] == 0.5
+    cells = lab.cells(routing_record())
+    assert (cells.union_source == "read back").all()
+
+
+def test_speedup_by_concurrency_marks_rises() -> None:
+    lab_table = speedup.lab_step_costs(shipped())
+    k, tau = 3, lab_table[lab_table[K_COLUMN] == 3].tau_target.iloc[0]
+    table = lab.speedup_by_concurrency(lab_table, k, tau)
+    assert list(table.concurrency) == sorted(table.concurrency)
+    assert table.rose.tolist() == [False] + [
+        b > a for a, b in zip(table.speedup, table.speedup[1:])
+    ]
+
+
+def test_readme_rows_have_one_row_per_recorded_k() -> None:
+    text = lab.readme_rows(shipped())
+    ks = sorted({r["k"] for r in shipped()["rows"] if r["k"]})
+    for k in ks:
+        assert f"\n| {k} | " in text
+    assert shipped()["gpu"] in text
+
+
+def test_routing_rows_list_every_design() -> None:
+    text = lab.routing_rows(routing_record())
+    assert f"| {lab.AS_LOADED} | 0.00 |" in text and "| rho 0.5 | 0.50 |" in text
+    assert "no routing designs" in lab.routing_rows(shipped()) or "| rho" in lab.routing_rows(
+        shipped()
+    )
+
+
+def test_answer_table_bands_the_measured_c() -> None:
+    record = shipped()
+    fit = lab.fit_step_model(lab.cells(record))
+    answer = lab.answer_table(record, fit, 0.4)
+    assert (answer.c_low <= answer.c).all() and (answer.c <= answer.c_high).all()
+    measured = speedup.lab_step_costs(record).groupby([K_COLUMN, "concurrency"]).measured_c.median()
+    assert answer.set_index([K_COLUMN, "concurrency"]).c.tolist() == pytest.approx(
+        measured.tolist()
+    )
+
+
+def _generated(marker: str) -> list[str]:
+    """The README lines after a `<!-- generated: ... -->` marker, up to the next blank line."""
+    from helpers.common.paths import REPO_ROOT
+
+    lines = (REPO_ROOT / "README.md").read_text().splitlines()
+    start = next(i for i, line in enumerate(lines) if marker in line) + 1
+    block = []
+    for line in lines[start:]:
+        if not line.strip():
+            break
+        block.append(line.strip())
+    return block
+
+
+def test_readme_tables_are_the_records() -> None:
+    """After a new lab run: `python -m helpers.analytics.lab` and paste both tables."""
+    record = shipped()
+    table = [line for line in lab.readme_rows(record).splitlines() if line.startswith("|")]
+    assert _generated("helpers.analytics.lab (c(k, C)") == table
+    assert (
+        _generated("helpers.analytics.lab (routing rows)") == lab.routing_rows(record).splitlines()
+    )
+
+
+def test_answer_table_bands_with_measured_designs() -> None:
+    record = routing_record()
+    fit = lab.fit_step_model(lab.cells(record))
+    answer = lab.answer_table(record, fit, 0.4)
+    row = answer.iloc[0]
+    assert row.band_source == "routing designs, measured"
+    assert (row.c_low, row.c_high) == pytest.approx((18 / 16, 29 / 16))

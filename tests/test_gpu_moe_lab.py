@@ -1,0 +1,155 @@
+"""scripts/gpu_moe_lab.py: the plan it measures in, distinct requests, engine arguments for both
+vLLMs' paths, a budget that stops cleanly, and (vllm) the whole run on the tiny pair on a CPU."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from helpers.analytics import routing
+from tests.support import load_script
+
+lab = load_script("gpu_moe_lab")
+
+
+def test_gpu_defaults_are_the_full_grid_and_flags_win() -> None:
+    args = lab.parse_args([])
+    assert (args.ks, args.concurrency, args.graphs) == ("3,1,5", "1,4,16,64", "breakable")
+    assert args.verifier == lab.VERIFIER and args.drafter == lab.DRAFTER
+    cpu = lab.parse_args(["--cpu", "--ks", "1", "--concurrency", "2"])
+    assert (cpu.ks, cpu.concurrency, cpu.taus, cpu.graphs) == ("1", "2", "0", "eager")
+    assert "tiny" in str(cpu.verifier)
+
+
+def test_engine_plan_puts_plain_first_and_the_routing_tau_first() -> None:
+    plan = lab.engine_plan(lab.parse_args([]))
+    assert plan[0] == (0, [None])
+    assert [k for k, _ in plan[1:]] == [3, 1, 5]
+    by_k = dict(plan)
+    assert by_k[1] == [2.0, 1.5]  # τ ≤ k + 1; the routing τ 2.5 capped at 2.0
+    assert by_k[3][0] == 2.5 and sorted(by_k[3]) == [1.5, 2.0, 2.5, 3.0, 3.5]
+    assert by_k[5][:2] == [2.5, 2.0] or by_k[5][:2] == [2.5, 3.0]
+    old = lab.engine_plan(lab.parse_args(["--engines", "1:1.5,3:2.5,3:3.5"]))
+    assert old == [(0, [None]), (1, [1.5]), (3, [2.5, 3.5])]
+    real = lab.engine_plan(lab.parse_args(["--cpu"]))
+    assert all(taus == [None] for _, taus in real)
+
+
+def test_blocks_measure_as_loaded_first_then_designs_then_the_rest() -> None:
+    designs = lab.parse_designs("independent,rho:tiny,zipf:1")
+    assert designs[0] == ("as-loaded", None) and ("rho", None) in designs
+    blocks = lab.blocks([2.5, 2.0, 3.0, 1.5], designs)
+    assert blocks[0] == ("as-loaded", None, [2.5, 2.0])
+    assert [b[0] for b in blocks[1:4]] == ["independent", "rho", "zipf"]
+    assert all(b[2] == [2.5] for b in blocks[1:4])
+    assert blocks[-1] == ("as-loaded", None, [3.0, 1.5])
+    assert lab.blocks([None], designs)[-1][0] == "zipf"
+
+
+def test_distinct_prompts_end_in_distinct_tokens() -> None:
+    stream = [i % 50 for i in range(2000)]
+    prompts, repeats = lab.distinct_prompts(stream, 16, 32, vocab=100)
+    assert len(prompts) == 16 and all(len(p) == 32 for p in prompts)
+    assert len({p[-1] for p in prompts}) == 16 and repeats == 0
+    few, repeats = lab.distinct_prompts(stream, 64, 32, vocab=100)
+    assert len(few) == 64 and repeats == 64 - 50
+    short, _ = lab.distinct_prompts([1, 2], 3, 8, vocab=100)
+    assert len(short) == 3 and all(len(p) == 8 for p in short)
+
+
+def test_engine_arguments_for_the_shape_and_the_tiny_pair() -> None:
+    args = lab.parse_args([])
+    plain = lab.engine_args(args, 0, None, [1, 4, 16, 64], "breakable")
+    assert plain["load_format"] == "dummy" and plain["worker_extension_cls"] == routing.ROUTING_LAB
+    assert plain["compilation_config"]["cudagraph_capture_sizes"] == [1, 4, 16, 64]
+    assert "speculative_config" not in plain and not plain["disable_log_stats"]
+    spec = lab.engine_args(args, 3, 2.5, [1, 4], "compiled")
+    assert spec["speculative_config"]["rejection_sample_method"] == "synthetic"
+    assert spec["speculative_config"]["synthetic_acceptance_length"] == 2.5
+    assert spec["compilation_config"]["cudagraph_capture_sizes"] == [1, 4, 16]
+    assert lab.engine_args(args, 1, 1.5, [1], "eager")["enforce_eager"] is True
+    cpu = lab.engine_args(lab.parse_args(["--cpu"]), 3, None, [1, 4], "eager")
+    assert "rejection_sample_method" not in cpu["speculative_config"]
+    assert cpu["dtype"] == "float32"
+
+
+def test_without_a_gpu_it_measures_nothing(monkeypatch, capsys) -> None:  # noqa: ANN001
+    monkeypatch.setattr(lab, "has_gpu", lambda: False)
+    assert lab.main([]) == 2
+    assert "no NVIDIA GPU" in capsys.readouterr().out
+
+
+def test_a_budget_that_fits_nothing_stops_cleanly(tmp_path: Path) -> None:
+    out = tmp_path / "lab.json"
+    args = ["--cpu", "--routing", "as-loaded", "--budget-s", "0.01", "--out", str(out)]
+    assert lab.main(args) == 0
+    record = json.loads(out.read_text())
+    assert record["rows"] == [] and record["stopped"].startswith("budget")
+    assert {"what", "how", "gpu", "vllm", "command", "settings", "caveats"} <= set(record)
+
+
+@pytest.mark.vllm
+def test_the_cpu_smoke_run_exercises_every_path(tmp_path: Path) -> None:
+    out = tmp_path / "lab.json"
+    argv = ["--cpu", "--ks", "3", "--concurrency", "2", "--new-tokens", "6", "--out", str(out)]
+    assert lab.main([*argv, "--routing", "as-loaded,rho:0.5,zipf:1.0"]) == 0
+    record = json.loads(out.read_text())
+    assert record["format"] == lab.FORMAT and "stopped" not in record
+    assert set(record["engine_start_s"]) == {"plain", "k=3"}
+    assert record["routing_check"]["positions"] > 0
+    assert record["routing_check"]["agree"] == record["routing_check"]["positions"]
+    designs = record["designs"]
+    assert designs["rho 0.5"]["target_rho"] == 0.5 and designs["rho 0.5"]["context_weight"] > 0
+    assert len(designs["zipf 1"]["bias"]) == record["experts"]["experts"]
+    rows = record["rows"]
+    assert {(r["k"], r["routing"]) for r in rows} == {
+        (k, name) for k in (0, 3) for name in (routing.AS_LOADED.name, "rho 0.5", "zipf 1")
+    }
+    for r in rows:
+        assert r["step_ms"] > 0 and r["decode_steps"] > 0
+        if r["routing"] == routing.AS_LOADED.name:  # vLLM's CPU backend repacks loaded weights
+            assert "routing_unread" in r
+        else:
+            assert r[f"batch_union_{r['k'] + 1}"] >= r["batch_union_1"] > 0
+
+
+def test_without_qwen3s_tokenizer_requests_are_random_ids(monkeypatch, tmp_path: Path) -> None:  # noqa: ANN001
+    def missing(*_a, **_k):  # noqa: ANN002, ANN003, ANN202
+        raise FileNotFoundError("tokenizer: not built")
+
+    monkeypatch.setattr(lab, "token_stream", missing)
+    out = tmp_path / "lab.json"
+    argv = ["--cpu", "--routing", "as-loaded", "--budget-s", "0.01", "--out", str(out)]
+    assert lab.main(argv) == 0
+    assert json.loads(out.read_text())["settings"]["prompts"].startswith("random ids")
+
+
+def test_a_plain_engine_that_fails_on_breakable_graphs_reruns_compiled(
+    monkeypatch, tmp_path: Path
+) -> None:  # noqa: ANN001
+    started, measured = [], []
+
+    def fake_start(kwargs, graphs):  # noqa: ANN001, ANN202
+        started.append(
+            (kwargs.get("speculative_config", {}).get("num_speculative_tokens", 0), graphs)
+        )
+        if graphs == "breakable":
+            raise RuntimeError("capture failed")
+        return object()
+
+    def fake_measure(llm, k, *a, **kw):  # noqa: ANN001, ANN002, ANN003, ANN202
+        measured.append(k)
+
+    monkeypatch.setattr(lab, "start", fake_start)
+    monkeypatch.setattr(lab, "measure_engine", fake_measure)
+    monkeypatch.setattr(lab, "stop", lambda llm: None)
+    monkeypatch.setattr(lab, "has_gpu", lambda: True)
+    monkeypatch.setattr(lab, "tiny_router_rho", lambda cpu: (0.4, "stub"))
+    out = tmp_path / "lab.json"
+    assert lab.main(["--ks", "3", "--routing", "as-loaded", "--out", str(out)]) == 0
+    assert started == [(0, "breakable"), (0, "compiled"), (3, "compiled")]
+    assert measured == [0, 3]
+    record = json.loads(out.read_text())
+    assert record["settings"]["graphs"] == "compiled" and "capture failed" in record["errors"][0]
