@@ -1,6 +1,8 @@
-"""Measure decode on a GPU with the real Qwen3-30B-A3B shape and no download: plain vs EAGLE-3.
+"""Measure decode on a GPU with a real Qwen3-MoE shape and no download: plain vs EAGLE-3.
 
-The verifier and drafter are built from data/shapes/*/config.json with random weights
+A shape profile (`--profile`, default qwen3-30b-a3b-shape; qwen3-235b-a22b-shape runs on 4 GPUs)
+names the verifier, drafter, tokenizer and tensor parallelism. The verifier and drafter are built
+from data/shapes/*/config.json with random weights
 (`load_format="dummy"`); vLLM's synthetic rejection sampling (`rejection_sample_method="synthetic"`,
 `synthetic_acceptance_length=τ`) sets the acceptance, so each speculative engine emits τ tokens per
 step on average while doing the full draft-and-verify work. Prompts are real Qwen3 token sequences,
@@ -12,6 +14,8 @@ Random weights route MoE tokens at random: the expert union, and so the cost of 
 an upper bound.
 
     python scripts/gpu_moe_lab.py --out data/measurements/h200-moe-lab.json   (on a CUDA GPU)
+    python scripts/gpu_moe_lab.py --profile qwen3-235b-a22b-shape --kv-cache-gib 4 \
+        --engines 1:1.5,3:2.5 --concurrency 1,16,64                              (on 4 GPUs)
 
 Results are written after every engine, so an interrupted run keeps what it measured.
 """
@@ -28,13 +32,13 @@ from typing import Any
 
 from helpers.common.configs import read_config
 from helpers.common.counters import snapshot
-from helpers.common.envinfo import has_gpu, query_gpus, vllm_version
-from helpers.common.paths import DATA_DIR
+from helpers.common.envinfo import gpu_count, has_gpu, query_gpus, vllm_version
+from helpers.common.paths import REPO_ROOT
 from helpers.common.profiles import load_profile
 from helpers.common.prompts import as_messages, interleaved, load_prompts
 
-VERIFIER = DATA_DIR / "shapes" / "qwen3-30b-a3b"
-DRAFTER = DATA_DIR / "shapes" / "qwen3-30b-a3b-eagle3"
+#: The shape profile measured unless --profile names another.
+SHAPE_PROFILE = "qwen3-30b-a3b-shape"
 #: (k, τ) engines of the full grid: every τ in TAUS that k can reach (τ ≤ k + 1).
 KS, TAUS = (1, 3, 5), (1.5, 2.0, 2.5, 3.0, 3.5)
 
@@ -53,12 +57,29 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--eager", action="store_true", help="no CUDA graphs (faster start, slower steps)"
     )
-    p.add_argument("--verifier", type=Path, default=VERIFIER)
-    p.add_argument("--drafter", type=Path, default=DRAFTER)
+    p.add_argument(
+        "--profile",
+        default=SHAPE_PROFILE,
+        help="shape profile: verifier, drafter, tokenizer, tensor parallelism",
+    )
+    p.add_argument("--verifier", type=Path, default=None, help="default: the profile's")
+    p.add_argument("--drafter", type=Path, default=None, help="default: the profile's")
+    p.add_argument(
+        "--kv-cache-gib",
+        type=float,
+        default=None,
+        help="a fixed KV cache per GPU (default: vLLM sizes it from 85 %% of GPU memory)",
+    )
     p.add_argument(
         "--cpu", action="store_true", help="smoke-test the mechanics on a CPU (tiny pair)"
     )
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    profile = load_profile(args.profile)
+    args.verifier = args.verifier or REPO_ROOT / profile.verifier
+    args.drafter = args.drafter or REPO_ROOT / profile.drafter
+    args.tensor_parallel_size = profile.tensor_parallel_size
+    args.gpus_needed = max(profile.gpus_needed, 1)
+    return args
 
 
 def engine_grid(spec: str) -> list[tuple[int, float]]:
@@ -83,7 +104,10 @@ def start(k: int, tau: float | None, args: argparse.Namespace, max_seqs: int) ->
         "seed": 0,
         "enforce_eager": args.eager,
         "disable_log_stats": False,
+        "tensor_parallel_size": args.tensor_parallel_size,
     }
+    if args.kv_cache_gib:
+        kwargs["kv_cache_memory_bytes"] = int(args.kv_cache_gib * 1024**3)
     if k:
         kwargs["speculative_config"] = {
             "model": str(args.drafter),
@@ -95,7 +119,7 @@ def start(k: int, tau: float | None, args: argparse.Namespace, max_seqs: int) ->
     return LLM(**kwargs)
 
 
-def prompt_stream(verifier: Path) -> tuple[list[int], str]:
+def prompt_stream(verifier: Path, profile: str = SHAPE_PROFILE) -> tuple[list[int], str]:
     """The held-out prompts as the shape profile's engine sees them, one token stream: each a
     one-message chat rendered by Qwen3's template and tokenized by Qwen3's tokenizer (built by
     `make venv`); and a line saying so. Without that tokenizer (or for a verifier with a smaller
@@ -103,7 +127,7 @@ def prompt_stream(verifier: Path) -> tuple[list[int], str]:
     from transformers import AutoTokenizer
 
     try:
-        folder = load_profile("qwen3-30b-a3b-shape").tokenizer_path()
+        folder = load_profile(profile).tokenizer_path()
     except FileNotFoundError as err:
         return [], f"random ids ({err})"
     tok = AutoTokenizer.from_pretrained(folder)
@@ -180,9 +204,12 @@ def provenance(args: argparse.Namespace, prompts: str) -> dict[str, Any]:
 
     gpus = query_gpus()
     return {
-        "what": "Decode with the published Qwen3-30B-A3B shape (dummy weights), plain vs EAGLE-3 "
-        f"with synthetic rejection sampling, measured {time.strftime('%Y-%m-%d')}.",
+        "what": f"Decode with the published architecture of {args.verifier.name} (dummy weights, "
+        f"tensor parallel {args.tensor_parallel_size}), plain vs EAGLE-3 with synthetic rejection "
+        f"sampling, measured {time.strftime('%Y-%m-%d')}.",
         "gpu": gpus[0].name if isinstance(gpus, list) else str(gpus),
+        "gpus": len(gpus) if isinstance(gpus, list) else 0,
+        "profile": args.profile,
         "verifier": str(args.verifier),
         "drafter": str(args.drafter),
         "vllm": vllm_version(),
@@ -194,6 +221,8 @@ def provenance(args: argparse.Namespace, prompts: str) -> dict[str, Any]:
             "repeats": args.repeats,
             "cuda_graphs": not args.eager,
             "dtype": "bfloat16",
+            "tensor_parallel_size": args.tensor_parallel_size,
+            "kv_cache_gib_per_gpu": args.kv_cache_gib,
         },
         "caveats": [
             "random weights route MoE tokens at random: the expert union of a verify step, and so "
@@ -214,8 +243,14 @@ def main(argv: list[str] | None = None) -> int:
         # vLLM's CPU sampler refuses: "Synthetic acceptance not supported with CPU sampling".
         print("gpu_moe_lab: no NVIDIA GPU here (nvidia-smi lists none): nothing measured")
         return 2
+    if (have := gpu_count()) < args.gpus_needed:
+        print(
+            f"gpu_moe_lab: profile {args.profile} needs {args.gpus_needed} GPUs and nvidia-smi "
+            f"lists {have}: nothing measured"
+        )
+        return 2
     levels = [int(c) for c in args.concurrency.split(",")]
-    stream, prompts = prompt_stream(args.verifier)
+    stream, prompts = prompt_stream(args.verifier, args.profile)
     print(f"gpu_moe_lab: prompts are {prompts}", flush=True)
     result: dict[str, Any] = {**provenance(args, prompts), "engine_start_s": {}, "rows": []}
     for k, tau in [(0, None), *engine_grid(args.engines)]:
