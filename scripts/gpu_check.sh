@@ -3,19 +3,21 @@
 # and decode speed per configuration (scripts/gpu_engine_lab.py), every notebook on the tiny profile
 # executed by the workbook's runner (nbclient: a cell error fails the notebook, as under nbval
 # --nbval-lax; the executed copy with its outputs is kept), the vLLM-marked tests, notebooks 02 and
-# 04 on the qwen3-30b-a3b shape (random weights, no download), and the MoE step-cost lab.
+# 04 on a shape profile (random weights, no download; $SHAPE, default qwen3-30b-a3b-shape), and the
+# MoE step-cost lab on the same shape.
 # Per step: wall seconds and the GPU's peak memory (nvidia-smi every 0.5 s). No hub access needed.
 # Results go to $LOGS (default build/gpu-check): table.md, summary.txt, one log per step, the
 # executed notebooks under tiny/ and shape/, gpu-engine-lab.json, gpu-moe-lab.json.
 #   setsid nohup bash scripts/gpu_check.sh &       (detached on a shared box)
 #   STEPS="engines nb tests shape lab" (default, in that order)   NOTEBOOKS="06 04" (default all)
-#   SHAPE_NOTEBOOKS="02 04"   ENGINE_CONFIGS=a,b (gpu_engine_lab.py names)   LAB_ARGS="--budget-s 420"
+#   SHAPE_NOTEBOOKS="02 04"   ENGINE_CONFIGS=a,b (gpu_engine_lab.py names)   LAB_ARGS="--engines 1:1.5"
+#   SHAPE=qwen3-235b-a22b-shape (4 GPUs) STEPS="shape lab" SHAPE_NOTEBOOKS=02 LAB_ARGS="--kv-cache-gib 4"
 set -u
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 PY=${PY:-$([ -x .venv/bin/python ] && echo .venv/bin/python || echo python3)}
 LOGS=${LOGS:-build/gpu-check}
 STEPS=${STEPS-engines nb tests shape lab}
-SHAPE=qwen3-30b-a3b-shape
+SHAPE=${SHAPE:-qwen3-30b-a3b-shape}
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 PYTHONUNBUFFERED=1
 command -v nvidia-smi > /dev/null || { echo "gpu_check: no nvidia-smi here: this script measures a GPU box"; exit 2; }
 mkdir -p "$LOGS"
@@ -51,7 +53,8 @@ for s in $STEPS; do
              step "shape-$(basename "$nb" .ipynb)" env WORKBOOK_PROFILE=$SHAPE \
                "$PY" -m helpers.tools.runner "$nb" --build-dir "$LOGS/shape"
            done ;;
-    lab) step lab "$PY" scripts/gpu_moe_lab.py --out "$LOGS/gpu-moe-lab.json" ${LAB_ARGS:-} ;;
+    lab) step lab "$PY" scripts/gpu_moe_lab.py --profile "$SHAPE" --out "$LOGS/gpu-moe-lab.json" \
+           ${LAB_ARGS:-} ;;
     *) echo "gpu_check: unknown step $s (engines nb tests shape lab)"; exit 2 ;;
   esac
 done

@@ -45,13 +45,13 @@ from typing import Any
 from helpers.analytics import lab, moe, routing
 from helpers.common.configs import read_config
 from helpers.common.counters import snapshot
-from helpers.common.envinfo import has_gpu, query_gpus, vllm_version
-from helpers.common.paths import DATA_DIR, REPO_ROOT
+from helpers.common.envinfo import gpu_count, has_gpu, query_gpus, vllm_version
+from helpers.common.paths import REPO_ROOT
 from helpers.common.profiles import load_profile
 from helpers.common.prompts import as_messages, interleaved, load_prompts
 
-VERIFIER = DATA_DIR / "shapes" / "qwen3-30b-a3b"
-DRAFTER = DATA_DIR / "shapes" / "qwen3-30b-a3b-eagle3"
+#: The shape profile measured unless --profile names another (qwen3-235b-a22b-shape needs 4 GPUs).
+SHAPE_PROFILE = "qwen3-30b-a3b-shape"
 #: Engines in the order they are measured: the plain one first, then k by how much notebook 06
 #: leans on it, so a budget that runs out keeps the most useful engines.
 KS, TAUS = (3, 1, 5), (1.5, 2.0, 2.5, 3.0, 3.5)
@@ -103,16 +103,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="breakable (default): CUDA graphs without torch.compile, compiled if it fails",
     )
     p.add_argument("--budget-s", type=float, default=None, help="stop cleanly after this long")
-    p.add_argument("--verifier", type=Path, default=VERIFIER)
-    p.add_argument("--drafter", type=Path, default=DRAFTER)
+    p.add_argument("--profile", default=SHAPE_PROFILE, help="a shape profile (data/profiles/)")
+    p.add_argument("--kv-cache-gib", type=float, default=4.0, help="KV cache per GPU (GiB)")
     p.add_argument("--cpu", action="store_true", help="smoke-test every path on the tiny pair")
     args = p.parse_args(argv)
     for name, value in (CPU_DEFAULTS if args.cpu else GPU_DEFAULTS).items():
         if getattr(args, name) is None:
             setattr(args, name, value)
-    if args.cpu:
-        tiny = load_profile("tiny")
-        args.verifier, args.drafter = Path(tiny.verifier_path()), Path(tiny.drafter_path())
+    shape = load_profile("tiny" if args.cpu else args.profile)
+    args.verifier = REPO_ROOT / shape.verifier_path()
+    args.drafter = REPO_ROOT / shape.drafter_path()
+    args.tensor_parallel_size = int(shape.engine.get("tensor_parallel_size", 1))
+    args.gpus_needed = shape.gpus_needed
     return args
 
 
@@ -243,7 +245,8 @@ def engine_args(
     if args.cpu:
         kw |= lifecycle.device_defaults(gpu=False)
     else:
-        kw |= {"dtype": "bfloat16", "kv_cache_memory_bytes": 4 * 1024**3}
+        kw |= {"dtype": "bfloat16", "kv_cache_memory_bytes": int(args.kv_cache_gib * 1024**3)}
+        kw["tensor_parallel_size"] = args.tensor_parallel_size
         kw["gpu_memory_utilization"] = 0.6  # a start-up check only, with a fixed KV cache
         if graphs == "eager":
             kw["enforce_eager"] = True
@@ -565,6 +568,12 @@ def main(argv: list[str] | None = None) -> int:
             "gpu_moe_lab: no NVIDIA GPU here (nvidia-smi lists none): nothing measured; --cpu smoke-tests"
         )
         return 2
+    if not args.cpu and args.gpus_needed > 1 and gpu_count() < args.gpus_needed:
+        print(
+            f"gpu_moe_lab: profile {args.profile} needs {args.gpus_needed} GPUs and nvidia-smi "
+            f"lists {gpu_count()}: nothing measured"
+        )
+        return 2
     clock = Clock(args.budget_s)
     levels = [int(c) for c in args.concurrency.split(",")]
     vocab = read_config(args.verifier)["vocab_size"]
@@ -572,7 +581,7 @@ def main(argv: list[str] | None = None) -> int:
         tokenizer = (
             load_profile("tiny").verifier_path()
             if args.cpu
-            else load_profile("qwen3-30b-a3b-shape").tokenizer_path()
+            else load_profile(args.profile).tokenizer_path()
         )
         stream, prompts = token_stream(str(tokenizer), vocab)
     except FileNotFoundError as err:  # Qwen3's tokenizer not built (make venv builds it)

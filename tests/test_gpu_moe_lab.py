@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from helpers.analytics import routing
+from helpers.common.paths import DATA_DIR
 from tests.support import load_script
 
 lab = load_script("gpu_moe_lab")
@@ -17,7 +18,9 @@ lab = load_script("gpu_moe_lab")
 def test_gpu_defaults_are_the_full_grid_and_flags_win() -> None:
     args = lab.parse_args([])
     assert (args.ks, args.concurrency, args.graphs) == ("3,1,5", "1,4,16,64", "breakable")
-    assert args.verifier == lab.VERIFIER and args.drafter == lab.DRAFTER
+    assert args.profile == lab.SHAPE_PROFILE and args.tensor_parallel_size == 1
+    assert args.verifier == DATA_DIR / "shapes" / "qwen3-30b-a3b"
+    assert args.drafter == DATA_DIR / "shapes" / "qwen3-30b-a3b-eagle3"
     cpu = lab.parse_args(["--cpu", "--ks", "1", "--concurrency", "2"])
     assert (cpu.ks, cpu.concurrency, cpu.taus, cpu.graphs) == ("1", "2", "0", "eager")
     assert "tiny" in str(cpu.verifier)
@@ -153,3 +156,28 @@ def test_a_plain_engine_that_fails_on_breakable_graphs_reruns_compiled(
     assert measured == [0, 3]
     record = json.loads(out.read_text())
     assert record["settings"]["graphs"] == "compiled" and "capture failed" in record["errors"][0]
+
+
+def test_235b_shape_engines_use_tensor_parallel_4() -> None:
+    args = lab.parse_args(["--profile", "qwen3-235b-a22b-shape", "--kv-cache-gib", "4"])
+    assert args.verifier == DATA_DIR / "shapes" / "qwen3-235b-a22b" and args.gpus_needed == 4
+    kwargs = lab.engine_args(args, 3, 2.5, [1, 16, 64], "breakable")
+    assert kwargs["tensor_parallel_size"] == 4 and kwargs["load_format"] == "dummy"
+    assert kwargs["kv_cache_memory_bytes"] == 4 * 1024**3 and kwargs["max_num_seqs"] == 64
+    assert kwargs["speculative_config"]["model"] == str(args.drafter)
+
+
+def test_too_few_gpus_is_a_one_line_refusal(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    out = tmp_path / "lab.json"
+    argv = ["--profile", "qwen3-235b-a22b-shape", "--out", str(out)]
+    monkeypatch.setattr(lab, "has_gpu", lambda: True)
+    monkeypatch.setattr(lab, "gpu_count", lambda: 1)
+    assert lab.main(argv) == 2
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert lines == [
+        "gpu_moe_lab: profile qwen3-235b-a22b-shape needs 4 GPUs and nvidia-smi lists 1: "
+        "nothing measured"
+    ]
+    assert not out.exists()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.metadata as metadata
+import os
 import platform
 from pathlib import Path
 
@@ -121,3 +122,18 @@ def test_format_report_aligns() -> None:
     text = envinfo.format_report({"python": "3.11.7", "transformers": "5.12.1"})
     lines = text.splitlines()
     assert lines == ["python        3.11.7", "transformers  5.12.1"]
+
+
+def test_gpu_count_reads_nvidia_smi(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Four GPUs listed, CUDA_VISIBLE_DEVICES honoured, and 0 without nvidia-smi."""
+    smi = tmp_path / "nvidia-smi"
+    rows = "\\n".join(f"{i}, NVIDIA H200, 143771, 9.0" for i in range(4))
+    smi.write_text(f"#!/bin/sh\nprintf '{rows}\\n'\n")
+    smi.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    assert envinfo.gpu_count() == 4 and envinfo.has_gpu()
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1,3")
+    assert envinfo.gpu_count() == 2
+    monkeypatch.setattr(envinfo.shutil, "which", lambda name: None)
+    assert envinfo.gpu_count() == 0 and not envinfo.has_gpu()

@@ -8,9 +8,12 @@ import shlex
 
 import pytest
 
+from helpers.analytics import moe
 from helpers.common import profiles
-from helpers.common.paths import REPO_ROOT
+from helpers.common.configs import read_config
+from helpers.common.paths import DATA_DIR, REPO_ROOT
 from helpers.eagle3.diagrams import plot_aux_layers
+from helpers.engine.pairing import layer_config, validate_pair
 from helpers.serving.server import serve_command, serve_command_text
 
 
@@ -287,3 +290,121 @@ def test_trained_or_tiny(capsys: pytest.CaptureFixture[str]) -> None:
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 2 and "is a hub profile: training runs on the tiny pair" in lines[0]
     assert "random weights" in lines[1] and "acceptance analytics" in lines[1]
+
+
+# --------------------------------------------------------------------------- the 235B shape
+
+SHAPE_235B = "qwen3-235b-a22b-shape"
+#: What torch reports for a 141 GB H200 (nvidia-smi: 143,771 MiB).
+GIB_OF_H200 = 139.8
+#: CUDA graphs, activations and NCCL buffers per GPU besides weights and KV (GiB), a generous bound.
+SHAPE_OVERHEAD_GIB = 8.0
+
+
+def test_235b_shape_profile_is_the_published_architecture_on_four_gpus() -> None:
+    shape, hub = profiles.load_profile(SHAPE_235B), profiles.load_profile("qwen3-235b-a22b")
+    assert shape.is_local and not shape.has_weights
+    assert shape.gpus_needed == shape.tensor_parallel_size == 4 == hub.tensor_parallel_size
+    assert (shape.verifier_architecture, shape.verifier_layers, shape.verifier_hidden_size) == (
+        hub.verifier_architecture,
+        hub.verifier_layers,
+        hub.verifier_hidden_size,
+    )
+    assert shape.tokenizer == profiles.load_profile("qwen3-30b-a3b-shape").tokenizer
+    assert not {"draft_tensor_parallel_size", "enable_expert_parallel"} & set(shape.engine)
+    config = read_config(REPO_ROOT / shape.verifier)
+    published = {  # Qwen3-235B-A22B-Instruct-2507: model card and config.json (data/shapes/README.md)
+        "num_hidden_layers": 94,
+        "hidden_size": 4096,
+        "num_attention_heads": 64,
+        "num_key_value_heads": 4,
+        "head_dim": 128,
+        "num_experts": 128,
+        "num_experts_per_tok": 8,
+        "moe_intermediate_size": 1536,
+        "vocab_size": 151936,
+        "max_position_embeddings": 262144,
+        "rope_theta": 5000000,
+    }
+    assert {key: config[key] for key in published} == published
+
+
+def test_235b_shape_memory_per_gpu_fits_an_h200() -> None:
+    """Weights from the shape's own config.json, split 4 ways, plus the drafter, the fixed KV cache
+    and overhead: within the GiB the profile asks of each GPU, which an H200 has and 80 GB lacks."""
+    shape = profiles.load_profile(SHAPE_235B)
+    c = read_config(REPO_ROOT / shape.verifier)
+    hidden, vocab, head = c["hidden_size"], c["vocab_size"], c["head_dim"]
+    attention = hidden * head * 2 * (c["num_attention_heads"] + c["num_key_value_heads"])
+    experts = c["num_experts"] * 3 * hidden * c["moe_intermediate_size"]
+    params = c["num_hidden_layers"] * (attention + experts) + 2 * vocab * hidden
+    assert 234e9 < params < 236e9, "Qwen3-235B-A22B: 235 B parameters"
+    weights = params * 2 / 1024**3 / shape.tensor_parallel_size
+    drafter = 2 * vocab * hidden * 2 / 1024**3  # lm_head + embedding dominate, split 4 ways below
+    kv = shape.engine["kv_cache_memory_bytes"] / 1024**3  # per GPU in vLLM
+    needed = weights + drafter / shape.tensor_parallel_size + kv + SHAPE_OVERHEAD_GIB
+    assert needed <= shape.gpu_memory_gib <= GIB_OF_H200, (needed, shape.gpu_memory_gib)
+    assert shape.gpu_memory_gib > GIB_OF_80GB_CARD
+    kv_per_token = c["num_hidden_layers"] * 2 * c["num_key_value_heads"] * head * 2
+    per_gpu_tokens = shape.engine["kv_cache_memory_bytes"] / (
+        kv_per_token / shape.tensor_parallel_size
+    )
+    lab_tokens = 64 * (128 + 256)  # the MoE lab at concurrency 64
+    assert per_gpu_tokens > lab_tokens and shape.engine["max_num_seqs"] >= 64
+    assert any(f"{weights:.1f} GiB per GPU" in note for note in shape.notes), "notes show the sum"
+
+
+def test_235b_drafter_validates_against_its_verifier() -> None:
+    shape = profiles.load_profile(SHAPE_235B)
+    report = validate_pair(
+        shape.verifier_path(),
+        shape.drafter_path(),
+        "eagle3",
+        shape.engine["max_model_len"],
+        verifier_name=shape.verifier,
+        gpu=True,
+    )
+    assert report.ok, report.summary()
+    assert report.codes() == ["weights_unreadable"], "a shape has configs and no weights"
+    layers = shape.verifier_layers
+    assert report.aux_layers == (2, layers // 2, layers - 3) == (2, 47, 91), "vLLM's default taps"
+    drafter = read_config(REPO_ROOT / shape.drafter)
+    assert drafter["target_hidden_size"] == layer_config(drafter)["hidden_size"] == 4096
+    assert drafter["draft_vocab_size"] == read_config(REPO_ROOT / shape.verifier)["vocab_size"]
+
+
+def test_235b_shapes_are_notebook_06s_235b_shape() -> None:
+    """The typed constant of the cost model is this config.json, and the drafter it prices is
+    this drafter (fc, one Llama layer of 4x hidden, lm_head over the full vocabulary)."""
+    folder = DATA_DIR / "shapes"
+    assert (
+        moe.MoeShape.from_config(moe.QWEN3_235B_A22B.name, read_config(folder / "qwen3-235b-a22b"))
+        == moe.QWEN3_235B_A22B
+    )
+    layer = layer_config(read_config(folder / "qwen3-235b-a22b-eagle3"))
+    hidden, head = layer["hidden_size"], layer["head_dim"]
+    heads, kv = layer["num_attention_heads"], layer["num_key_value_heads"]
+    attention = 2 * hidden * head * (heads + 2 * kv) + heads * head * hidden
+    params = (
+        3 * hidden * hidden
+        + attention
+        + 3 * hidden * layer["intermediate_size"]
+        + layer["vocab_size"] * hidden
+    )
+    assert params == moe.QWEN3_235B_A22B.drafter_params()
+
+
+def test_known_stacks_names_the_235b_row_after_the_shape_when_asked() -> None:
+    assert (
+        "qwen3-235b-a22b" in profiles.known_stacks() and SHAPE_235B not in profiles.known_stacks()
+    )
+    named = profiles.known_stacks(SHAPE_235B)
+    assert named[SHAPE_235B] == 94 and "qwen3-235b-a22b" not in named
+    assert len(named) == len(profiles.known_stacks())
+
+
+def test_profiles_for_gpus() -> None:
+    assert profiles.profiles_for_gpus(0) == ["tiny"]
+    one = profiles.profiles_for_gpus(1)
+    assert "qwen3-30b-a3b-shape" in one and SHAPE_235B not in one
+    assert SHAPE_235B in profiles.profiles_for_gpus(4)

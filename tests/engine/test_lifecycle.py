@@ -203,7 +203,40 @@ def test_random_weights_run_with_qwens_padded_tokenizer(mini_shape: Profile) -> 
 
 
 def test_a_gpu_sized_profile_on_a_cpu_fails_in_one_line() -> None:
-    for name in ("qwen3-30b-a3b-shape", "qwen3-30b-a3b"):
-        with pytest.raises(RuntimeError, match=f"profile {name} needs 1 CUDA GPU") as info:
+    for name, need in (
+        ("qwen3-30b-a3b-shape", 1),
+        ("qwen3-30b-a3b", 1),
+        ("qwen3-235b-a22b-shape", 4),
+    ):
+        with pytest.raises(RuntimeError, match=f"profile {name} needs {need} CUDA GPU") as info:
             engine_kwargs(load_profile(name), k=3, gpu=False)
         assert "\n" not in str(info.value) and "PROFILE=tiny" in str(info.value)
+
+
+@pytest.mark.parametrize("name", ["qwen3-235b-a22b-shape", "qwen3-235b-a22b"])
+def test_a_four_gpu_profile_on_one_gpu_fails_in_one_line(
+    monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    """Before vLLM starts: tensor parallel 4 on a one-GPU machine would fail deep in its workers."""
+    monkeypatch.setattr(engine, "gpu_count", lambda: 1)
+    with pytest.raises(RuntimeError) as info:
+        engine_kwargs(load_profile(name), k=3, gpu=True)
+    message = str(info.value)
+    assert message.startswith(f"profile {name} needs 4 CUDA GPUs and this machine has 1: ")
+    assert "\n" not in message and "qwen3-30b-a3b-shape" in message and "tiny" in message
+
+
+@pytest.mark.usefixtures("qwen3_built")
+def test_235b_shape_engine_arguments_on_four_gpus(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(engine, "gpu_count", lambda: 4)
+    kwargs = engine_kwargs(load_profile("qwen3-235b-a22b-shape"), k=3, gpu=True)
+    assert kwargs["tensor_parallel_size"] == 4 and kwargs["load_format"] == "dummy"
+    assert kwargs["dtype"] == "auto" and "enforce_eager" not in kwargs, "bf16, CUDA graphs"
+    assert kwargs["kv_cache_memory_bytes"] == 4 * 1024**3, "per GPU in vLLM"
+    assert kwargs["tokenizer"] == str(qwen_tokenizer.PADDED_DIR)
+    spec = kwargs["speculative_config"]
+    assert (
+        spec["model"].endswith("data/shapes/qwen3-235b-a22b-eagle3") and spec["method"] == "eagle3"
+    )
+    assert "draft_tensor_parallel_size" not in spec, "the EAGLE-3 head follows the verifier's tp"
+    assert not kwargs.get("enable_expert_parallel"), "no expert parallelism"

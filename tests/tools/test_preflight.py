@@ -279,8 +279,8 @@ def test_unreachable_hub_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.parametrize(
     ("gpus", "fragment"),
     [
-        ("torch 2.13.0+cpu is a CPU build: ...", "nvidia-smi lists none"),
-        ([], "nvidia-smi lists 0"),
+        ("torch 2.13.0+cpu is a CPU build: ...", "this machine has none"),
+        ([], "this machine has 0"),
         ([GpuInfo(0, "NVIDIA L40S", 44.4, (8, 9))], "has 44.4 GiB"),
     ],
 )
@@ -298,7 +298,7 @@ def test_gpu_requirements_met_on_80gb_cards(monkeypatch: pytest.MonkeyPatch) -> 
     assert preflight.check_gpus(load_profile("qwen3-30b-a3b"), [H100]) == ([], [])
     assert preflight.check_gpus(load_profile("qwen3-235b-a22b"), [H100] * 4) == ([], [])
     failures, _ = preflight.check_gpus(load_profile("qwen3-235b-a22b"), [H100] * 2)
-    assert failures and "needs 4 CUDA GPUs" in failures[0] and "nvidia-smi lists 2" in failures[0]
+    assert failures and "needs 4 CUDA GPUs" in failures[0] and "this machine has 2" in failures[0]
 
 
 def test_gpu_warnings_fp8_capability_and_flashinfer(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -433,6 +433,45 @@ def test_shape_profile_preflight_needs_a_gpu_and_qwens_tokenizer_not_weights(
     assert on_h100.ok, on_h100.failures
     assert preflight.tiny_gpu_notice() not in on_h100.warnings
     assert "Qwen3 tokenizer verified" in on_h100.passed
+
+
+@pytest.mark.parametrize(
+    ("gpus", "have"),
+    [
+        ("no nvidia-smi on PATH (no NVIDIA driver): running on the CPU", "has none"),
+        ([GpuInfo(0, "NVIDIA H200", 139.8, (9, 0))], "has 1 (NVIDIA H200 140 GiB)"),
+    ],
+)
+def test_235b_shape_is_refused_in_one_line_below_four_gpus(
+    gpus: list[GpuInfo] | str, have: str
+) -> None:
+    """On a CPU or one GPU the 4-GPU shape stops at its first check, before anything is read."""
+    result = preflight.run_preflight("qwen3-235b-a22b-shape", gpus=gpus)
+    lines = result.lines()
+    assert result.exit_code == 2 and len(lines) == 1, lines
+    assert "qwen3-235b-a22b-shape needs 4 CUDA GPUs" in lines[0]
+    assert f"this machine {have}" in lines[0] and "\n" not in lines[0]
+    assert ("PROFILE=tiny" if isinstance(gpus, str) else "qwen3-30b-a3b-shape") in lines[0]
+
+
+@pytest.mark.usefixtures("qwen3_built")
+def test_235b_shape_passes_on_four_h200s(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(preflight, "flashinfer_installed", lambda: True)
+    h200s = [GpuInfo(i, "NVIDIA H200", 139.8, (9, 0)) for i in range(4)]
+    result = preflight.run_preflight("qwen3-235b-a22b-shape", gpus=h200s)
+    assert result.ok and result.warnings == [], result.lines()
+    assert result.passed == [
+        "models present",
+        "Qwen3 tokenizer verified",
+        "pairing valid",
+        "4 GPUs with >= 128 GiB",
+    ]
+    small = [GpuInfo(i, "NVIDIA H100 80GB HBM3", 79.1, (9, 0)) for i in range(4)]
+    short = preflight.run_preflight("qwen3-235b-a22b-shape", gpus=small)
+    assert (
+        len(short.lines()) == 1
+        and "GPU 0 (NVIDIA H100 80GB HBM3) has 79.1 GiB" in short.failures[0]
+    )
 
 
 def test_shape_profile_without_its_tokenizer_fails_in_one_line() -> None:

@@ -28,6 +28,7 @@ __all__ = [
     "GpuInfo",
     "query_gpus",
     "has_gpu",
+    "gpu_count",
     "torch_device",
     "device_description",
     "environment_report",
@@ -192,6 +193,12 @@ def torch_device() -> str:
 def has_gpu() -> bool:
     """True when nvidia-smi lists a visible NVIDIA GPU (never initialises CUDA in this process)."""
     return isinstance(query_gpus(), list)
+
+
+def gpu_count() -> int:
+    """How many visible NVIDIA GPUs nvidia-smi lists (0 on a CPU; never initialises CUDA)."""
+    gpus = query_gpus()
+    return len(gpus) if isinstance(gpus, list) else 0
 
 
 def device_description() -> str:

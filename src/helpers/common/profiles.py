@@ -33,6 +33,7 @@ __all__ = [
     "profile_from_dict",
     "load_profile",
     "known_stacks",
+    "profiles_for_gpus",
     "trained_or_tiny",
 ]
 
@@ -168,6 +169,11 @@ def known_stacks(named: str | None = None) -> dict[str, int]:
             key = (p.verifier_architecture, p.verifier_layers, p.verifier_hidden_size)
             stacks.setdefault(key, (name, p.verifier_layers))
     return dict(sorted(stacks.values(), key=lambda item: item[1]))
+
+
+def profiles_for_gpus(count: int) -> list[str]:
+    """Names of the shipped profiles that need at most `count` GPUs (memory per GPU aside)."""
+    return [name for name in available_profiles() if load_profile(name).gpus_needed <= count]
 
 
 def trained_or_tiny(profile: Profile, purpose: str, local: bool = False) -> Profile:

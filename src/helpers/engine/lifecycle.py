@@ -19,8 +19,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from helpers.common import vllm_names
-from helpers.common.envinfo import has_gpu
-from helpers.common.profiles import Profile
+from helpers.common.envinfo import gpu_count, has_gpu
+from helpers.common.profiles import Profile, profiles_for_gpus
 from helpers.engine import compat
 from helpers.engine.in_process import building_in_process
 from helpers.engine.pairing import check_pair
@@ -95,13 +95,20 @@ def device_defaults(gpu: bool, small_model: bool = False) -> dict[str, Any]:
 
 def profile_engine_args(profile: Profile, gpu: bool) -> dict[str, Any]:
     """The device defaults for the profile's size, then its own engine arguments; a profile sized
-    for GPUs fails in one line on a CPU (it would not fit). In-process engines and servers share it."""
-    if profile.gpus_needed and not gpu:
+    for GPUs fails in one line on a CPU, and one sized for several GPUs on a machine with fewer
+    (nvidia-smi counts them). In-process engines and servers share it."""
+    need = profile.gpus_needed
+    if need and not gpu:
         raise RuntimeError(
-            f"profile {profile.name} needs {profile.gpus_needed} CUDA GPU(s) and this machine has "
+            f"profile {profile.name} needs {need} CUDA GPU(s) and this machine has "
             f"none: run it on a GPU, or use PROFILE=tiny"
         )
-    return {**device_defaults(gpu, small_model=profile.gpus_needed == 0), **profile.engine}
+    if need > 1 and (have := gpu_count()) < need:
+        raise RuntimeError(
+            f"profile {profile.name} needs {need} CUDA GPUs and this machine has {have}: run it "
+            f"on a machine with {need}, or a profile for {have}: {', '.join(profiles_for_gpus(have))}"
+        )
+    return {**device_defaults(gpu, small_model=need == 0), **profile.engine}
 
 
 def speculative_config(drafter: str, k: int, method: str = "eagle3") -> dict[str, Any]:

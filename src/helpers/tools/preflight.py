@@ -8,6 +8,10 @@ memory, and the pairing validator passes on the two config.json files (plus the 
 safetensors header when the hub serves it; no weights are downloaded). The hub comes first: when
 it fails, nothing else can be checked, and the one line says so within seconds.
 
+Shape profiles (random weights of a real size): the GPUs first, count and memory, and when they
+fall short that one line is the whole report; then the config files, Qwen3's tokenizer and the
+pairing (configs only: a shape has no weights to read).
+
 Tiny profile: the shipped pair exists in data/ (else one line pointing to `make tiny-models`) and
 passes the pairing validator; on a GPU a warning says why the tiny pair makes EAGLE-3 look slow
 (see `gpu_notice`, which notebooks print too).
@@ -27,7 +31,7 @@ from pathlib import Path
 from helpers.common.configs import read_config
 from helpers.common.envinfo import GpuInfo, has_gpu, hub_reachable, offline_var, query_gpus
 from helpers.common.paths import REPO_ROOT, is_local_ref, local_dir
-from helpers.common.profiles import Profile, load_profile, profile_name
+from helpers.common.profiles import Profile, load_profile, profile_name, profiles_for_gpus
 from helpers.engine import compat
 from helpers.engine.pairing import validate_pair
 
@@ -137,12 +141,13 @@ def check_gpus(profile: Profile, gpus: list[GpuInfo] | str) -> tuple[list[str], 
         return [], []
     want = f"{profile.name} needs {_plural(need, 'CUDA GPU')} with >= {need_gib:g} GiB each"
     if isinstance(gpus, str):
-        return [f"GPU: {want}; nvidia-smi lists none: {gpus}"], []
+        return [f"GPU: {want}; this machine has none: {gpus}. Use PROFILE=tiny on it"], []
     if len(gpus) < need:
-        seen = ", ".join(f"{g.name} {g.total_gib:.0f} GiB" for g in gpus) or "none"
+        seen = ", ".join(f"{g.name} {g.total_gib:.0f} GiB" for g in gpus) or "nvidia-smi lists none"
+        fits = ", ".join(profiles_for_gpus(len(gpus)))
         return [
-            f"GPU: {want}; nvidia-smi lists {len(gpus)} ({seen}): use a machine with more GPUs, "
-            f"or a smaller profile"
+            f"GPU: {want}; this machine has {len(gpus)} ({seen}): use a machine with {need}, "
+            f"or a profile for {len(gpus)}: {fits}"
         ], []
     used = gpus[:need]
     small = [g for g in used if g.total_gib < need_gib]
@@ -269,7 +274,11 @@ def check_pairing(profile: Profile) -> tuple[list[str], list[str]]:
         verifier_name=profile.verifier,
     )
     failures = [f"pairing: {p.code}: {p.message}" for p in report.errors]
-    warnings = [f"pairing: {p.code}: {p.message}" for p in report.warnings]
+    warnings = [
+        f"pairing: {p.code}: {p.message}"
+        for p in report.warnings
+        if profile.has_weights or p.code != "weights_unreadable"  # a shape has no weights
+    ]
     if "config_unavailable" in report.codes():
         return failures, warnings
     config = read_config(verifier)
@@ -319,7 +328,13 @@ def run_preflight(
 
 
 def _run_local(profile: Profile, result: PreflightResult, gpus: list[GpuInfo] | str | None) -> None:
-    """Local profiles: files present, pairing OK; a shape profile's GPUs; the tiny on a GPU: the notice."""
+    """Local profiles: a shape profile's GPUs first (stop there if they fall short: one line), files
+    present, pairing OK; the tiny on a GPU: the notice."""
+    gpus = query_gpus() if gpus is None else gpus
+    gpu_failures, gpu_warnings = check_gpus(profile, gpus)
+    if gpu_failures:  # random weights of a real size need its GPUs: nothing else matters here
+        result.failures += gpu_failures
+        return
     missing = check_local_files(profile)
     if missing:
         result.failures.append(missing)
@@ -337,15 +352,16 @@ def _run_local(profile: Profile, result: PreflightResult, gpus: list[GpuInfo] | 
         result.warnings += checked[1]
         if not checked[0]:
             result.passed.append("pairing valid")
-    gpus = query_gpus() if gpus is None else gpus
     on_gpu = isinstance(gpus, list) and bool(gpus)
-    result.passed.append("GPU" if on_gpu else "CPU")
+    result.passed.append(
+        f"{_plural(profile.gpus_needed, 'GPU')} with >= {profile.gpu_memory_gib:g} GiB"
+        if profile.gpus_needed
+        else ("GPU" if on_gpu else "CPU")
+    )
     notice = gpu_notice(profile, gpu=on_gpu)
     if notice:
         result.warnings.append(notice)
-    if profile.gpus_needed:  # a shape profile: random weights of a real size need its GPUs
-        gpu_failures, gpu_warnings = check_gpus(profile, gpus)
-        result.failures += gpu_failures
+    if profile.gpus_needed:
         result.warnings += gpu_warnings
     elif on_gpu and not flashinfer_installed():
         result.warnings.append(FLASHINFER_WARNING)
