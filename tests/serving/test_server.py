@@ -10,6 +10,7 @@ import dataclasses
 import json
 import os
 import shlex
+import signal
 import socket
 import subprocess
 import sys
@@ -285,6 +286,28 @@ def test_start_together_starts_all_or_stops_all(tmp_path: Path) -> None:
     with pytest.raises(RuntimeError, match="exited with code 4"):
         srv_mod.start_together([alive, dying], timeout=30, progress=False)
     assert not alive.alive and alive.group_processes() == [] and not port_in_use(alive.port)
+
+
+def test_an_interrupt_while_starting_together_stops_them_all() -> None:
+    """Ctrl-C (a kernel interrupt) while two servers start: both groups end before it goes on."""
+    import threading
+
+    never = [
+        VllmServer([sys.executable, "-c", "import time; time.sleep(120)"], free_port(), n, "m")
+        for n in ("interrupted-a", "interrupted-b")
+    ]
+    main = threading.main_thread().ident
+
+    def interrupt() -> None:
+        deadline = time.monotonic() + 30
+        while not all(s.group_processes() for s in never) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        signal.pthread_kill(main, signal.SIGINT)
+
+    threading.Thread(target=interrupt, daemon=True).start()
+    with pytest.raises(KeyboardInterrupt):
+        srv_mod.start_together(never, timeout=120, progress=False)
+    assert all(s._members() == [] and s not in srv_mod.running_servers() for s in never)
 
 
 def test_a_server_keeps_its_processes_when_the_notebook_engine_is_in_process(

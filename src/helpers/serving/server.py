@@ -17,6 +17,7 @@ group whose owner died without cleaning up.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import os
 import shlex
@@ -672,7 +673,7 @@ class VllmServer:
             time.sleep(0.1)
         if self.record is not None and not self._members():
             self.record.unlink(missing_ok=True)
-        if self in _running:
+        with contextlib.suppress(ValueError):  # a start thread may have stopped it just now
             _running.remove(self)
 
     def stop(self, grace: float = STOP_GRACE) -> None:
@@ -746,11 +747,22 @@ def start_together(
 ) -> None:
     """Start several servers at once and return when all are healthy; if one fails, stop them all
     and raise its error. Most of a start is each process importing vLLM on one core, so two starts
-    overlap well on two cores."""
-    from concurrent.futures import ThreadPoolExecutor
+    overlap well on two cores. An interrupt (KeyboardInterrupt) stops them all before it goes on."""
+    from concurrent.futures import ThreadPoolExecutor, wait
 
-    with ThreadPoolExecutor(max_workers=len(servers), thread_name_prefix="start") as pool:
-        futures = [pool.submit(srv.start, timeout, progress) for srv in servers]
+    pool = ThreadPoolExecutor(max_workers=len(servers), thread_name_prefix="start")
+    futures = [pool.submit(srv.start, timeout, progress) for srv in servers]
+    try:
+        wait(futures)
+    except BaseException:
+        pool.shutdown(wait=False, cancel_futures=True)
+        while not all(f.done() for f in futures):  # a start thread sees its server gone and ends
+            _stop_servers(servers, TERMINATE_GRACE)
+            wait(futures, timeout=0.5)
+        _stop_servers(servers, TERMINATE_GRACE)
+        raise
+    finally:
+        pool.shutdown(wait=True)
     errors = [f.exception() for f in futures if f.exception() is not None]
     if errors:
         for srv in servers:
