@@ -73,7 +73,8 @@ def stop_group(child: subprocess.Popen, grace: float = ORPHAN_GRACE) -> None:
 def _exit_like(code: int) -> int:
     """Exit with the child's status: its code, or the signal that ended it."""
     if code < 0:
-        signal.signal(-code, signal.SIG_DFL)
+        if -code not in (signal.SIGKILL, signal.SIGSTOP):  # these two have no handler to reset
+            signal.signal(-code, signal.SIG_DFL)
         os.kill(os.getpid(), -code)
         time.sleep(1)  # the signal ends this process; 128 + N only if it did not
         return 128 - code
