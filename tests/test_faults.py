@@ -30,6 +30,7 @@ from jupyter_client.manager import KernelManager
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from helpers.common import paths
+from helpers.common.envinfo import has_gpu
 from helpers.common.paths import DATA_DIR, REPO_ROOT
 from helpers.common.profiles import load_profile
 from helpers.common.prompts import load_prompts
@@ -197,6 +198,59 @@ def test_an_owner_killed_right_after_launching_the_tiny_server_leaves_nothing(
         owner.kill()
         owner.wait()
     assert_all_gone([pgid])
+
+
+def gpu_pids() -> set[int]:
+    """Pids that hold GPU memory, as nvidia-smi lists them."""
+    done = subprocess.run(
+        ["nvidia-smi", "--query-compute-apps=pid", "--format=csv,noheader"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    return {int(line) for line in done.stdout.split() if line.strip().isdigit()}
+
+
+@pytest.mark.vllm
+@pytest.mark.skipif(not TINY_READY, reason="the tiny pair is not in data/: run `make tiny-models`")
+@pytest.mark.skipif(
+    not has_gpu(), reason="needs an NVIDIA GPU: nvidia-smi says who holds GPU memory"
+)
+def test_an_owner_killed_while_its_tiny_server_serves_returns_the_gpu_memory(
+    tmp_path: Path,
+) -> None:
+    """On a GPU: the tiny server up (its engine holds GPU memory), its owner killed: every process
+    of the group ends and nvidia-smi lists none of them."""
+    ready = tmp_path / "ready"
+    code = textwrap.dedent(
+        f"""\
+        import json, time
+        from pathlib import Path
+        from helpers.common.profiles import load_profile
+        from helpers.serving import server
+        server.SERVERS_DIR = Path({str(tmp_path / "servers")!r})
+        srv = server.start_server(load_profile("tiny"), name="fault-tiny-gpu", progress=False)
+        pids = [p.pid for p in srv.group_processes()]
+        Path({str(ready)!r}).write_text(json.dumps({{"pgid": srv.pgid, "pids": pids}}))
+        time.sleep(600)
+        """
+    )
+    owner = subprocess.Popen([sys.executable, "-c", code])
+    try:
+        wait_until(
+            lambda: ready.exists() and ready.read_text(), 900, "the tiny server never came up"
+        )
+        started = json.loads(ready.read_text())
+        holding = gpu_pids() & set(started["pids"])
+        assert holding, "the server's engine should hold GPU memory while it serves"
+    finally:
+        owner.kill()
+        owner.wait()
+    assert_all_gone([started["pgid"]])
+    wait_until(
+        lambda: not gpu_pids() & set(started["pids"]), 30, f"{holding} still hold GPU memory"
+    )
 
 
 # --------------------------------------------------------------------------- damaged data
