@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.common.configs import read_config
+from helpers.common.configs import read_config, read_json
 
 
 def test_reads_a_local_folder_and_a_repo_relative_path(tmp_path: Path) -> None:
@@ -26,3 +26,27 @@ def test_hub_id_offline_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(FileNotFoundError, match="offline or no access") as err:
         read_config("Qwen/No-Such-Model-For-Tests")
     assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize(
+    "text", ['{"hidden_size": 12', "", "\udcff".encode(errors="surrogateescape")]
+)
+def test_a_config_that_is_not_json_names_the_file(tmp_path: Path, text) -> None:  # noqa: ANN001
+    path = tmp_path / "config.json"
+    path.write_bytes(text if isinstance(text, bytes) else text.encode())
+    with pytest.raises(ValueError, match="is not valid JSON") as err:
+        read_config(tmp_path)
+    assert str(path) in str(err.value) and "\n" not in str(err.value)
+
+
+def test_read_json_says_how_to_restore_a_shipped_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from helpers.common import paths
+
+    monkeypatch.setattr(paths, "DATA_DIR", tmp_path)
+    (tmp_path / "profiles").mkdir()
+    broken = tmp_path / "profiles" / "x.json"
+    broken.write_text("[1, 2")
+    with pytest.raises(ValueError, match=r"git checkout -- data/profiles/x\.json`$"):
+        read_json(broken)

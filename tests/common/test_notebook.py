@@ -3,11 +3,27 @@
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from helpers.common.notebook import MAX_CPU_THREADS, NOTEBOOK_ENV, setup_notebook
+
+
+@pytest.fixture(autouse=True)
+def _keep_sigterm() -> Iterator[None]:
+    """setup_notebook installs a SIGTERM handler: give pytest its own back afterwards."""
+    from helpers.common import notebook
+
+    before, previous = signal.getsignal(signal.SIGTERM), notebook._previous_sigterm
+    yield
+    signal.signal(signal.SIGTERM, before)
+    notebook._previous_sigterm = previous
 
 
 def test_sets_prints_and_keeps_user_values(
@@ -53,3 +69,78 @@ def test_vllm_log_goes_to_a_file_and_errors_still_show(
 def test_a_logging_config_already_chosen_is_kept(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("VLLM_LOGGING_CONFIG_PATH", "")
     assert setup_notebook(verbose=False)["VLLM_LOGGING_CONFIG_PATH"] == ""
+
+
+# --------------------------------------------------------------------------- SIGTERM
+
+
+def run_owner(code: str, tmp_path: Path) -> subprocess.Popen:
+    """A Python process running `code` (which writes tmp_path/ready when it is set up)."""
+    return subprocess.Popen([sys.executable, "-c", code], cwd=tmp_path)
+
+
+def wait_for(path: Path, proc: subprocess.Popen, within: float = 60) -> None:
+    """Wait until `path` exists (fail if `proc` ends first or it takes too long)."""
+    deadline = time.monotonic() + within
+    while not path.exists():
+        assert proc.poll() is None and time.monotonic() < deadline, proc.returncode
+        time.sleep(0.05)
+
+
+def test_sigterm_runs_the_hooks_then_ends_the_process_as_before(tmp_path: Path) -> None:
+    code = (
+        "import time\n"
+        "from helpers.common import notebook\n"
+        "notebook.at_terminate(lambda: open('first', 'w').write('x'))\n"
+        "notebook.at_terminate(lambda: open('second', 'w').write(str(__import__('os').path.exists('first'))))\n"
+        "notebook.setup_notebook(verbose=False)\n"
+        "notebook.setup_notebook(verbose=False)  # twice: still one handler, chained once\n"
+        "open('ready', 'w').write('x')\n"
+        "time.sleep(60)\n"
+    )
+    owner = run_owner(code, tmp_path)
+    wait_for(tmp_path / "ready", owner)
+    owner.send_signal(signal.SIGTERM)
+    assert owner.wait(timeout=30) == -signal.SIGTERM, "the default action still ends it"
+    assert (tmp_path / "first").exists() and (tmp_path / "second").read_text() == "False", (
+        "last registered runs first"
+    )
+
+
+def test_sigterm_chains_to_the_handler_it_replaced(tmp_path: Path) -> None:
+    code = (
+        "import signal, sys, time\n"
+        "from helpers.common import notebook\n"
+        "signal.signal(signal.SIGTERM, lambda *_: (open('previous', 'w').write('x'), sys.exit(5)))\n"
+        "notebook.at_terminate(lambda: open('hook', 'w').write('x'))\n"
+        "notebook.handle_sigterm()\n"
+        "open('ready', 'w').write('x')\n"
+        "time.sleep(60)\n"
+    )
+    owner = run_owner(code, tmp_path)
+    wait_for(tmp_path / "ready", owner)
+    owner.send_signal(signal.SIGTERM)
+    assert owner.wait(timeout=30) == 5
+    assert (tmp_path / "hook").exists() and (tmp_path / "previous").exists()
+
+
+def test_a_hook_that_fails_does_not_stop_the_others(monkeypatch: pytest.MonkeyPatch) -> None:
+    from helpers.common import notebook
+
+    ran = []
+    monkeypatch.setattr(notebook, "_terminate_hooks", [lambda: ran.append("a"), lambda: 1 / 0])
+    monkeypatch.setattr(notebook, "_previous_sigterm", signal.SIG_IGN)
+    notebook.on_sigterm(signal.SIGTERM, None)  # SIG_IGN before: nothing else happens
+    assert ran == ["a"]
+
+
+def test_handle_sigterm_needs_the_main_thread() -> None:
+    import threading
+
+    from helpers.common import notebook
+
+    results = []
+    thread = threading.Thread(target=lambda: results.append(notebook.handle_sigterm()))
+    thread.start()
+    thread.join()
+    assert results == [False]

@@ -58,3 +58,27 @@ def test_folder_without_config_is_missing(tmp_path: Path) -> None:
 def test_existing_local_model_becomes_absolute(tmp_path: Path) -> None:
     (tmp_path / "config.json").write_text("{}")
     assert paths.resolve_model_ref(str(tmp_path)) == str(tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("relative", "hint"),
+    [
+        (
+            "prompts/code.json",
+            "restore it with `git checkout -- data/prompts/code.json` (or rebuild with "
+            "`make tiny-models`)",
+        ),
+        (
+            "tiny-qwen3-moe-eagle3/model.safetensors",
+            "restore it with `git checkout -- data/tiny-qwen3-moe-eagle3/model.safetensors` (or "
+            "rebuild with `make tiny-models`)",
+        ),
+        ("profiles/tiny.json", "restore it with `git checkout -- data/profiles/tiny.json`"),
+    ],
+)
+def test_restore_hint_for_shipped_files(relative: str, hint: str) -> None:
+    assert paths.restore_hint(paths.DATA_DIR / relative) == hint
+
+
+def test_restore_hint_outside_data(tmp_path: Path) -> None:
+    assert paths.restore_hint(tmp_path / "model.safetensors") == "download or export it again"

@@ -26,3 +26,26 @@ def test_interleaved_round_robin_and_repeats() -> None:
 
 def test_as_messages() -> None:
     assert as_messages("hi") == [{"role": "user", "content": "hi"}]
+
+
+@pytest.mark.parametrize(
+    ("content", "says"),
+    [
+        ('["a complete prompt", "one cut in', "is not valid JSON (JSONDecodeError at line 1"),
+        ('{"prompts": ["x"]}', "is not a non-empty JSON list of prompt strings"),
+        ("[]", "is not a non-empty JSON list of prompt strings"),
+        ("[1, 2]", "is not a non-empty JSON list of prompt strings"),
+    ],
+)
+def test_a_damaged_prompt_file_is_named(tmp_path: Path, content: str, says: str) -> None:
+    save_prompts({c: [f"{c}-0"] for c in CATEGORIES}, tmp_path)
+    (tmp_path / "prose.json").write_text(content)
+    with pytest.raises(ValueError) as err:
+        load_prompts(None, tmp_path)
+    assert str(err.value).startswith(f"{tmp_path / 'prose.json'} {says}"), err.value
+    assert "\n" not in str(err.value)
+
+
+def test_a_missing_prompt_file_is_named(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="structured.json is missing"):
+        load_prompts(None, tmp_path)

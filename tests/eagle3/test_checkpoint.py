@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from helpers.eagle3.checkpoint import (
+    WEIGHTS_FILE,
     drafter_config,
     load_drafter,
     save_drafter,
@@ -58,3 +60,13 @@ def test_a_reduced_vocabulary_drafter_round_trips_with_its_maps(tmp_path) -> Non
     loaded, _ = load_drafter(tmp_path)
     assert loaded.shape == shape
     assert torch.equal(loaded.d2t, d.d2t) and torch.equal(loaded.t2d, d.t2d)
+
+
+@pytest.mark.parametrize("keep", [100, 8, 0])
+def test_a_damaged_weights_file_is_named(tmp_path, keep: int) -> None:
+    save_drafter(Eagle3Drafter(SHAPE), tmp_path, drafter_config(SHAPE, [0, 1, 2], "v"))
+    weights = tmp_path / WEIGHTS_FILE
+    weights.write_bytes(weights.read_bytes()[:keep])
+    with pytest.raises(ValueError, match="is not a readable safetensors file") as err:
+        load_drafter(tmp_path)
+    assert str(err.value).startswith(str(weights)) and "\n" not in str(err.value)

@@ -135,6 +135,50 @@ def test_one_device_engine_runs_in_process_and_leaves_torch_threads_settable() -
         assert torch.get_num_threads() == 1
         torch.set_num_threads(before)
     assert torch.get_num_threads() == before
+    # The handle outlives its block; using it says what happened, in one line.
+    with pytest.raises(engine.EngineShutDownError) as err:
+        llm.generate(["Hello"], sampling(4))
+    assert str(err.value).startswith("this engine was shut down (at the end of its `with")
+    assert "\n" not in str(err.value) and engine.is_shut_down(llm)
+
+
+class FakeCore:
+    """Stands in for vLLM's engine-core client: counts shutdowns."""
+
+    def __init__(self) -> None:
+        self.shutdowns = 0
+
+    def shutdown(self) -> None:
+        self.shutdowns += 1
+
+
+def test_a_shut_down_engine_says_so_when_used() -> None:
+    from types import SimpleNamespace
+
+    core = FakeCore()
+    llm = SimpleNamespace(llm_engine=SimpleNamespace(engine_core=core), model_config="kept")
+    shutdown_engine(llm)
+    assert core.shutdowns == 1 and engine.is_shut_down(llm)
+    for use in (lambda: llm.llm_engine.add_request, lambda: llm.llm_engine.step()):
+        with pytest.raises(engine.EngineShutDownError, match=r"^this engine was shut down \(by "):
+            use()
+    assert "shut down" in repr(llm.llm_engine) and llm.model_config == "kept"
+    shutdown_engine(llm)  # a second shutdown is a no-op, not an error
+    assert core.shutdowns == 1
+
+
+def test_the_sigterm_hook_ends_engine_processes(monkeypatch: pytest.MonkeyPatch) -> None:
+    import subprocess
+    import sys
+
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    monkeypatch.setattr(engine, "engine_processes", lambda: [psutil.Process(child.pid)])
+    ended = engine.end_engine_processes(grace=5)
+    assert len(ended) == 1 and f"pid {child.pid}" in ended[0]
+    assert child.wait(timeout=10) is not None and child.poll() is not None
+    from helpers.common import notebook
+
+    assert engine.end_engine_processes in notebook._terminate_hooks
 
 
 def test_one_device_runs_in_process_unless_told_otherwise(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -556,7 +556,8 @@ def test_config_that_is_not_json(tiny_pair) -> None:
 def test_config_that_is_not_an_object(tiny_pair) -> None:
     (tiny_pair.verifier / "config.json").write_text("[1, 2, 3]")
     problem = sole_error(validate_pair(tiny_pair.verifier, tiny_pair.drafter), "config_not_object")
-    assert problem.message.startswith("verifier config.json holds a JSON list")
+    path = tiny_pair.verifier / "config.json"
+    assert problem.message.startswith(f"verifier {path} holds a JSON list")
 
 
 def test_verifier_config_missing_keys(tiny_pair) -> None:
@@ -621,8 +622,10 @@ def with_header(path: Path, header: dict, data: bytes) -> None:
         (lambda b: struct.pack("<Q", 12) + b"not json at!" + b[8:], "not JSON"),
         (lambda b: struct.pack("<Q", 2) + b"[]", "not an object"),
         (lambda b: b[: len(b) // 2], "truncated"),
+        (lambda b: b[:100], "announce a"),
+        (lambda b: b + b"\0" * 16, "16 bytes too many"),
     ],
-    ids=["5-bytes", "empty", "garbage", "not-json", "json-list", "half"],
+    ids=["5-bytes", "empty", "garbage", "not-json", "json-list", "half", "100-bytes", "padded"],
 )
 def test_a_damaged_safetensors_file_is_one_named_error(tiny_pair, damage, says: str) -> None:
     path = tiny_pair.drafter / "model.safetensors"
@@ -638,6 +641,20 @@ def test_a_header_whose_offsets_disagree_with_its_shapes(tiny_pair) -> None:
     with_header(path, header, data)
     problem = sole_error(validate_pair(tiny_pair.verifier, tiny_pair.drafter), "weights_corrupt")
     assert "'norm.weight'" in problem.message and "data_offsets span" in problem.message
+
+
+def test_a_header_whose_offsets_leave_a_gap(tiny_pair) -> None:
+    """Valid entries, but one tensor moved 4 bytes on: safetensors refuses such a file."""
+    path = tiny_pair.drafter / "model.safetensors"
+    header, data = raw_header(path)
+    last = max(
+        (e for e in header.values() if isinstance(e, dict) and "data_offsets" in e),
+        key=lambda e: e["data_offsets"],
+    )
+    last["data_offsets"] = [o + 4 for o in last["data_offsets"]]
+    with_header(path, header, data + b"\0" * 4)
+    problem = sole_error(validate_pair(tiny_pair.verifier, tiny_pair.drafter), "weights_corrupt")
+    assert "leave a gap or overlap" in problem.message
 
 
 def test_a_shard_index_naming_a_missing_shard(tiny_pair) -> None:

@@ -8,12 +8,17 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import shlex
+import signal
 import socket
+import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 import requests
 
@@ -283,6 +288,28 @@ def test_start_together_starts_all_or_stops_all(tmp_path: Path) -> None:
     assert not alive.alive and alive.group_processes() == [] and not port_in_use(alive.port)
 
 
+def test_an_interrupt_while_starting_together_stops_them_all() -> None:
+    """Ctrl-C (a kernel interrupt) while two servers start: both groups end before it goes on."""
+    import threading
+
+    never = [
+        VllmServer([sys.executable, "-c", "import time; time.sleep(120)"], free_port(), n, "m")
+        for n in ("interrupted-a", "interrupted-b")
+    ]
+    main = threading.main_thread().ident
+
+    def interrupt() -> None:
+        deadline = time.monotonic() + 30
+        while not all(s.group_processes() for s in never) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        signal.pthread_kill(main, signal.SIGINT)
+
+    threading.Thread(target=interrupt, daemon=True).start()
+    with pytest.raises(KeyboardInterrupt):
+        srv_mod.start_together(never, timeout=120, progress=False)
+    assert all(s._members() == [] and s not in srv_mod.running_servers() for s in never)
+
+
 def test_a_server_keeps_its_processes_when_the_notebook_engine_is_in_process(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -301,6 +328,80 @@ def test_a_server_keeps_its_processes_when_the_notebook_engine_is_in_process(
         assert (tmp_path / "env").read_text() == "unset"
     finally:
         server.stop()
+
+
+def test_a_server_runs_under_its_guard_and_records_its_owner(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(srv_mod, "SERVERS_DIR", tmp_path / "servers")
+    server = stand_in(tmp_path, "guarded-test").start(timeout=30, progress=False)
+    try:
+        guard_proc = psutil.Process(server.pgid)
+        assert str(srv_mod.GUARD_FILE) in guard_proc.cmdline()
+        assert server.pgid not in [p.pid for p in server.group_processes()], (
+            "the guard is no server"
+        )
+        assert [p.ppid() for p in server.group_processes()] == [server.pgid]
+        [(path, record)] = srv_mod.read_records()
+        assert record["owner_pid"] == os.getpid() and record["pgid"] == server.pgid
+        assert srv_mod.owner_alive(record) and srv_mod.sweep_orphans() == []
+        assert server.healthy(), "a sweep leaves a live owner's server alone"
+    finally:
+        server.stop()
+    assert not path.exists() and server.group_processes() == []
+
+
+def test_a_sweep_stops_a_server_whose_owner_died(tmp_path: Path) -> None:
+    """A record whose owner is gone (a process that exited) and whose group still runs."""
+    orphan = subprocess.Popen(["sleep", "120"], start_new_session=True)
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    started = psutil.Process(orphan.pid).create_time()
+    records = tmp_path / "servers"
+    records.mkdir()
+    record = {"name": "orphan", "port": 1, "pgid": orphan.pid, "group_started": started}
+    record |= {"owner_pid": dead.pid, "owner_started": 0.0, "log": "x.log"}
+    (records / f"{orphan.pid}.json").write_text(json.dumps(record))
+    (records / "garbage.json").write_text("{not json")
+    stopped = srv_mod.sweep_orphans(records, grace=5)
+    orphan.wait(timeout=10)  # psutil reaped it already (a child of this test): no status here
+    assert srv_mod.group_processes(orphan.pid) == []
+    assert len(stopped) == 1 and "orphan (port 1" in stopped[0] and "gone" in stopped[0]
+    assert list(records.iterdir()) == [], "records of stopped servers and garbage are dropped"
+
+
+def test_a_reused_group_id_is_not_swept(tmp_path: Path) -> None:
+    """A live group that started before the record's server did is someone else's."""
+    other = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    try:
+        record = {"pgid": other.pid, "owner_pid": 0, "group_started": time.time() + 60}
+        assert srv_mod.record_processes(record) == []
+        (tmp_path / "x.json").write_text(json.dumps(record))
+        assert srv_mod.sweep_orphans(tmp_path) == [] and other.poll() is None
+    finally:
+        other.kill()
+        other.wait()
+
+
+def test_stop_all_stops_every_server_at_once(tmp_path: Path) -> None:
+    """Two servers that ignore SIGTERM cost one grace period, not two (SIGTERM fits in 2.5 s)."""
+    (tmp_path / "health").write_text("ok")
+    code = (
+        "import functools, http.server, signal, sys; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+        "h = functools.partial(http.server.SimpleHTTPRequestHandler, directory=sys.argv[2]); "
+        "http.server.ThreadingHTTPServer(('127.0.0.1', int(sys.argv[1])), h).serve_forever()"
+    )
+    servers = []
+    for name in ("stubborn-a", "stubborn-b"):
+        port = free_port()
+        servers.append(
+            VllmServer([sys.executable, "-c", code, str(port), str(tmp_path)], port, name, "m")
+        )
+    srv_mod.start_together(servers, timeout=30, progress=False)
+    t0 = time.monotonic()
+    stop_all(grace=1.0)
+    assert time.monotonic() - t0 < 1.0 + 4.0, "one grace for all, then SIGKILL"
+    assert all(s.group_processes() == [] and not port_in_use(s.port) for s in servers)
 
 
 # ---------------------------------------------------------------- serving_bench arithmetic (no server)

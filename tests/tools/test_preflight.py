@@ -340,7 +340,7 @@ def test_hub_profile_preflight_end_to_end_on_a_local_pair(
     ok = preflight.run_preflight(profile, gpus=[H100])
     assert ok.exit_code == 0, ok.lines()
     assert ok.lines()[0].startswith(
-        "preflight fake-hub: OK (hub reachable; 1 GPU with >= 75 GiB; pairing valid)"
+        "preflight fake-hub: OK (data intact; hub reachable; 1 GPU with >= 75 GiB; pairing valid)"
     )
     wrong_shape = dataclasses.replace(profile, verifier_layers=48)
     bad = preflight.run_preflight(wrong_shape, gpus=[])
@@ -461,6 +461,7 @@ def test_235b_shape_passes_on_four_h200s(monkeypatch: pytest.MonkeyPatch) -> Non
     result = preflight.run_preflight("qwen3-235b-a22b-shape", gpus=h200s)
     assert result.ok and result.warnings == [], result.lines()
     assert result.passed == [
+        "data intact",
         "models present",
         "Qwen3 tokenizer verified",
         "pairing valid",
@@ -480,3 +481,31 @@ def test_shape_profile_without_its_tokenizer_fails_in_one_line() -> None:
     assert not result.ok and len(result.failures) == 1
     assert "build/nowhere is not built: `make venv` builds it" in result.failures[0]
     assert preflight.check_tokenizer(load_profile("tiny")) is None
+
+
+@pytest.mark.parametrize(
+    ("config", "code"),
+    [('{"hidden_size": ', "config_unreadable"), ("[1, 2]", "config_not_object")],
+)
+def test_a_corrupt_verifier_config_is_a_pairing_line_not_a_crash(
+    monkeypatch: pytest.MonkeyPatch,
+    tiny_pair,  # noqa: ANN001
+    config: str,
+    code: str,
+) -> None:
+    monkeypatch.setattr(preflight, "check_hub", lambda profile, timeout: (None, "hub reachable"))
+    monkeypatch.setattr(preflight, "flashinfer_installed", lambda: True)
+    (tiny_pair.verifier / "config.json").write_text(config)
+    profile = Profile(
+        name="fake-hub",
+        description="",
+        verifier=str(tiny_pair.verifier),
+        drafter=str(tiny_pair.drafter),
+        num_speculative_tokens=3,
+        needs={"hub": True, "gpus": 1, "gpu_memory_gib": 75},
+        verifier_layers=8,
+    )
+    result = preflight.run_preflight(profile, gpus=[H100])
+    assert result.exit_code == 2 and not any("crashed" in f for f in result.failures)
+    assert [f.split(":")[:2] for f in result.failures] == [["pairing", f" {code}"]]
+    assert str(tiny_pair.verifier / "config.json") in result.failures[0]

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import nbformat
+import psutil
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
@@ -40,6 +41,10 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int, str]:
         "import os\nprint('hello from', os.getcwd())",
         "x = list(range(10**6))\nprint(len(x))",
         "os.write(2, b'kernel stderr noise\\n')",  # as vLLM's C++ warnings write it
+        # A process in its own session that nothing stops: what a killed kernel leaves behind.
+        "import subprocess\n"
+        "left = subprocess.Popen(['sleep', '300'], start_new_session=True)\n"
+        f"open({str(root / 'left.pid')!r}, 'w').write(str(left.pid))",
     )
     build = root / "build"
     notebooks = [str(p) for p in runner.find_notebooks(notebooks_dir=nb_dir)]
@@ -80,16 +85,18 @@ def test_kernel_stderr_goes_to_a_log_not_the_terminal(run_dir: tuple[Path, int, 
 
 def test_outputs_written_even_on_failure(run_dir: tuple[Path, int, str]) -> None:
     build, _, _ = run_dir
-    for stem in ("a_prints", "b_raises"):
+    for stem in ("a_prints", "b_raises.failed"):
         assert (build / f"{stem}.ipynb").is_file()
         html = (build / f"{stem}.html").read_text()
         assert html.lstrip().lower().startswith("<!doctype html")
+    assert not (build / "b_raises.ipynb").exists(), "a failed run is no good copy"
+    assert not list(build.glob(".*.partial")), "every output moved into place"
     ok_nb = nbformat.read(str(build / "a_prints.ipynb"), as_version=4)
     text = "".join(
         o.get("text", "") for c in ok_nb.cells if c.cell_type == "code" for o in c.outputs
     )
     assert "hello from" in text and str(Path("notebooks")) in text and "1000000" in text
-    bad_nb = nbformat.read(str(build / "b_raises.ipynb"), as_version=4)
+    bad_nb = nbformat.read(str(build / "b_raises.failed.ipynb"), as_version=4)
     errors = [
         o
         for c in bad_nb.cells
@@ -99,7 +106,7 @@ def test_outputs_written_even_on_failure(run_dir: tuple[Path, int, str]) -> None
     ]
     assert errors and errors[0].ename == "ValueError"
     assert bad_nb.cells[-1].outputs == [], "cells after the failure must not run"
-    assert "boom: the drafter is missing" in (build / "b_raises.html").read_text()
+    assert "boom: the drafter is missing" in (build / "b_raises.failed.html").read_text()
 
 
 def test_summary_json(run_dir: tuple[Path, int, str]) -> None:
@@ -126,6 +133,55 @@ def test_summary_table(run_dir: tuple[Path, int, str]) -> None:
     ]
     assert len(table) == 3 and "peak RSS GiB" in table[0]
     assert " ok " in table[1] and "FAILED" in table[2]
+
+
+def test_what_the_kernel_left_running_is_stopped(run_dir: tuple[Path, int, str]) -> None:
+    build, _, stdout = run_dir
+    pid = int((build.parent / "left.pid").read_text())
+    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    assert f"stopped what the kernel left running: sleep (pid {pid})" in stdout
+    rows = {
+        r["notebook"]: r for r in json.loads((build / "run-summary.json").read_text())["notebooks"]
+    }
+    assert rows["a_prints.ipynb"]["leftovers"] == [f"sleep (pid {pid})"]
+
+
+def result(name: str, ok: bool, seconds: float = 1.0) -> runner.NotebookResult:
+    """A NotebookResult without running anything."""
+    return runner.NotebookResult(name, ok, seconds, 0.1, f"{name}.ipynb", f"{name}.html")
+
+
+def test_the_summary_merges_records(tmp_path: Path) -> None:
+    runner.write_summary([result("01_a.ipynb", True), result("02_b.ipynb", False)], tmp_path)
+    runner.write_summary([result("02_b.ipynb", True, seconds=7.0)], tmp_path)
+    summary = json.loads((tmp_path / "run-summary.json").read_text())
+    assert [r["notebook"] for r in summary["notebooks"]] == ["01_a.ipynb", "02_b.ipynb"]
+    assert summary["notebooks"][1]["seconds"] == 7.0 and summary["ok"] is True
+    runner.write_summary([result("00_z.ipynb", False)], tmp_path)
+    summary = json.loads((tmp_path / "run-summary.json").read_text())
+    assert [r["notebook"] for r in summary["notebooks"]][0] == "00_z.ipynb"
+    assert summary["ok"] is False and len(summary["notebooks"]) == 3
+    (tmp_path / "run-summary.json").write_text("{cut sho")
+    runner.write_summary([result("03_c.ipynb", True)], tmp_path)  # unreadable: start over
+    assert json.loads((tmp_path / "run-summary.json").read_text())["notebooks"][0]["notebook"] == (
+        "03_c.ipynb"
+    )
+
+
+def test_the_last_good_copy_stays_until_a_run_passes(tmp_path: Path) -> None:
+    nb, build = tmp_path / "x.ipynb", tmp_path / "build"
+    _write(nb, "print('the good run')")
+    assert runner.run_notebook(nb, build_dir=build, timeout=120).ok
+    _write(nb, "raise RuntimeError('a bad run')")
+    bad = runner.run_notebook(nb, build_dir=build, timeout=120)
+    assert not bad.ok and bad.executed == str(build / "x.failed.ipynb")
+    assert "the good run" in (build / "x.html").read_text()
+    assert "a bad run" in (build / "x.failed.html").read_text()
+    assert "a bad run" not in (build / "x.ipynb").read_text()
+    _write(nb, "print('the next good run')")
+    assert runner.run_notebook(nb, build_dir=build, timeout=120).ok
+    assert "the next good run" in (build / "x.html").read_text()
+    assert not (build / "x.failed.html").exists() and not (build / "x.failed.ipynb").exists()
 
 
 def test_describe_error_keeps_two_lines() -> None:

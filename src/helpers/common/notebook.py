@@ -1,10 +1,16 @@
-"""`setup_notebook()`: the explicit first call of every notebook (quiet logs, said out loud)."""
+"""`setup_notebook()`: the explicit first call of every notebook (quiet logs, said out loud, and
+servers and engines stopped when the kernel is terminated)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
+import threading
+from collections.abc import Callable
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 from helpers.common.paths import LOGS_DIR
@@ -14,6 +20,9 @@ __all__ = [
     "MAX_CPU_THREADS",
     "VLLM_LOG",
     "vllm_logging_config",
+    "at_terminate",
+    "on_sigterm",
+    "handle_sigterm",
     "setup_notebook",
 ]
 
@@ -63,9 +72,51 @@ def vllm_logging_config(log_file: Path = VLLM_LOG) -> dict[str, Any]:
     }
 
 
+_terminate_hooks: list[Callable[[], None]] = []
+_previous_sigterm: Any = signal.SIG_DFL
+
+
+def at_terminate(func: Callable[[], None]) -> Callable[[], None]:
+    """Run `func` when this process gets SIGTERM (after `handle_sigterm`): the servers and engine
+    processes it started, which its exit hooks would stop but SIGTERM skips. Last in, first run."""
+    if func not in _terminate_hooks:
+        _terminate_hooks.append(func)
+    return func
+
+
+def on_sigterm(signum: int, frame: FrameType | None) -> None:
+    """The SIGTERM handler: run the at_terminate hooks, then what SIGTERM did before (the
+    previous handler, or the default: the process ends, killed by SIGTERM)."""
+    for func in reversed(list(_terminate_hooks)):
+        with contextlib.suppress(Exception):
+            func()
+    previous = _previous_sigterm
+    if callable(previous):
+        previous(signum, frame)
+    elif previous != signal.SIG_IGN:  # SIG_DFL, or a handler set outside Python
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
+def handle_sigterm() -> bool:
+    """Install `on_sigterm` for this process (once; it chains to the handler it replaces).
+    Jupyter ends a kernel with SIGTERM when it does not stop within 2.5 s of a shutdown request,
+    and SIGKILL 2.5 s later. False when it cannot be installed (not the main thread)."""
+    global _previous_sigterm
+    if threading.current_thread() is not threading.main_thread():
+        return False
+    current = signal.getsignal(signal.SIGTERM)
+    if current is not on_sigterm:
+        _previous_sigterm = current
+        signal.signal(signal.SIGTERM, on_sigterm)
+    return True
+
+
 def setup_notebook(verbose: bool = True) -> dict[str, str]:
     """Set NOTEBOOK_ENV for this kernel and its children (values already set are kept), send vLLM's
-    log to build/logs/vllm.log (errors still show); print what it set."""
+    log to build/logs/vllm.log (errors still show), stop this kernel's servers and engine processes
+    on SIGTERM (`handle_sigterm`); print what it set."""
+    handle_sigterm()
     applied = {}
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     threads = {"OMP_NUM_THREADS": str(min(cores or 1, MAX_CPU_THREADS))}

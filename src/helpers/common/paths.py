@@ -15,6 +15,8 @@ __all__ = [
     "is_local_ref",
     "local_dir",
     "resolve_model_ref",
+    "TINY_MODELS_OUTPUTS",
+    "restore_hint",
 ]
 
 
@@ -72,3 +74,27 @@ def resolve_model_ref(ref: str) -> str:
             f"or check the profile's path"
         )
     return str(path)
+
+
+#: What `make tiny-models` writes into data/ (so it can also rebuild a damaged copy).
+TINY_MODELS_OUTPUTS: tuple[str, ...] = (
+    "tiny-qwen3-moe",
+    "tiny-qwen3-moe-eagle3",
+    "tiny-tokenizer",
+    "prompts",
+)
+
+
+def restore_hint(path: str | Path) -> str:
+    """How to get a damaged file back: git for what data/ ships (or `make tiny-models` for what it
+    builds), else a new download or export."""
+    path = Path(path)
+    try:
+        relative = path.resolve().relative_to(DATA_DIR.resolve())
+    except (OSError, ValueError):
+        return "download or export it again"
+    shipped = (Path("data") / relative).as_posix()
+    rebuild = (
+        " (or rebuild with `make tiny-models`)" if relative.parts[0] in TINY_MODELS_OUTPUTS else ""
+    )
+    return f"restore it with `git checkout -- {shipped}`{rebuild}"

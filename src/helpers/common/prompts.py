@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from helpers.common.paths import DATA_DIR
+from helpers.common.configs import read_json
+from helpers.common.paths import DATA_DIR, restore_hint
 
 __all__ = [
     "CATEGORIES",
@@ -13,6 +14,7 @@ __all__ = [
     "Messages",
     "as_messages",
     "save_prompts",
+    "read_prompt_file",
     "load_prompts",
     "interleaved",
 ]
@@ -35,11 +37,24 @@ def save_prompts(prompts: dict[str, list[str]], out_dir: Path = PROMPTS_DIR) -> 
         (out_dir / f"{cat}.json").write_text(json.dumps(items, indent=1) + "\n")
 
 
+def read_prompt_file(path: Path) -> list[str]:
+    """One category's prompts: a non-empty JSON list of strings (else one ValueError naming the
+    file and how to restore it)."""
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"{path} is missing: {restore_hint(path)}")
+    items = read_json(path)
+    if not isinstance(items, list) or not items or not all(isinstance(p, str) for p in items):
+        raise ValueError(
+            f"{path} is not a non-empty JSON list of prompt strings: {restore_hint(path)}"
+        )
+    return items
+
+
 def load_prompts(n: int | None = None, prompts_dir: Path = PROMPTS_DIR) -> dict[str, list[str]]:
     """The first n prompts of each category (all when n is None or 0), in CATEGORIES order."""
     out = {}
     for cat in CATEGORIES:
-        items = json.loads((Path(prompts_dir) / f"{cat}.json").read_text())
+        items = read_prompt_file(Path(prompts_dir) / f"{cat}.json")
         out[cat] = items[:n] if n else items
     return out
 

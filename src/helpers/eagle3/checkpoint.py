@@ -7,10 +7,12 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
 from helpers.common.configs import read_config
 from helpers.common.envinfo import torch_device
+from helpers.common.paths import restore_hint
 from helpers.eagle3.drafter import DrafterShape, Eagle3Drafter
 
 __all__ = [
@@ -18,6 +20,7 @@ __all__ = [
     "drafter_config",
     "shape_from_config",
     "save_drafter",
+    "load_weights",
     "load_drafter",
     "param_count",
     "load_verifier",
@@ -100,11 +103,22 @@ def save_drafter(drafter: Eagle3Drafter, out_dir: Path, config: dict[str, Any]) 
     (out_dir / "config.json").write_text(json.dumps(config, indent=2) + "\n")
 
 
+def load_weights(path: str | Path) -> dict[str, torch.Tensor]:
+    """Every tensor of a .safetensors file; a damaged file fails in one line naming it and how to
+    restore it (safetensors' own error names neither)."""
+    try:
+        return load_file(str(path))
+    except SafetensorError as err:
+        raise ValueError(
+            f"{path} is not a readable safetensors file ({err}): {restore_hint(path)}"
+        ) from None
+
+
 def load_drafter(model_dir: Path) -> tuple[Eagle3Drafter, dict[str, Any]]:
     """Load a drafter saved by save_drafter (or a speculators eagle3 checkpoint with a Llama midlayer)."""
     config = read_config(model_dir)
     drafter = Eagle3Drafter(shape_from_config(config))
-    state = load_file(str(Path(model_dir) / WEIGHTS_FILE))
+    state = load_weights(Path(model_dir) / WEIGHTS_FILE)
     drafter.load_state_dict(state, strict=True)
     return drafter.eval(), config
 
@@ -119,5 +133,12 @@ def load_verifier(model_dir: str | Path, device: str | None = None) -> Any:
     the GPU when torch sees one, else the CPU)."""
     from transformers import Qwen3MoeForCausalLM
 
-    model = Qwen3MoeForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
+    try:
+        model = Qwen3MoeForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
+    except SafetensorError as err:
+        weights = Path(model_dir) / WEIGHTS_FILE
+        where = weights if weights.is_file() else Path(model_dir)
+        raise ValueError(
+            f"{where}: the verifier's weights are not readable ({err}): {restore_hint(where)}"
+        ) from None
     return model.to(device or torch_device()).eval()

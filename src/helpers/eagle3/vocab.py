@@ -17,9 +17,10 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import torch
-from safetensors.torch import load_file, save_file
+from safetensors.torch import save_file
 
 from helpers.common.configs import read_config
+from helpers.eagle3.checkpoint import load_weights
 
 __all__ = ["draft_vocab", "vocab_maps", "outside_share", "prune_draft_vocab"]
 
@@ -64,7 +65,7 @@ def prune_draft_vocab(src: str | Path, out: str | Path, keep: Sequence[int]) -> 
     vocab = config["transformer_layer_config"]["vocab_size"]
     if config.get("draft_vocab_size", vocab) != vocab:
         raise ValueError(f"{src} already has a reduced draft vocabulary")
-    weights = load_file(str(src / "model.safetensors"))
+    weights = load_weights(src / "model.safetensors")
     d2t, t2d = vocab_maps(keep, vocab)
     weights["lm_head.weight"] = weights["lm_head.weight"][d2t + torch.arange(len(keep))].clone()
     weights["d2t"], weights["t2d"] = d2t, t2d

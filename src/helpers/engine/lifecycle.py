@@ -7,6 +7,10 @@ holding memory; the last one is shut down at interpreter exit too.
 An engine on one device (a CPU, or one GPU) runs inside the calling Python process (see
 `start_engine`); across several GPUs vLLM starts its engine-core and worker processes as usual.
 `ENGINE_PROCESS_ENV=separate` gives one device vLLM's own processes too (for measuring both).
+
+A shut-down engine says so: any use of its `LLM` object afterwards raises EngineShutDownError
+in one line instead of an AttributeError from deep inside vLLM. When the kernel gets SIGTERM
+(see helpers.common.notebook.handle_sigterm), engine processes of this process are ended too.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from typing import Any
 
 from helpers.common import vllm_names
 from helpers.common.envinfo import gpu_count, has_gpu
+from helpers.common.notebook import at_terminate
 from helpers.common.profiles import Profile, profiles_for_gpus
 from helpers.engine import compat
 from helpers.engine.in_process import building_in_process
@@ -40,7 +45,11 @@ __all__ = [
     "engine_kwargs",
     "engine_processes",
     "engines_left",
+    "EngineShutDownError",
+    "ShutDownEngine",
+    "is_shut_down",
     "shutdown_engine",
+    "end_engine_processes",
     "validate_speculative_pair",
     "start_engine",
     "open_engine",
@@ -164,21 +173,69 @@ def engines_left() -> list[str]:
     return left
 
 
-def shutdown_engine(llm: Any | None = None) -> None:
-    """Shut an engine down (default: the current one) and free its process and memory."""
+class EngineShutDownError(RuntimeError):
+    """An engine was used after `shutdown_engine` (or the end of its `open_engine` block) stopped it."""
+
+
+class ShutDownEngine:
+    """What a shut-down `LLM` holds instead of its vLLM engine: every use raises one clear line."""
+
+    def __init__(self, how: str) -> None:
+        self._how = how
+
+    def __getattr__(self, name: str) -> Any:
+        raise EngineShutDownError(
+            f"this engine was shut down ({self._how}): start a new one, e.g. "
+            f"`with lifecycle.open_engine(**lifecycle.engine_kwargs(profile, k=...)) as llm:`, "
+            f"and use it inside that block"
+        )
+
+    def __repr__(self) -> str:
+        return f"<vLLM engine, shut down ({self._how})>"
+
+
+def is_shut_down(llm: Any) -> bool:
+    """True for an `LLM` that shutdown_engine stopped."""
+    return isinstance(getattr(llm, "__dict__", {}).get("llm_engine"), ShutDownEngine)
+
+
+def shutdown_engine(llm: Any | None = None, how: str = "by lifecycle.shutdown_engine") -> None:
+    """Shut an engine down (default: the current one) and free its process and memory; the `LLM`
+    object then raises EngineShutDownError when used (`how` says what stopped it)."""
     global _current
     llm = llm if llm is not None else _current
-    if llm is None:
+    if llm is None or is_shut_down(llm):
         return
     with contextlib.suppress(Exception):
         llm.llm_engine.engine_core.shutdown()
     in_process = type(getattr(llm.llm_engine, "engine_core", None)).__name__ == "InprocClient"
     if llm is _current:
         _current = None
+    # Drop the engine (and with it the model) from the object the caller still holds.
+    with contextlib.suppress(AttributeError, TypeError):
+        llm.llm_engine = ShutDownEngine(how)
     del llm
     gc.collect()
     if in_process and has_gpu():
         _release_gpu()
+
+
+def end_engine_processes(grace: float = 1.0) -> list[str]:
+    """SIGTERM the engine-core processes this process started, SIGKILL them after `grace` s
+    (what the SIGTERM handler runs: an in-process engine ends with the process itself)."""
+    import psutil
+
+    procs = engine_processes()
+    ended = [f"{p.name()} (pid {p.pid})" for p in procs]
+    for proc in procs:
+        with contextlib.suppress(psutil.Error):
+            proc.terminate()
+    _, alive = psutil.wait_procs(procs, timeout=grace)
+    for proc in alive:
+        with contextlib.suppress(psutil.Error):
+            proc.kill()
+    psutil.wait_procs(alive, timeout=5)
+    return ended
 
 
 def _release_gpu() -> None:
@@ -262,7 +319,8 @@ def open_engine(**kwargs: Any) -> Iterator[Any]:
     try:
         yield llm
     finally:
-        shutdown_engine(llm)
+        shutdown_engine(llm, how="at the end of its `with lifecycle.open_engine(...)` block")
 
 
 atexit.register(shutdown_engine)
+at_terminate(end_engine_processes)

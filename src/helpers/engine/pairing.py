@@ -24,7 +24,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from helpers.common.configs import read_config
-from helpers.common.paths import DATA_DIR, local_dir
+from helpers.common.paths import local_dir, restore_hint
 from helpers.eagle3.taps import (
     aux_layers_for,
     default_aux_layers,
@@ -204,17 +204,6 @@ class HeaderError(ValueError):
 # --------------------------------------------------------------------------- reading
 
 
-def _restore_hint(path: Path) -> str:
-    """How to get a damaged file back: git for shipped data/, else a new download or export."""
-    try:
-        shipped = path.resolve().is_relative_to(DATA_DIR.resolve())
-    except OSError:
-        shipped = False
-    if shipped:
-        return f"restore it with `git checkout -- {path}` (or rebuild with `make tiny-models`)"
-    return "download or export it again"
-
-
 def _entry_problem(name: str, entry: Any, data_bytes: int) -> str | None:
     """What is wrong with one header entry (dtype, shape, data_offsets vs the file), or None."""
     if not isinstance(entry, dict):
@@ -258,14 +247,14 @@ def safetensors_header(path: Path) -> dict[str, dict[str, Any]]:
         if len(head) < 8:
             raise HeaderError(
                 f"{path} has {size} bytes, fewer than the 8 that give a safetensors header's "
-                f"length: {_restore_hint(path)}"
+                f"length: {restore_hint(path)}"
             )
         (length,) = struct.unpack("<Q", head)
         if length > size - 8:
             raise HeaderError(
                 f"{path}: its first 8 bytes announce a {length:,}-byte header but only "
                 f"{size - 8:,} bytes follow (truncated, or not a safetensors file): "
-                f"{_restore_hint(path)}"
+                f"{restore_hint(path)}"
             )
         raw = f.read(length)
     try:
@@ -273,20 +262,43 @@ def safetensors_header(path: Path) -> dict[str, dict[str, Any]]:
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
         raise HeaderError(
             f"{path}: the header is not JSON ({type(err).__name__}), so this is no safetensors "
-            f"file: {_restore_hint(path)}"
+            f"file: {restore_hint(path)}"
         ) from None
     if not isinstance(header, dict):
         raise HeaderError(
             f"{path}: the header is a JSON {type(header).__name__}, not an object of tensors: "
-            f"{_restore_hint(path)}"
+            f"{restore_hint(path)}"
         )
     header.pop("__metadata__", None)
     data_bytes = size - 8 - length
     bad = [m for n, e in header.items() if (m := _entry_problem(n, e, data_bytes))]
     if bad:
         more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
-        raise HeaderError(f"{path}: {bad[0]}{more}: {_restore_hint(path)}")
+        raise HeaderError(f"{path}: {bad[0]}{more}: {restore_hint(path)}")
+    layout = _layout_problem(header, data_bytes)
+    if layout:
+        raise HeaderError(f"{path}: {layout}: {restore_hint(path)}")
     return header
+
+
+def _layout_problem(header: dict[str, dict[str, Any]], data_bytes: int) -> str | None:
+    """What safetensors refuses in valid entries: gaps or overlaps between tensors, or data the
+    header does not account for (the tensors must tile the data exactly); None when they do."""
+    end = 0
+    for name, entry in sorted(header.items(), key=lambda item: item[1]["data_offsets"]):
+        begin = entry["data_offsets"][0]
+        if begin != end:
+            return (
+                f"tensor {name!r} starts at byte {begin:,} of the data but the tensor before it "
+                f"ends at {end:,}: the header's offsets leave a gap or overlap"
+            )
+        end = entry["data_offsets"][1]
+    if end != data_bytes:
+        return (
+            f"the header's tensors cover {end:,} bytes of data but the file holds {data_bytes:,} "
+            f"after its header: {data_bytes - end:,} bytes too many"
+        )
+    return None
 
 
 def _shard_map(index: Path) -> dict[str, str]:
@@ -295,10 +307,10 @@ def _shard_map(index: Path) -> dict[str, str]:
         weight_map = json.loads(index.read_text()).get("weight_map")
     except (UnicodeDecodeError, json.JSONDecodeError, AttributeError) as err:
         raise HeaderError(
-            f"{index} is not a JSON object ({type(err).__name__}): {_restore_hint(index)}"
+            f"{index} is not a JSON object ({type(err).__name__}): {restore_hint(index)}"
         ) from None
     if not isinstance(weight_map, dict) or not weight_map:
-        raise HeaderError(f"{index} has no weight_map of tensors to shards: {_restore_hint(index)}")
+        raise HeaderError(f"{index} has no weight_map of tensors to shards: {restore_hint(index)}")
     return weight_map
 
 
@@ -315,14 +327,14 @@ def weight_index(folder: Path) -> dict[str, dict[str, Any]]:
     for shard in sorted(set(weight_map.values())):
         if not (folder / shard).is_file():
             raise HeaderError(
-                f"{index} names shard {shard}, which is missing: {_restore_hint(index)}"
+                f"{index} names shard {shard}, which is missing: {restore_hint(index)}"
             )
         entries.update(safetensors_header(folder / shard))
     absent = sorted(set(weight_map) - set(entries))
     if absent:
         raise HeaderError(
             f"{index} maps {len(absent)} tensor(s) to shards that do not hold them (first: "
-            f"{absent[0]!r}): {_restore_hint(index)}"
+            f"{absent[0]!r}): {restore_hint(index)}"
         )
     return entries
 
@@ -391,24 +403,19 @@ def _read_role_config(ref: str | Path, role: str) -> tuple[dict[str, Any] | None
         config = read_config(ref)
     except FileNotFoundError as err:
         return None, [_error("config_unavailable", f"{role}: {err}")]
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        folder = local_dir(ref)
-        where = folder / "config.json" if folder is not None else f"{ref}'s config.json"
-        return None, [
-            _error(
-                "config_unreadable",
-                f"{role} {where} is not JSON ({type(err).__name__}: {err}): restore or "
-                f"re-download it",
-            )
-        ]
+    except ValueError as err:  # read_config's one line: which file, and how to restore it
+        return None, [_error("config_unreadable", f"{role}: {err}")]
     except OSError as err:
         return None, [_error("config_unavailable", f"{role}: cannot read config.json ({err})")]
     if not isinstance(config, dict):
+        folder = local_dir(ref)
+        where = folder / "config.json" if folder is not None else None
         return None, [
             _error(
                 "config_not_object",
-                f"{role} config.json holds a JSON {type(config).__name__}, not an object of "
-                f"settings: restore or re-download it",
+                f"{role} {where or f'{ref} config.json'} holds a JSON {type(config).__name__}, "
+                f"not an object of settings: "
+                f"{restore_hint(where) if where else 'download it again'}",
             )
         ]
     return config, []

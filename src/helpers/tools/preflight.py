@@ -15,6 +15,11 @@ pairing (configs only: a shape has no weights to read).
 Tiny profile: the shipped pair exists in data/ (else one line pointing to `make tiny-models`) and
 passes the pairing validator; on a GPU a warning says why the tiny pair makes EAGLE-3 look slow
 (see `gpu_notice`, which notebooks print too).
+
+Every profile, first: what data/ ships is intact (`check_shipped_files`): every safetensors file
+exactly as long as its header says, every JSON file parses (prompt files: lists of strings, model
+configs: objects). A damaged file is one line naming it and the fix (`git checkout -- FILE`, or
+`make tiny-models` for what that rebuilds), and nothing else runs.
 """
 
 from __future__ import annotations
@@ -28,12 +33,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from helpers.common.configs import read_config
+from helpers.common.configs import read_config, read_json
 from helpers.common.envinfo import GpuInfo, has_gpu, hub_reachable, offline_var, query_gpus
-from helpers.common.paths import REPO_ROOT, is_local_ref, local_dir
+from helpers.common.paths import DATA_DIR, REPO_ROOT, is_local_ref, local_dir, restore_hint
 from helpers.common.profiles import Profile, load_profile, profile_name, profiles_for_gpus
+from helpers.common.prompts import PROMPTS_DIR, read_prompt_file
 from helpers.engine import compat
-from helpers.engine.pairing import validate_pair
+from helpers.engine.pairing import HeaderError, safetensors_header, validate_pair
 
 __all__ = [
     "EXIT_OK",
@@ -48,6 +54,10 @@ __all__ = [
     "cached_model_complete",
     "check_hub",
     "check_local_files",
+    "shown_path",
+    "check_safetensors",
+    "check_json",
+    "check_shipped_files",
     "check_tokenizer",
     "check_pairing",
     "run_preflight",
@@ -251,6 +261,64 @@ def check_local_files(profile: Profile) -> str | None:
     )
 
 
+def shown_path(path: Path) -> str:
+    """A path as the user types it: relative to the repo root when inside it."""
+    try:
+        return path.resolve().relative_to(REPO_ROOT.resolve()).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def check_safetensors(path: Path) -> str | None:
+    """One line when a safetensors file is not exactly what its header says (truncated, padded,
+    garbage), else None."""
+    try:
+        safetensors_header(path)
+    except (HeaderError, OSError) as err:
+        return str(err).replace(str(path), shown_path(path))
+    return None
+
+
+def check_json(path: Path, prompts_dir: Path = PROMPTS_DIR) -> str | None:
+    """One line when a shipped JSON file does not parse (or a prompt file in `prompts_dir` is not
+    a list of prompts, a model config not an object), else None."""
+    try:
+        if path.parent.resolve() == prompts_dir.resolve():
+            read_prompt_file(path)
+            return None
+        content = read_json(path)
+    except (OSError, ValueError) as err:
+        return str(err).replace(str(path), shown_path(path))
+    if path.name == "config.json" and not isinstance(content, dict):
+        return (
+            f"{shown_path(path)} holds a JSON {type(content).__name__}, not a model config "
+            f"object: {restore_hint(path)}"
+        )
+    return None
+
+
+def _profile_weights(profile: Profile) -> list[Path]:
+    """The safetensors files of the profile's local model folders."""
+    found = []
+    for ref in (profile.verifier, profile.drafter):
+        folder = local_dir(ref) if is_local_ref(ref) else None
+        if folder is not None and folder.is_dir():
+            found += sorted(folder.glob("*.safetensors"))
+    return found
+
+
+def check_shipped_files(profile: Profile | None = None, data_dir: Path | None = None) -> list[str]:
+    """One line per damaged file in data/ (and in the profile's local model folders): every
+    safetensors file against its header, every JSON file parsed."""
+    data_dir = DATA_DIR if data_dir is None else data_dir
+    weights = sorted(data_dir.rglob("*.safetensors"))
+    weights += [p for p in (_profile_weights(profile) if profile else []) if p not in weights]
+    problems = [check_safetensors(path) for path in weights]
+    prompts_dir = data_dir / PROMPTS_DIR.name
+    problems += [check_json(path, prompts_dir) for path in sorted(data_dir.rglob("*.json"))]
+    return [line for line in problems if line]
+
+
 def check_tokenizer(profile: Profile) -> str | None:
     """One line when the profile names a tokenizer folder (a shape profile: Qwen3's, which
     `make venv` builds and verifies) that is not there or not verified, else None."""
@@ -279,9 +347,14 @@ def check_pairing(profile: Profile) -> tuple[list[str], list[str]]:
         for p in report.warnings
         if profile.has_weights or p.code != "weights_unreadable"  # a shape has no weights
     ]
-    if "config_unavailable" in report.codes():
+    if {"roles_swapped", "verifier_is_a_drafter"} & set(report.codes()):
+        return failures, warnings  # that verifier is no verifier: nothing to compare
+    try:
+        config = read_config(verifier)
+    except (OSError, ValueError):
+        return failures, warnings  # the report names what is wrong with it
+    if not isinstance(config, dict):
         return failures, warnings
-    config = read_config(verifier)
     for attr, key, actual in (
         ("verifier_architecture", "architectures[0]", (config.get("architectures") or [None])[0]),
         ("verifier_layers", "num_hidden_layers", config.get("num_hidden_layers")),
@@ -319,6 +392,12 @@ def run_preflight(
     t0 = time.perf_counter()
     profile = profile if isinstance(profile, Profile) else load_profile(profile)
     result = PreflightResult(profile.name)
+    damaged = _guarded(result, "shipped files", check_shipped_files, profile)
+    if damaged or damaged is None:
+        result.failures += damaged or []
+        result.seconds = time.perf_counter() - t0
+        return result
+    result.passed.append("data intact")
     if profile.is_local:
         _run_local(profile, result, gpus)
     else:

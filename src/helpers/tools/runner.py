@@ -1,14 +1,27 @@
-"""Run notebooks headless (`python -m helpers.tools.runner`): executed copies + HTML under build/, a peak-RSS summary."""
+"""Run notebooks headless (`python -m helpers.tools.runner`): executed copies + HTML under build/, a peak-RSS summary.
+
+A notebook that passes replaces build/<name>.ipynb and .html; one that fails or is interrupted
+goes to build/<name>.failed.ipynb and .html, so the last good copy stays until a new run of it
+passes. build/run-summary.json keeps one record per notebook ever run (a run replaces only the
+records of the notebooks it ran). Ctrl-C (or SIGTERM) stops the kernel, reports "interrupted in
+cell N" and exits 130 (143 for SIGTERM) without running the notebooks after it. After each notebook
+the runner stops whatever its kernel left running (servers, engine processes), and at start any
+server whose owner died earlier (helpers.serving.server.sweep_orphans).
+"""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
 import json
+import os
+import signal
 import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +34,7 @@ from nbclient.exceptions import CellExecutionError
 from nbconvert import HTMLExporter
 
 from helpers.common.paths import BUILD_DIR, NOTEBOOKS_DIR
+from helpers.serving.server import sweep_orphans
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -28,18 +42,25 @@ __all__ = [
     "KERNEL_NAME",
     "SUMMARY_NAME",
     "GIB",
+    "INTERRUPT_GRACE",
+    "EXIT_INTERRUPTED",
     "NotebookResult",
     "CurrentEnvKernelSpecManager",
+    "InterruptibleClient",
     "RssSampler",
+    "tree_processes",
     "tree_rss_bytes",
+    "stop_leftovers",
     "kernel_pid",
     "find_notebooks",
     "describe_error",
     "failing_cell",
     "cell_timeout_func",
+    "output_paths",
     "write_outputs",
     "run_notebook",
     "format_summary",
+    "merge_records",
     "write_summary",
     "run_all",
     "parse_args",
@@ -51,6 +72,10 @@ SAMPLE_INTERVAL = 0.5
 KERNEL_NAME = "python3"
 SUMMARY_NAME = "run-summary.json"
 GIB = 1024**3
+#: Seconds an interrupted cell gets to stop (KeyboardInterrupt in the kernel) before the kernel is killed.
+INTERRUPT_GRACE = 15.0
+#: Exit status after Ctrl-C (the shell's 128 + SIGINT); SIGTERM gives 128 + 15.
+EXIT_INTERRUPTED = 128 + signal.SIGINT
 
 
 @dataclass
@@ -64,10 +89,15 @@ class NotebookResult:
     executed: str
     html: str
     error: str | None = None
+    interrupted: bool = False
+    finished_at: str = field(default_factory=lambda: time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+    leftovers: list[str] = field(default_factory=list)
 
     @property
     def status(self) -> str:
-        """'ok' or 'FAILED'."""
+        """'ok', 'FAILED' or 'INTERRUPTED'."""
+        if self.interrupted:
+            return "INTERRUPTED"
         return "ok" if self.ok else "FAILED"
 
 
@@ -86,8 +116,69 @@ class CurrentEnvKernelSpecManager(KernelSpecManager):
         )
 
 
+class _StopAfterInterruptError(Exception):
+    """Raised by InterruptibleClient's cell hook to run no cell after an interrupt."""
+
+
+class InterruptibleClient(NotebookClient):
+    """A NotebookClient that knows when it was interrupted (SIGINT, SIGTERM) and in which cell.
+
+    The first signal interrupts the kernel (the cell gets KeyboardInterrupt and can clean up, as
+    a server start does) and stops the notebook before its next cell; a kernel still busy
+    INTERRUPT_GRACE s later, or a second signal, is killed (its servers then die with it).
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.signal_received: int | None = None
+        self.current_cell: int | None = None  # 1-based, among all cells
+        self.on_cell_start = self._note_cell
+        self._kill_timer: asyncio.TimerHandle | None = None
+
+    def _note_cell(self, cell: Any, cell_index: int) -> None:
+        """on_cell_start hook: remember the cell; after an interrupt, run no further cell."""
+        if self.signal_received is not None:
+            raise _StopAfterInterruptError(f"interrupted before cell {cell_index + 1}")
+        self.current_cell = cell_index + 1
+
+    def forget_signals(self) -> None:
+        """After the run: cancel a pending kill (the kernel is gone by then)."""
+        if self._kill_timer is not None:
+            self._kill_timer.cancel()
+            self._kill_timer = None
+
+    async def async_start_new_kernel(self, **kwargs: Any) -> None:
+        """Take over SIGINT/SIGTERM from nbclient (whose handler tears the kernel client down
+        under the running cell), then start the kernel."""
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(RuntimeError, NotImplementedError, ValueError):
+                loop.add_signal_handler(sig, self._on_signal, sig)
+        await super().async_start_new_kernel(**kwargs)
+
+    def _on_signal(self, sig: int) -> None:
+        """First signal: interrupt the kernel, kill it after INTERRUPT_GRACE s; later: kill now."""
+        first = self.signal_received is None
+        self.signal_received = sig
+        if self.km is None or not self.km.has_kernel:
+            return  # still starting: the first cell will not run
+        if first:
+            asyncio.ensure_future(self.km.interrupt_kernel())
+            loop = asyncio.get_running_loop()
+            self._kill_timer = loop.call_later(INTERRUPT_GRACE, self._kill_kernel)
+        else:
+            self._kill_kernel()
+
+    def _kill_kernel(self) -> None:
+        """Kill the kernel's process group now, if it still runs (nbclient then sees it dead)."""
+        km = self.km
+        if km is not None and km.has_kernel:
+            asyncio.ensure_future(km.shutdown_kernel(now=True))
+
+
 class RssSampler:
-    """Samples the summed RSS of a process and all its descendants in a thread; keeps the peak."""
+    """Samples the summed RSS of a process and all its descendants in a thread; keeps the peak
+    and every process it saw (`seen`), so what outlives the process can be found afterwards."""
 
     def __init__(
         self, get_pid: Callable[[], int | None], interval: float = SAMPLE_INTERVAL
@@ -98,6 +189,7 @@ class RssSampler:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="rss-sampler", daemon=True)
         self.peak_bytes = 0
+        self.seen: dict[int, psutil.Process] = {}
 
     def __enter__(self) -> RssSampler:
         self._thread.start()
@@ -114,7 +206,10 @@ class RssSampler:
     def sample(self) -> int:
         """One sample now: the summed RSS in bytes (0 when the process is not there)."""
         pid = self._get_pid()
-        total = tree_rss_bytes(pid) if pid else 0
+        procs = tree_processes(pid) if pid else []
+        for proc in procs:
+            self.seen.setdefault(proc.pid, proc)
+        total = _rss_bytes(procs)
         self.peak_bytes = max(self.peak_bytes, total)
         return total
 
@@ -125,13 +220,17 @@ class RssSampler:
             self._stop.wait(self._interval)
 
 
-def tree_rss_bytes(pid: int) -> int:
-    """RSS of `pid` plus all its descendants, in bytes; processes that vanish mid-count are skipped."""
+def tree_processes(pid: int) -> list[psutil.Process]:
+    """`pid` and all its descendants ([] when it is gone)."""
     try:
         root = psutil.Process(pid)
-        procs = [root, *root.children(recursive=True)]
+        return [root, *root.children(recursive=True)]
     except (psutil.NoSuchProcess, psutil.AccessDenied):
-        return 0
+        return []
+
+
+def _rss_bytes(procs: Sequence[psutil.Process]) -> int:
+    """Summed RSS in bytes; processes that vanish mid-count are skipped."""
     total = 0
     for proc in procs:
         try:
@@ -139,6 +238,31 @@ def tree_rss_bytes(pid: int) -> int:
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             pass
     return total
+
+
+def tree_rss_bytes(pid: int) -> int:
+    """RSS of `pid` plus all its descendants, in bytes; processes that vanish mid-count are skipped."""
+    return _rss_bytes(tree_processes(pid))
+
+
+def stop_leftovers(procs: Sequence[psutil.Process], grace: float = 5.0) -> list[str]:
+    """Stop the processes of `procs` that still run (the same processes: psutil checks their start
+    time): SIGTERM, SIGKILL after `grace` s. Returns 'name (pid N)' for each."""
+    alive = []
+    for proc in procs:
+        try:
+            if proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE:
+                alive.append((proc, f"{proc.name()} (pid {proc.pid})"))
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
+        for proc, _ in alive:
+            with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
+                proc.send_signal(sig)
+        _, still = psutil.wait_procs([proc for proc, _ in alive], timeout=wait)
+        if not still:
+            break
+    return [name for _, name in alive]
 
 
 def kernel_pid(km: AsyncKernelManager) -> int | None:
@@ -197,12 +321,38 @@ def cell_timeout_func(deadline: float, cell_timeout: float | None) -> Callable[[
     return timeout
 
 
+def output_paths(notebook: str, build_dir: Path, ok: bool) -> tuple[Path, Path]:
+    """(executed .ipynb, .html) for a run: build/<name>.* when it passed, else build/<name>.failed.*."""
+    stem = Path(notebook).stem + ("" if ok else ".failed")
+    return build_dir / f"{stem}.ipynb", build_dir / f"{stem}.html"
+
+
+def _replace(path: Path, write: Callable[[Path], None]) -> None:
+    """Write beside `path`, then move into place: a reader never sees half a file."""
+    partial = path.with_name(f".{path.name}.partial")
+    write(partial)
+    os.replace(partial, path)
+
+
 def write_outputs(nb: nbformat.NotebookNode, ipynb_path: Path, html_path: Path) -> None:
-    """Write the executed notebook and its HTML export."""
+    """Write the executed notebook and its HTML export (each whole, or not at all)."""
     ipynb_path.parent.mkdir(parents=True, exist_ok=True)
-    nbformat.write(nb, str(ipynb_path))
     body, _ = HTMLExporter().from_notebook_node(nb)
-    html_path.write_text(body, encoding="utf-8")
+    _replace(ipynb_path, lambda path: nbformat.write(nb, str(path)))
+    _replace(html_path, lambda path: path.write_text(body, encoding="utf-8"))
+
+
+def _error_text(
+    err: BaseException, nb: nbformat.NotebookNode, deadline: float, timeout: float
+) -> str:
+    """The failure line: the failing cell and its error, and the timeout when it ran out."""
+    error = describe_error(err)
+    index = failing_cell(nb)
+    if index is not None:
+        error = f"cell {index}: {error}"
+    if time.monotonic() >= deadline:
+        error = f"notebook timeout after {timeout:.0f} s; {error}"
+    return error
 
 
 def run_notebook(
@@ -212,13 +362,14 @@ def run_notebook(
     cell_timeout: float | None = None,
     cwd: Path | None = None,
 ) -> NotebookResult:
-    """Execute one notebook on this interpreter's kernel; outputs land in build_dir even on failure."""
+    """Execute one notebook on this interpreter's kernel; outputs land in build_dir (a failed or
+    interrupted run beside the last good one); what the kernel left running is stopped."""
     nb = nbformat.read(str(path), as_version=4)
     km = AsyncKernelManager(
         kernel_name=KERNEL_NAME, kernel_spec_manager=CurrentEnvKernelSpecManager()
     )
     deadline = time.monotonic() + timeout
-    client = NotebookClient(
+    client = InterruptibleClient(
         nb,
         km=km,
         kernel_name=KERNEL_NAME,
@@ -239,18 +390,21 @@ def run_notebook(
         try:
             client.execute(cleanup_kc=True, stderr=stderr)
         except Exception as err:  # noqa: BLE001 - any failure is reported, outputs still written
-            error = describe_error(err)
-            index = failing_cell(nb)
-            if index is not None:
-                error = f"cell {index}: {error}"
-            if time.monotonic() >= deadline:
-                error = f"notebook timeout after {timeout:.0f} s; {error}"
+            error = _error_text(err, nb, deadline, timeout)
         finally:
             sampler.sample()
+            client.forget_signals()
     seconds = time.monotonic() - start
-    ipynb_path = build_dir / path.name
-    html_path = ipynb_path.with_suffix(".html")
+    interrupted = client.signal_received is not None
+    if interrupted:
+        cell = f"cell {client.current_cell}" if client.current_cell else "kernel start"
+        error = f"interrupted in {cell} ({signal.Signals(client.signal_received).name})"
+    leftovers = stop_leftovers(list(sampler.seen.values())) + sweep_orphans()
+    ipynb_path, html_path = output_paths(path.name, build_dir, ok=error is None)
     write_outputs(nb, ipynb_path, html_path)
+    if error is None:  # this run is the good copy now: drop an older failed one
+        for stale in output_paths(path.name, build_dir, ok=False):
+            stale.unlink(missing_ok=True)
     return NotebookResult(
         notebook=path.name,
         ok=error is None,
@@ -259,6 +413,8 @@ def run_notebook(
         executed=str(ipynb_path),
         html=str(html_path),
         error=error,
+        interrupted=interrupted,
+        leftovers=leftovers,
     )
 
 
@@ -274,13 +430,31 @@ def format_summary(results: Sequence[NotebookResult]) -> str:
     return "\n".join(lines)
 
 
+def merge_records(
+    old: Sequence[dict[str, Any]], new: Sequence[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """The summary's records: each notebook's newest record, ordered by notebook name."""
+    merged = {r["notebook"]: dict(r) for r in old if isinstance(r, dict) and "notebook" in r}
+    merged.update({r["notebook"]: dict(r) for r in new})
+    return [merged[name] for name in sorted(merged)]
+
+
 def write_summary(results: Sequence[NotebookResult], build_dir: Path = BUILD_DIR) -> Path:
-    """Write build_dir/run-summary.json (one record per notebook, with 'status')."""
+    """Merge this run's records into build_dir/run-summary.json (one record per notebook, with
+    'status'; notebooks this run did not run keep their last record)."""
     build_dir.mkdir(parents=True, exist_ok=True)
     path = build_dir / SUMMARY_NAME
-    records = [{**asdict(r), "status": r.status} for r in results]
-    path.write_text(
-        json.dumps({"notebooks": records, "ok": all(r.ok for r in results)}, indent=2) + "\n"
+    try:
+        old = json.loads(path.read_text()).get("notebooks", [])
+    except (OSError, ValueError, AttributeError):
+        old = []  # none yet, or unreadable: start over
+    records = merge_records(old, [{**asdict(r), "status": r.status} for r in results])
+    ok = all(r.get("status") == "ok" for r in records)
+    _replace(
+        path,
+        lambda partial: partial.write_text(
+            json.dumps({"notebooks": records, "ok": ok}, indent=2) + "\n"
+        ),
     )
     return path
 
@@ -291,17 +465,29 @@ def run_all(
     timeout: float = DEFAULT_TIMEOUT,
     cell_timeout: float | None = None,
 ) -> list[NotebookResult]:
-    """Run `notebooks` in order, printing a progress line as each starts and any failure as it ends."""
+    """Run `notebooks` in order, printing a progress line as each starts and any failure as it
+    ends; the summary is merged after each one. An interrupted notebook ends the run."""
     results = []
+    for line in sweep_orphans():
+        print(f"[run] stopped a server an earlier kernel left running: {line}", flush=True)
     for i, path in enumerate(notebooks, 1):
         print(f"[run] {i}/{len(notebooks)} {path.name} ...", flush=True)
         result = run_notebook(path, build_dir=build_dir, timeout=timeout, cell_timeout=cell_timeout)
         if not result.ok:
             print(
-                f"[run]   FAILED after {result.seconds:.1f} s: {_indent(result.error)}", flush=True
+                f"[run]   {result.status} after {result.seconds:.1f} s: {_indent(result.error)}",
+                flush=True,
             )
             print(f"[run]   see {result.html}", flush=True)
+        if result.leftovers:
+            print(
+                f"[run]   stopped what the kernel left running: {', '.join(result.leftovers)}",
+                flush=True,
+            )
         results.append(result)
+        write_summary([result], build_dir)
+        if result.interrupted:
+            break
     return results
 
 
@@ -332,7 +518,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the notebooks, print the summary table; 0 if all passed, 1 otherwise."""
+    """Run the notebooks, print the summary table; 0 if all passed, 1 otherwise, 130 (143 for
+    SIGTERM) when interrupted."""
     args = parse_args(argv)
     try:
         notebooks = find_notebooks(args.notebooks)
@@ -342,16 +529,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not notebooks:
         print(f"[run] no notebooks found in {NOTEBOOKS_DIR}", file=sys.stderr)
         return 1
-    results = run_all(
-        notebooks, build_dir=args.build_dir, timeout=args.timeout, cell_timeout=args.cell_timeout
-    )
+    try:
+        results = run_all(
+            notebooks,
+            build_dir=args.build_dir,
+            timeout=args.timeout,
+            cell_timeout=args.cell_timeout,
+        )
+    except KeyboardInterrupt:  # between notebooks: nothing was running
+        print("\n[run] interrupted between notebooks", flush=True)
+        return EXIT_INTERRUPTED
     print()
     print(format_summary(results))
-    summary = write_summary(results, args.build_dir)
+    summary = args.build_dir / SUMMARY_NAME
     failed = [r for r in results if not r.ok]
     for r in failed:
-        print(f"\nFAILED {r.notebook}: {_indent(r.error)}")
+        print(f"\n{r.status} {r.notebook}: {_indent(r.error)}")
     print(f"\n{len(results) - len(failed)}/{len(results)} ok; summary in {summary}")
+    interrupted = [r for r in results if r.interrupted]
+    if interrupted:
+        print(f"[run] {interrupted[0].notebook}: {interrupted[0].error}; later notebooks not run")
+        return 128 + (
+            signal.SIGTERM if "SIGTERM" in (interrupted[0].error or "") else signal.SIGINT
+        )
     return 1 if failed else 0
 
 

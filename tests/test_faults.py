@@ -1,0 +1,407 @@
+"""Faults and bad input, tried as an attendee or an instructor would meet them.
+
+- a kernel (or a plain Python owner) killed while its servers start leaves no process behind;
+- damaged shipped data (weights cut to 1 MB, 100 bytes, 0 bytes; a prompt file cut in half; a
+  config that is not JSON) stops at preflight in one line naming the file and the fix, and the
+  loaders name the file too;
+- a swapped pair is a report, not a raise;
+- Ctrl-C during `make run` is reported as an interrupt, exit 130, the last good copy kept.
+
+Stand-in servers (a Python process that never answers /health) keep this quick; the one test that
+launches the real tiny-pair server is marked `vllm`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import nbformat
+import pytest
+from jupyter_client.manager import KernelManager
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+from helpers.common import paths
+from helpers.common.envinfo import has_gpu
+from helpers.common.paths import DATA_DIR, REPO_ROOT
+from helpers.common.profiles import load_profile
+from helpers.common.prompts import load_prompts
+from helpers.eagle3.checkpoint import load_drafter
+from helpers.engine.pairing import validate_pair
+from helpers.serving import server
+from helpers.tools import preflight, runner
+
+#: Seconds a server group may take to go once its owner is gone (guard poll + SIGTERM; a loaded
+#: 2-core machine). A stand-in dies on SIGTERM at once.
+GONE_WITHIN = 10.0
+TINY_READY = all(
+    (DATA_DIR / name / "model.safetensors").is_file()
+    for name in ("tiny-qwen3-moe", "tiny-qwen3-moe-eagle3")
+)
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def wait_until(check, within: float, what: str) -> None:  # noqa: ANN001
+    """Poll `check()` until true; fail naming `what` after `within` seconds."""
+    deadline = time.monotonic() + within
+    while not check():
+        assert time.monotonic() < deadline, f"{what} after {within:.0f} s"
+        time.sleep(0.05)
+
+
+def stand_in_argv(pgid_file: Path) -> list[str]:
+    """A server that writes its process group id and never becomes healthy."""
+    code = (
+        f"import os, time; open({str(pgid_file)!r}, 'w').write(str(os.getpgrp())); time.sleep(300)"
+    )
+    return [sys.executable, "-c", code]
+
+
+def start_code(tmp_path: Path, names: tuple[str, ...] = ("fault-a", "fault-b")) -> str:
+    """What a notebook cell runs: setup_notebook, then servers started together (as notebook 04)."""
+    argvs = {name: stand_in_argv(tmp_path / f"{name}.pgid") for name in names}
+    return textwrap.dedent(
+        f"""\
+        from pathlib import Path
+        from helpers.common.notebook import setup_notebook
+        from helpers.serving import server
+        setup_notebook(verbose=False)
+        server.SERVERS_DIR = Path({str(tmp_path / "servers")!r})
+        servers = [
+            server.VllmServer(argv, server.free_port(), name, "m")
+            for name, argv in {argvs!r}.items()
+        ]
+        server.start_together(servers, timeout=300, progress=False)
+        """
+    )
+
+
+def started_groups(tmp_path: Path, names: tuple[str, ...] = ("fault-a", "fault-b")) -> list[int]:
+    """The process groups of the stand-ins, once each has written its file."""
+    files = [tmp_path / f"{name}.pgid" for name in names]
+    wait_until(lambda: all(f.exists() and f.read_text() for f in files), 60, "servers not started")
+    return [int(f.read_text()) for f in files]
+
+
+def assert_all_gone(pgids: list[int]) -> None:
+    """Every process group ends within GONE_WITHIN seconds."""
+    wait_until(
+        lambda: not any(server.group_processes(g) for g in pgids),
+        GONE_WITHIN,
+        f"server groups {[g for g in pgids if server.group_processes(g)]} still run",
+    )
+
+
+# --------------------------------------------------------------------------- orphans
+
+
+def test_a_plain_owner_killed_mid_start_leaves_nothing(tmp_path: Path) -> None:
+    owner = subprocess.Popen([sys.executable, "-c", start_code(tmp_path)])
+    try:
+        pgids = started_groups(tmp_path)
+        assert all(server.group_processes(g) for g in pgids)
+    finally:
+        owner.kill()
+        owner.wait()
+    assert_all_gone(pgids)
+    records = tmp_path / "servers"
+    assert len(list(records.glob("*.json"))) == 2, "a killed owner cleans nothing up itself"
+    assert server.sweep_orphans(records) == [] and not list(records.glob("*.json"))
+
+
+@pytest.fixture
+def kernel(tmp_path: Path) -> Iterator[KernelManager]:
+    """A Jupyter kernel on this interpreter (as `make run` and JupyterLab start one)."""
+    km = KernelManager(kernel_name=runner.KERNEL_NAME)
+    km.kernel_spec_manager = runner.CurrentEnvKernelSpecManager()
+    km.start_kernel(cwd=str(tmp_path), extra_arguments=["--IPKernelApp.log_level=ERROR"])
+    client = km.client()
+    client.start_channels()
+    try:
+        client.wait_for_ready(timeout=120)
+        km.test_client = client  # type: ignore[attr-defined]
+        yield km
+    finally:
+        client.stop_channels()
+        if km.has_kernel:
+            km.shutdown_kernel(now=True)
+
+
+@pytest.mark.parametrize("how", ["SIGKILL", "SIGTERM", "jupyter-shutdown"])
+def test_a_kernel_ended_while_its_servers_start_leaves_nothing(
+    kernel: KernelManager, tmp_path: Path, how: str
+) -> None:
+    """SIGKILL (the guard stops the servers), SIGTERM to the kernel alone (setup_notebook's
+    handler stops them and removes their records), and JupyterLab's shut-down (interrupt,
+    shutdown request, SIGTERM, SIGKILL)."""
+    kernel.test_client.execute(start_code(tmp_path))  # type: ignore[attr-defined]
+    pgids = started_groups(tmp_path)
+    pid = kernel.provisioner.pid  # type: ignore[union-attr]
+    t0 = time.monotonic()
+    if how == "SIGKILL":
+        kernel.shutdown_kernel(now=True)  # SIGKILL to the kernel's process group
+    elif how == "SIGTERM":
+        os.kill(pid, signal.SIGTERM)
+        wait_until(lambda: kernel.is_alive() is False, 10, "the kernel still runs after SIGTERM")
+    else:
+        kernel.shutdown_kernel(now=False)
+    assert_all_gone(pgids)
+    seconds = time.monotonic() - t0
+    assert not kernel.is_alive()
+    records = list((tmp_path / "servers").glob("*.json"))
+    if how == "SIGTERM":
+        assert records == [], "the SIGTERM handler stopped the servers itself"
+    server.sweep_orphans(tmp_path / "servers")
+    assert not list((tmp_path / "servers").glob("*.json"))
+    assert seconds < GONE_WITHIN + 6, f"{how}: {seconds:.1f} s"
+
+
+@pytest.mark.vllm
+@pytest.mark.skipif(not TINY_READY, reason="the tiny pair is not in data/: run `make tiny-models`")
+def test_an_owner_killed_right_after_launching_the_tiny_server_leaves_nothing(
+    tmp_path: Path,
+) -> None:
+    """The real `vllm serve` of the tiny pair (still importing vLLM when its owner dies)."""
+    pgid_file = tmp_path / "pgid"
+    code = textwrap.dedent(
+        f"""\
+        import threading, time
+        from pathlib import Path
+        from helpers.common.profiles import load_profile
+        from helpers.serving import server
+        server.SERVERS_DIR = Path({str(tmp_path / "servers")!r})
+        srv = server.make_server(load_profile("tiny"), name="fault-tiny")
+        threading.Thread(target=srv.start, kwargs={{"progress": False}}, daemon=True).start()
+        while srv.pgid is None:
+            time.sleep(0.05)
+        Path({str(pgid_file)!r}).write_text(str(srv.pgid))
+        time.sleep(300)
+        """
+    )
+    owner = subprocess.Popen([sys.executable, "-c", code])
+    try:
+        wait_until(lambda: pgid_file.exists() and pgid_file.read_text(), 60, "no server launched")
+        pgid = int(pgid_file.read_text())
+        time.sleep(2)  # well inside vLLM's import, long before /health
+        assert server.group_processes(pgid), "the server should still be starting"
+    finally:
+        owner.kill()
+        owner.wait()
+    assert_all_gone([pgid])
+
+
+def gpu_pids() -> set[int]:
+    """Pids that hold GPU memory, as nvidia-smi lists them."""
+    done = subprocess.run(
+        ["nvidia-smi", "--query-compute-apps=pid", "--format=csv,noheader"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    return {int(line) for line in done.stdout.split() if line.strip().isdigit()}
+
+
+@pytest.mark.vllm
+@pytest.mark.skipif(not TINY_READY, reason="the tiny pair is not in data/: run `make tiny-models`")
+@pytest.mark.skipif(
+    not has_gpu(), reason="needs an NVIDIA GPU: nvidia-smi says who holds GPU memory"
+)
+def test_an_owner_killed_while_its_tiny_server_serves_returns_the_gpu_memory(
+    tmp_path: Path,
+) -> None:
+    """On a GPU: the tiny server up (its engine holds GPU memory), its owner killed: every process
+    of the group ends and nvidia-smi lists none of them."""
+    ready = tmp_path / "ready"
+    code = textwrap.dedent(
+        f"""\
+        import json, time
+        from pathlib import Path
+        from helpers.common.profiles import load_profile
+        from helpers.serving import server
+        server.SERVERS_DIR = Path({str(tmp_path / "servers")!r})
+        srv = server.start_server(load_profile("tiny"), name="fault-tiny-gpu", progress=False)
+        pids = [p.pid for p in srv.group_processes()]
+        Path({str(ready)!r}).write_text(json.dumps({{"pgid": srv.pgid, "pids": pids}}))
+        time.sleep(600)
+        """
+    )
+    owner = subprocess.Popen([sys.executable, "-c", code])
+    try:
+        wait_until(
+            lambda: ready.exists() and ready.read_text(), 900, "the tiny server never came up"
+        )
+        started = json.loads(ready.read_text())
+        holding = gpu_pids() & set(started["pids"])
+        assert holding, "the server's engine should hold GPU memory while it serves"
+    finally:
+        owner.kill()
+        owner.wait()
+    assert_all_gone([started["pgid"]])
+    wait_until(
+        lambda: not gpu_pids() & set(started["pids"]), 30, f"{holding} still hold GPU memory"
+    )
+
+
+# --------------------------------------------------------------------------- damaged data
+
+
+@pytest.fixture(scope="module")
+def shipped_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the repo's data/ (the tiny pair, prompts, configs) to damage."""
+    root = tmp_path_factory.mktemp("repo")
+    shutil.copytree(DATA_DIR, root / "data", ignore=shutil.ignore_patterns("measurements"))
+    return root
+
+
+@pytest.fixture
+def repo_copy(shipped_copy: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """The copy stands in for the repo (paths, restore hints, preflight); each damaged file is
+    put back after the test."""
+    monkeypatch.setattr(paths, "REPO_ROOT", shipped_copy)
+    monkeypatch.setattr(paths, "DATA_DIR", shipped_copy / "data")
+    monkeypatch.setattr(preflight, "REPO_ROOT", shipped_copy)
+    monkeypatch.setattr(preflight, "DATA_DIR", shipped_copy / "data")
+    saved = {p: p.read_bytes() for p in (shipped_copy / "data").rglob("*") if p.is_file()}
+    yield shipped_copy
+    for path, blob in saved.items():
+        if path.read_bytes() != blob:
+            path.write_bytes(blob)
+
+
+def damage(path: Path, keep: int | None = None, half: bool = False) -> None:
+    """Cut a file to `keep` bytes, or to half its length."""
+    blob = path.read_bytes()
+    path.write_bytes(blob[: len(blob) // 2] if half else blob[:keep])
+
+
+def one_line(result: preflight.PreflightResult, relative: str) -> str:
+    """The preflight stopped, in one line naming the file and how to restore it."""
+    lines = result.lines()
+    assert result.exit_code == 2 and len(lines) == 1, lines
+    assert relative in lines[0] and f"`git checkout -- {relative}`" in lines[0], lines[0]
+    assert "crashed" not in lines[0] and "Traceback" not in lines[0]
+    return lines[0]
+
+
+@pytest.mark.skipif(not TINY_READY, reason="the tiny pair is not in data/: run `make tiny-models`")
+@pytest.mark.parametrize("keep", [1024**2, 100, 0], ids=["1MB", "100B", "0B"])
+@pytest.mark.parametrize("model", ["tiny-qwen3-moe-eagle3", "tiny-qwen3-moe"])
+def test_truncated_weights_stop_at_preflight(repo_copy: Path, model: str, keep: int) -> None:
+    relative = f"data/{model}/model.safetensors"
+    damage(repo_copy / relative, keep=keep)
+    line = one_line(preflight.run_preflight(load_profile("tiny"), gpus=[]), relative)
+    assert "make tiny-models" in line
+    if model.endswith("eagle3"):  # and the loader names it when something slips through
+        with pytest.raises(ValueError, match=relative.replace(".", r"\.")):
+            load_drafter(repo_copy / "data" / model)
+
+
+def test_a_prompt_file_cut_in_half_stops_at_preflight(repo_copy: Path) -> None:
+    relative = "data/prompts/code.json"
+    damage(repo_copy / relative, half=True)
+    line = one_line(preflight.run_preflight(load_profile("tiny"), gpus=[]), relative)
+    assert "is not valid JSON (JSONDecodeError at line" in line
+    with pytest.raises(ValueError, match="code.json is not valid JSON"):
+        load_prompts(prompts_dir=repo_copy / "data" / "prompts")
+
+
+def test_a_config_that_is_not_json_stops_at_preflight(repo_copy: Path) -> None:
+    relative = "data/tiny-qwen3-moe-eagle3/config.json"
+    damage(repo_copy / relative, half=True)
+    one_line(preflight.run_preflight(load_profile("tiny"), gpus=[]), relative)
+
+
+def test_a_hub_profile_stops_on_damaged_data_before_asking_the_hub(
+    repo_copy: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def no_hub(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        raise AssertionError("the hub was asked")
+
+    monkeypatch.setattr(preflight, "check_hub", no_hub)
+    damage(repo_copy / "data/prompts/prose.json", keep=5)
+    one_line(
+        preflight.run_preflight(load_profile("qwen3-30b-a3b"), gpus=[]), "data/prompts/prose.json"
+    )
+
+
+# --------------------------------------------------------------------------- bad pairs
+
+
+def test_a_swapped_pair_is_a_report_and_a_preflight_line(tiny_pair) -> None:  # noqa: ANN001
+    report = validate_pair(tiny_pair.drafter, tiny_pair.verifier)
+    assert report.codes() == ["roles_swapped"] and not report.ok
+    profile = load_profile("tiny")
+    swapped = type(profile)(
+        **{
+            **profile.__dict__,
+            "verifier": str(tiny_pair.drafter),
+            "drafter": str(tiny_pair.verifier),
+        }
+    )
+    result = preflight.run_preflight(swapped, gpus=[])
+    assert result.exit_code == 2 and len(result.failures) == 1
+    assert result.failures[0].startswith("pairing: roles_swapped: ")
+
+
+# --------------------------------------------------------------------------- interrupts
+
+
+def test_ctrl_c_during_make_run_is_an_interrupt(tmp_path: Path) -> None:
+    """SIGINT to the runner while a cell runs: "interrupted in cell N", exit 130, no later
+    notebook, the last good copy and the other notebooks' records kept."""
+    nb_dir, build = tmp_path / "notebooks", tmp_path / "build"
+    nb_dir.mkdir()
+    started = tmp_path / "cell-started"
+    cells = [
+        "print('before')",
+        f"open({str(started)!r}, 'w').write('x')\nimport time\ntime.sleep(120)",
+    ]
+    first = nb_dir / "01_slow.ipynb"
+    nbformat.write(
+        new_notebook(cells=[new_markdown_cell("# slow")] + [new_code_cell(c) for c in cells]),
+        str(first),
+    )
+    nbformat.write(
+        new_notebook(cells=[new_code_cell("print('second')")]), str(nb_dir / "02_next.ipynb")
+    )
+    build.mkdir()
+    (build / "01_slow.ipynb").write_text("the last good copy")
+    (build / "01_slow.html").write_text("the last good copy")
+    old = {"notebook": "00_other.ipynb", "ok": True, "status": "ok", "seconds": 3.0}
+    (build / runner.SUMMARY_NAME).write_text(json.dumps({"notebooks": [old], "ok": True}))
+    argv = [str(p) for p in sorted(nb_dir.glob("*.ipynb"))] + ["--build-dir", str(build)]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "helpers.tools.runner", *argv],
+        cwd=REPO_ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        wait_until(started.exists, 120, "the cell never started")
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, out
+    assert "interrupted in cell 3 (SIGINT)" in out and "DeadKernelError" not in out, out
+    assert "02_next.ipynb" not in out.split("[run] 1/2")[1], "no notebook after an interrupt"
+    assert (build / "01_slow.ipynb").read_text() == "the last good copy"
+    assert (build / "01_slow.failed.ipynb").is_file() and (build / "01_slow.failed.html").is_file()
+    summary = json.loads((build / runner.SUMMARY_NAME).read_text())
+    rows = {r["notebook"]: r for r in summary["notebooks"]}
+    assert set(rows) == {"00_other.ipynb", "01_slow.ipynb"} and summary["ok"] is False
+    assert rows["01_slow.ipynb"]["status"] == "INTERRUPTED"
+    assert rows["01_slow.ipynb"]["error"] == "interrupted in cell 3 (SIGINT)"
