@@ -30,6 +30,7 @@ __all__ = [
     "tvd",
     "TestResult",
     "permutation_test",
+    "Draws",
     "tokens_at",
     "position_tests",
     "rejects_any",
