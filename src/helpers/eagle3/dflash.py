@@ -17,8 +17,9 @@ The drafter borrows the verifier's token embeddings and `lm_head`; its checkpoin
 drafter with more than one layer gets wrong context keys when its layers' k-norm weights differ
 (the stacked k-norm runs with layer 0's weights for every layer), so a multi-layer drafter here
 keeps them at 1 (`DFlashDrafter.frozen_k_norm`). One layer is not enough: its masked slots enter
-with the same embedding, so their attention can only pick context by position, and a one-layer
-drafter trained on this CPU stayed near 10 % top-1 agreement where two layers reach 80 %.
+with the same embedding, so their attention can only pick context by position: in trials of
+150-400 steps on this CPU one layer stayed at 10-16 % top-1 agreement on the first slot, where two
+layers passed 80 % within 300 steps.
 Plain Python and PyTorch: no vLLM import.
 """
 
