@@ -91,8 +91,15 @@ def test_the_comparison_separates_conditional_tau_from_tokens_per_forward() -> N
     assert table.loc["sometimes", "tokens_per_forward"] == pytest.approx(30 / 22)
     assert table.loc["sometimes", "coverage"] == pytest.approx(4 / 22)
     assert table.loc["always", "coverage"] == 1.0 and table.loc["always", "tokens_per_s"] == 31
-    assert field.truncation_bound(always, 3) == pytest.approx(3 * 16 / 160)
+    assert field.truncation_bound(sometimes, 3) == pytest.approx(3 * 16 / (22 * 16))
+    assert field.truncation_bound(always, 3, drafts_every_step=True) == 0.0
     assert field.truncation_bound([field.RequestSteps(10, 1.0, 0, 0, 0)], 3) == 0.0
+
+
+def test_which_methods_draft_on_every_step() -> None:
+    assert field.always_drafts("eagle3") and field.always_drafts("dflash")
+    assert not field.always_drafts("ngram") and not field.always_drafts("suffix")
+    assert not field.always_drafts("plain")
 
 
 def test_every_row_is_checked_against_the_installed_vllm_and_cites_a_real_file() -> None:

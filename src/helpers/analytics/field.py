@@ -18,8 +18,10 @@ with a draft wrote D + A tokens and every other step wrote one, so
     draft coverage = D / S.
 
 S is exact unless the request's last step wrote past its stop (an end-of-sequence token or
-`max_tokens` inside accepted drafts: vLLM counts them accepted, then drops them), where it
-undercounts by at most k (`truncation_bound` says how much that can move the ratios). Requests run one at a time
+`max_tokens` inside accepted drafts: vLLM counts them accepted, then drops them) *and* the request
+had steps without a draft; then it undercounts by at most k (`truncation_bound` says how much
+that can move the ratios). For a drafter that drafts on every step, S = D exactly, and its tokens
+per forward is τ less the tokens last steps wrote past the stop. Requests run one at a time
 (`run_one_by_one`): each request's counters are then the engine's counter delta over it (every
 vLLM has that) and its tokens/s its own wall time.
 
@@ -72,6 +74,7 @@ __all__ = [
     "MethodSummary",
     "summarize",
     "comparison_table",
+    "always_drafts",
     "truncation_bound",
 ]
 
@@ -85,6 +88,7 @@ class Method:
     name: str
     vllm_method: str
     vllm_options: dict[str, Any]
+    drafts_every_step: bool
     drafts_from: str
     trained_on: str
     shape_in_paper: str
@@ -293,8 +297,25 @@ def comparison_table(by_method: Mapping[str, Sequence[RequestSteps]]) -> pd.Data
     return pd.DataFrame(rows).set_index("method")
 
 
-def truncation_bound(requests: Sequence[RequestSteps], k: int) -> float:
-    """The largest share by which the decode steps can be undercounted: k for every request that
-    drafted (its last step may have written past its stop), over all decode steps."""
+def always_drafts(vllm_method: str, methods: Sequence[Method] | None = None) -> bool:
+    """True when every row of the table with this vLLM `method` drafts on every decode step
+    (False for a method the table does not list, such as plain decoding)."""
+    rows = [
+        m for m in (load_methods() if methods is None else methods) if m.vllm_method == vllm_method
+    ]
+    return bool(rows) and all(m.drafts_every_step for m in rows)
+
+
+def truncation_bound(
+    requests: Sequence[RequestSteps], k: int, drafts_every_step: bool = False
+) -> float:
+    """The largest share by which the decode steps can be undercounted.
+
+    A request undercounts by min(E, X): E steps without a draft, X tokens its last step wrote past
+    the stop (X <= k). A drafter that drafts on every step has E = 0, so its count is exact;
+    otherwise every request that drafted may be off by up to k.
+    """
     steps = sum(x.decode_steps for x in requests)
-    return k * sum(x.drafted_steps > 0 for x in requests) / steps if steps else 0.0
+    if drafts_every_step or not steps:
+        return 0.0
+    return k * sum(x.drafted_steps > 0 for x in requests) / steps
