@@ -12,13 +12,14 @@ import nbformat
 import pytest
 
 from helpers.common.paths import NOTEBOOKS_DIR
-from helpers.eagle3 import decode, train
+from helpers.eagle3 import decode, train, vocab
 
 #: (notebook, function name) -> the library function it must equal.
 TWINS = {
     ("03_acceptance_analytics.ipynb", "accept_greedy"): decode.accept_greedy,
     ("03_acceptance_analytics.ipynb", "speculative_generate"): decode.speculative_generate,
     ("05_train_your_own_drafter.ipynb", "ttt_loss"): train.ttt_loss,
+    ("07_eagle3_in_the_field.ipynb", "vocab_maps"): vocab.vocab_maps,
 }
 MAX_CELL_LINES = 40
 
