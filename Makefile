@@ -81,8 +81,9 @@ lab: venv ## JupyterLab on notebooks/ with the venv's kernel
 browser-test: venv ## notebook 01 in JupyterLab + headless Chromium: Run All, outputs, a slider -> build/browser-test/
 	$(VPY) scripts/browser_test.py $(BROWSER_TEST_FLAGS)
 
-tiny-models: venv ## retrain the tiny verifier + EAGLE-3 drafter into data/
+tiny-models: venv ## retrain the tiny verifier + EAGLE-3 and DFlash drafters into data/
 	$(VPY) scripts/make_tiny_models.py
+	$(VPY) scripts/make_tiny_dflash.py
 
 bench: venv ## benchmark the tiny pair (plain vs EAGLE-3)
 	$(VPY) scripts/bench_tiny_pair.py

@@ -13,8 +13,9 @@ here say why in the exercise text:
   hub): the commands are checked, and the in-process engine runs at K = 1;
 - 05 ex. 3 (300 training steps) and τ of every trained variant (one engine start each): the
   variants train for two steps;
-- 07 ex. 1-3 and 6 (an n-gram engine per LOOKUP, 3,000 samples per side, POSITION = 0's samples, a
-  GPU with Model Runner V2) and ex. 5's 200 steps: ex. 4 and ex. 5's zero steps run here;
+- 07 ex. 1, 2, 6 and 7 (an n-gram engine per LOOKUP, 3,000 samples per side, a GPU with Model
+  Runner V2, an engine per K) and ex. 5's 200 steps: ex. 3's check on a run without drafts, ex. 4
+  and ex. 5's zero steps run here;
 - 08 ex. 2 and 3 (TEMPERATURE and N_PER_CATEGORY change what the notebook's engines run) and the
   engines of ex. 1 and 4: the validator of ex. 1 and the schema and sampling of ex. 4 run here.
 """
@@ -389,6 +390,20 @@ def test_06_ex4_probing_less_often() -> None:
 
 
 # ------------------------------------------------------------------------------------ notebook 07
+
+
+def test_07_ex3_position_zero_alone_cannot_pass_without_drafts() -> None:
+    """POSITIONS = [0]: the prefill's token, identical in law on both sides; the check still
+    refuses samples drawn while no draft was scheduled."""
+    from helpers.analytics.distribution import lossless_test
+    from helpers.common.counters import SpecCounters
+
+    rng = random.Random(0)
+    draws = [[[rng.randrange(3) for _ in range(4)] for _ in range(200)] for _ in range(2)]
+    other = [[[rng.randrange(3) for _ in range(4)] for _ in range(200)] for _ in range(2)]
+    with_drafts = lossless_test(draws, other, SpecCounters(10, 30, 12), [0], 0.01, 200)
+    without = lossless_test(draws, other, SpecCounters(), [0], 0.01, 200)
+    assert with_drafts.passes and not without.passes
 
 
 def test_07_ex4_a_smaller_draft_vocabulary_leaves_more_tokens_outside() -> None:

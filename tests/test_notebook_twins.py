@@ -13,7 +13,7 @@ import pytest
 
 from helpers.analytics import moe
 from helpers.common.paths import NOTEBOOKS_DIR
-from helpers.eagle3 import decode, train
+from helpers.eagle3 import decode, train, vocab
 
 #: (notebook, function name) -> the library function it must equal.
 TWINS = {
@@ -21,6 +21,7 @@ TWINS = {
     ("03_acceptance_analytics.ipynb", "speculative_generate"): decode.speculative_generate,
     ("05_train_your_own_drafter.ipynb", "ttt_loss"): train.ttt_loss,
     ("06_does_eagle3_pay_on_moe.ipynb", "step_bytes"): moe.step_bytes,
+    ("07_eagle3_in_the_field.ipynb", "vocab_maps"): vocab.vocab_maps,
 }
 MAX_CELL_LINES = 40
 

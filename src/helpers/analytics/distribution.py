@@ -8,17 +8,35 @@ samples, reshuffles which draw belongs to which side many times, and reports how
 reshuffled TVD is at least the observed one. A small p-value says the samples differ by more than
 sampling noise would explain; a test that cannot reject a known difference has no power, so the
 notebook also runs it on a deliberately different sampler.
+
+A speculative step decides the tokens at positions 1..k + 1 of a request (position 0 comes from the
+prefill, before any draft exists), so `position_tests` compares each of them, and a verdict
+rejects when any position does at the Bonferroni level alpha / positions. A test of losslessness
+says nothing when no draft was scheduled or accepted while the samples were drawn: `lossless_test`
+takes the engine's counter delta over the sampling and `exercised` requires both to be positive.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["tvd", "TestResult", "permutation_test"]
+from helpers.common.counters import SpecCounters
+
+__all__ = [
+    "tvd",
+    "TestResult",
+    "permutation_test",
+    "Draws",
+    "tokens_at",
+    "position_tests",
+    "rejects_any",
+    "LosslessTest",
+    "lossless_test",
+]
 
 
 def tvd(a: Sequence[Hashable], b: Sequence[Hashable]) -> float:
@@ -62,3 +80,82 @@ def permutation_test(
     rng = np.random.default_rng(seed)
     hits = sum(distance(rng.permutation(pooled)) >= observed - 1e-12 for _ in range(permutations))
     return TestResult(observed, (hits + 1) / (permutations + 1), n_a, len(b))
+
+
+#: Draws of one side: [prompt][sample] -> the generated token ids of that sample.
+Draws = Sequence[Sequence[Sequence[int]]]
+
+
+def tokens_at(draws: Draws, position: int) -> list[tuple[int, int]]:
+    """(prompt, token at `position`) of every draw that reached it."""
+    return [
+        (i, ids[position])
+        for i, per_prompt in enumerate(draws)
+        for ids in per_prompt
+        if len(ids) > position
+    ]
+
+
+def position_tests(
+    a: Draws, b: Draws, positions: Sequence[int], permutations: int = 2000
+) -> dict[int, TestResult]:
+    """A permutation test of a vs b at each position (the token's distribution per prompt)."""
+    return {
+        p: permutation_test(tokens_at(a, p), tokens_at(b, p), permutations, seed=p)
+        for p in positions
+    }
+
+
+def rejects_any(tests: Mapping[int, TestResult], alpha: float) -> bool:
+    """True when some position rejects at the Bonferroni level alpha / number of positions."""
+    return any(t.rejects(alpha / len(tests)) for t in tests.values())
+
+
+@dataclass(frozen=True)
+class LosslessTest:
+    """Speculative vs plain sampling, position by position, and whether drafting was exercised."""
+
+    tests: dict[int, TestResult]
+    alpha: float
+    drafts: int
+    accepted: int
+
+    @property
+    def exercised(self) -> bool:
+        """True when drafts were scheduled and some were accepted while the samples were drawn."""
+        return self.drafts > 0 and self.accepted > 0
+
+    @property
+    def rejects(self) -> bool:
+        """True when some position differs beyond noise (Bonferroni over the positions)."""
+        return rejects_any(self.tests, self.alpha)
+
+    @property
+    def passes(self) -> bool:
+        """Drafting was exercised and no position tells the two samplers apart."""
+        return self.exercised and not self.rejects
+
+    def __str__(self) -> str:
+        by_pos = "; ".join(f"position {p}: {t}" for p, t in self.tests.items())
+        return (
+            f"{self.drafts} drafts, {self.accepted} drafted tokens accepted while sampling; "
+            f"level {self.alpha} / {len(self.tests)} per position; {by_pos}"
+        )
+
+
+def lossless_test(
+    spec: Draws,
+    plain: Draws,
+    counters: SpecCounters,
+    positions: Sequence[int],
+    alpha: float,
+    permutations: int = 2000,
+) -> LosslessTest:
+    """Test speculative draws against plain ones at `positions`, with the engine's counter delta
+    over the speculative sampling (a run without drafts cannot pass)."""
+    return LosslessTest(
+        position_tests(spec, plain, positions, permutations),
+        alpha,
+        counters.num_drafts,
+        counters.num_accepted_tokens,
+    )

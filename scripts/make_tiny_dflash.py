@@ -1,0 +1,32 @@
+"""Rebuild the tiny DFlash drafter in data/ (after the tiny pair: it reads the verifier there).
+
+usage: python scripts/make_tiny_dflash.py [--out DIR] [--smoke]
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from helpers.common.paths import DATA_DIR
+from helpers.tiny.dflash_recipe import SMOKE, DFlashRecipe, build_dflash
+
+
+def parse_args() -> argparse.Namespace:
+    """Command-line flags."""
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument(
+        "--out", type=Path, default=DATA_DIR, help="folder with the verifier (default: data/)"
+    )
+    p.add_argument("--smoke", action="store_true", help="a few steps (seconds, not minutes)")
+    return p.parse_args()
+
+
+def main(args: argparse.Namespace) -> None:
+    """Build the drafter and print where it went."""
+    log = build_dflash(args.out, SMOKE if args.smoke else DFlashRecipe())
+    print(f"done in {log['total_seconds']} s -> {args.out}")
+
+
+if __name__ == "__main__":
+    main(parse_args())
