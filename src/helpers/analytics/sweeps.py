@@ -20,9 +20,9 @@ in every vLLM process (`helpers.engine.vllm_issue_55005`), and the main-k engine
 `ExpandKernelCheck` as a worker extension so `run_sweeps` can ask the worker process itself
 whether the fix is in place.
 
-Every acceptance table carries 95 % bootstrap intervals over whole requests (`tau_ci_low`,
+Every acceptance table carries 95 % intervals over whole requests (`tau_ci_low`,
 `tau_ci_high`, `n_requests`; per position also the conditional rate), from vLLM's per-request
-histograms (`helpers.analytics.intervals`); where the installed vLLM keeps none (one without
+histograms (the jackknife t-interval of `helpers.analytics.intervals`); where the installed vLLM keeps none (one without
 `helpers.engine.compat.FEATURES["per_request_spec_decode_metrics"]`), the interval columns are
 NaN. Throughput is repeated and reported as median with min and max.
 
@@ -98,7 +98,7 @@ SCALAR_KEYS = (
     vllm_names.TAU,
     vllm_names.ACCEPTANCE_RATE,
 )
-#: The interval columns next to τ: 95 % bootstrap over requests, and how many requests there were.
+#: The interval columns next to τ: 95 % interval over requests, and how many requests there were.
 CI_KEYS = ("tau_ci_low", "tau_ci_high", "n_requests")
 #: The interval columns of per_position_table (from position_intervals).
 POSITION_CI_COLUMNS = ("rate_ci_low", "rate_ci_high", "conditional_ci_low", "conditional_ci_high")

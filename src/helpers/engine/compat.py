@@ -84,7 +84,7 @@ class Quirk:
 FEATURES: Mapping[str, Feature] = {
     vllm_names.PER_REQUEST_METRICS_ARG: Feature(
         f"the engine argument `{vllm_names.PER_REQUEST_METRICS_ARG}`: each finished request's acceptance "
-        "histogram (`CompletionOutput` carries it), what the bootstrap intervals resample",
+        "histogram (`CompletionOutput` carries it), what the intervals over requests rest on",
         has=("vLLM 0.31.0",),
         lacks=("vLLM 0.26.0",),
         lost="no per-request acceptance, so no intervals",

@@ -57,7 +57,7 @@ IN_PROCESS_ENV = "VLLM_ENABLE_V1_MULTIPROCESSING"
 #: The workbook's switch: "separate" starts even a one-device engine in vLLM's own processes.
 ENGINE_PROCESS_ENV = "WORKBOOK_ENGINE_PROCESS"
 
-#: Per-request acceptance histograms: what the bootstrap intervals resample (a vLLM without them
+#: Per-request acceptance histograms: what the intervals over requests rest on (a vLLM without them
 #: drops the argument at start, see `compat.dropped_args`).
 PER_REQUEST_METRICS = {vllm_names.PER_REQUEST_METRICS_ARG: vllm_names.PER_REQUEST_SUMMARY}
 
