@@ -161,12 +161,11 @@ def verify(pair: ReferencePair, ids: Sequence[int]) -> tuple[list[int], torch.Te
 
 @torch.no_grad()
 def draft(pair: ReferencePair, ids: Sequence[int], aux: torch.Tensor, k: int) -> list[int]:
-    """k greedy drafts from the last root (position len(ids) - 2): aux[p] paired with token p + 1."""
-    d, embed = pair.drafter, pair.verifier.get_input_embeddings()
+    """k greedy drafts from the last root (position len(ids) - 2): aux[p] pairs with token p + 1."""
+    d, embed, drafts = pair.drafter, pair.verifier.get_input_embeddings(), []
     cache = drafter.KVCache(d)  # what vLLM's drafter KV cache holds for this request
     embeds = embed(torch.tensor([list(ids[1:])]))  # shifted: position p reads token p + 1
-    hidden = d.fc(aux[:, : len(ids) - 1])  # the three taps, 3H wide, fused to H
-    drafts = []
+    hidden = d.fc(aux[:, : len(ids) - 1])  # fc: the three taps, 3H wide, fused to H
     for _ in range(k):
         logits, prenorm = drafter.draft_step(d, embeds, hidden, cache.attend)
         token = d.target_ids(logits[:, -1:].argmax(-1))  # d2t: draft id -> verifier id

@@ -25,6 +25,7 @@ __all__ = [
     "MidLayer",
     "Eagle3Drafter",
     "rotary",
+    "Attend",
     "draft_step",
     "KVCache",
     "NextEmbeddings",
@@ -161,24 +162,20 @@ def _heads(x: torch.Tensor, n: int, d: int) -> torch.Tensor:
     return x.view(b, t, n, d).transpose(1, 2)
 
 
-def draft_step(
-    d: Eagle3Drafter,
-    embeds: torch.Tensor,
-    hidden: torch.Tensor,
-    attend: Callable[[torch.Tensor], torch.Tensor],
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """One EAGLE-3 draft step: [embedding ‖ hidden] through the drafter's decoder layer.
+#: The drafter layer's self-attention, as `draft_step` calls it: [B, T, 2H] -> [B, T, H].
+Attend = Callable[[torch.Tensor], torch.Tensor]
 
-    `hidden` is fc(taps) at the first step and the previous step's pre-norm output after it;
-    `attend` is the layer's self-attention (with the cache its caller keeps). Returns the logits
-    over the draft vocabulary and the pre-norm output, the next step's `hidden`.
-    """
+
+def draft_step(
+    d: Eagle3Drafter, embeds: torch.Tensor, hidden: torch.Tensor, attend: Attend
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """One draft step: [embed ‖ hidden] through the drafter's layer; logits and pre-norm output."""
     layer = d.midlayer
     hidden = layer.hidden_norm(hidden)  # normed before the residual (norm_before_residual)
     x = torch.cat([layer.input_layernorm(embeds), hidden], -1)  # [embed ‖ hidden]: 2H wide
-    residual = attend(x) + hidden
+    residual = attend(x) + hidden  # self-attention over the drafter's KV cache
     prenorm = layer.mlp(layer.post_attention_layernorm(residual)) + residual
-    return d.lm_head(d.norm(prenorm)), prenorm
+    return d.lm_head(d.norm(prenorm)), prenorm  # draft-vocabulary logits; the next `hidden`
 
 
 class KVCache:
