@@ -15,6 +15,9 @@ here say why in the exercise text:
   variants train for two steps;
 - 07 ex. 1-3 and 6 (an n-gram engine per LOOKUP, 3,000 samples per side, POSITION = 0's samples, a
   GPU with Model Runner V2) and ex. 5's 200 steps: ex. 4 and ex. 5's zero steps run here.
+
+The graded exercises (03 ex. 6-8, 05 ex. 5: the learner writes the algorithm in exercises/) are
+tests/tools/test_grader.py's: it grades the reference solutions with the same checks.
 """
 
 from __future__ import annotations
