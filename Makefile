@@ -17,7 +17,7 @@ LAB_FLAGS := $(if $(filter 0,$(shell id -u)),--allow-root)
 UNAME_S := $(shell uname -s 2>/dev/null)
 UNAME_M := $(shell uname -m 2>/dev/null)
 WORKBOOK_ALLOW_PLATFORM ?=
-PLATFORM_GOALS := venv preflight prefetch run test lint lab browser-test tiny-models bench
+PLATFORM_GOALS := venv preflight prefetch run test lint lab browser-test tiny-models bench check-exercises
 ifneq ($(UNAME_S)-$(UNAME_M),Linux-x86_64)
 ifeq ($(WORKBOOK_ALLOW_PLATFORM),)
 ifneq ($(filter $(PLATFORM_GOALS),$(MAKECMDGOALS)),)
@@ -35,7 +35,7 @@ export TRANSFORMERS_OFFLINE := 1
 endif
 
 .DEFAULT_GOAL := help
-.PHONY: help doctor venv preflight prefetch lint run test lab browser-test tiny-models bench clean FORCE
+.PHONY: help doctor venv preflight prefetch lint run test check-exercises lab browser-test tiny-models bench clean FORCE
 
 help: ## list the targets
 	@echo "make <target> [PROFILE=tiny|qwen3-30b-a3b-shape|qwen3-30b-a3b]   (PROFILE=$(PROFILE))"
@@ -68,6 +68,12 @@ run: venv preflight ## execute all notebooks headless -> build/*.ipynb, build/*.
 
 test: venv preflight lint ## lint, then pytest tests/ plus every notebook via nbval
 	$(VPY) -m pytest tests --nbval-lax --nbval-current-env notebooks
+
+# Your files in exercises/ (or EXERCISES=folder), graded by the checks that hold the reference
+# solutions: one line per exercise, ok or a one-line hint. EXERCISES=reference grades the library's own.
+EXERCISES ?= exercises
+check-exercises: venv ## grade the algorithm you wrote in exercises/ (EXERCISES=reference: the solutions)
+	$(VPY) -m helpers.tools.grader $(if $(filter reference,$(EXERCISES)),--reference,$(EXERCISES))
 
 lint: venv ## ruff: lint (src, tests, scripts, notebook cells) and format check
 	$(VPY) -m ruff check .

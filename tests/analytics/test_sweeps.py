@@ -163,7 +163,8 @@ def test_ci_switch_shrinks_only_in_ci(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(CI_ENV_VAR, raising=False)
     plan = sw.sweep_plan(ks=[1, 2, 3], k=3, n_prompts=8, max_tokens=128, temperatures=None)
     assert plan.ks == (1, 2, 3) and plan.n_prompts == 8 and plan.max_tokens == 128
-    assert plan.temperatures == sw.SweepPlan().temperatures and plan.engines == 4
+    assert plan.temperatures == sw.SweepPlan().temperatures
+    assert plan.engines == {"acceptance": 3, "temperature": 1, "throughput": 4}
     monkeypatch.setenv(CI_ENV_VAR, "true")
     ci = sw.sweep_plan(ks=[1, 2, 3], k=3, n_prompts=8, max_tokens=128)
     assert ci.n_prompts < 8 and ci.max_tokens < 128 and ci.ks == (1, 2, 3)

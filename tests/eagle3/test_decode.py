@@ -94,3 +94,82 @@ def test_only_a_local_trained_pair_is_loaded_here(name: str) -> None:
 
     with pytest.raises(ValueError, match="not loaded into CPU memory"):
         ref.load_pair(load_profile(name))
+
+
+def test_draft_with_a_kv_cache_equals_every_roots_chain(stand_in: ref.ReferencePair) -> None:
+    """decode.draft (one draft_step per draft over a KV cache, as vLLM runs it) proposes what the
+    training-time chain of draft_chain proposes at the last root."""
+    import torch
+
+    from helpers.eagle3.drafter import draft_chain, greedy_feedback
+
+    ids = [1, 17, 33, 250, 9, 40, 41]
+    _, aux = ref.verify(stand_in, ids)
+    embed = stand_in.verifier.get_input_embeddings()
+    with torch.no_grad():
+        chain = draft_chain(
+            stand_in.drafter,
+            embed(torch.tensor([ids[1:]])),
+            aux[:, : len(ids) - 1],
+            4,
+            greedy_feedback(embed, stand_in.drafter),
+        )
+    expected = [int(stand_in.drafter.target_ids(step[0, -1].argmax())) for step in chain]
+    assert ref.draft(stand_in, ids, aux, 4) == expected
+
+
+def _exact(drafts, probs):
+    """The exact distribution of what one round emits under rejection sampling with greedy drafts."""
+    dist, reach = {}, 1.0
+    for i, d in enumerate(drafts):
+        residual = probs[i].clone()
+        residual[d] = 0
+        for t, p in enumerate((residual / residual.sum()).tolist()):
+            key = (*drafts[:i], t)
+            dist[key] = dist.get(key, 0.0) + reach * (1 - float(probs[i, d])) * p
+        reach *= float(probs[i, d])
+    for t, p in enumerate(probs[len(drafts)].tolist()):
+        dist[(*drafts, t)] = reach * p
+    return dist
+
+
+def test_accept_sampled_follows_the_rejection_sampling_distribution() -> None:
+    import torch
+
+    probs = torch.tensor([[0.5, 0.3, 0.2], [0.2, 0.7, 0.1], [0.1, 0.1, 0.8]])
+    drafts = [0, 1]
+    g = torch.Generator().manual_seed(0)
+    n = 8000
+    counts: dict[tuple[int, ...], int] = {}
+    for _ in range(n):
+        r = ref.accept_sampled(drafts, probs, generator=g)
+        assert r.emitted[: r.accepted] == tuple(drafts[: r.accepted])
+        counts[r.emitted] = counts.get(r.emitted, 0) + 1
+    exact = _exact(drafts, probs)
+    assert set(counts) <= {k for k, p in exact.items() if p > 0}
+    tvd = 0.5 * sum(abs(counts.get(k, 0) / n - p) for k, p in exact.items())
+    assert tvd < 0.03, (tvd, counts)
+
+
+def test_accept_sampled_at_a_one_hot_target_is_the_greedy_rule() -> None:
+    import torch
+
+    targets = [5, 9, 7, 8]
+    probs = torch.nn.functional.one_hot(torch.tensor(targets), 12).float()
+    for drafts in ([5, 6, 7], [5, 9, 7], [4, 6, 7]):
+        assert ref.accept_sampled(drafts, probs) == ref.accept_greedy(drafts, targets)
+
+
+def test_accept_sampled_with_draft_probabilities_accepts_min_1_p_over_q() -> None:
+    """Probabilistic drafting: q = p accepts every draft; a draft q favours more than p is
+    accepted with probability p/q, and a rejection never re-emits it."""
+    import torch
+
+    p = torch.tensor([[0.6, 0.4], [0.5, 0.5]])
+    g = torch.Generator().manual_seed(1)
+    assert all(ref.accept_sampled([1], p, p[:1], g).accepted == 1 for _ in range(50))
+    q = torch.tensor([[0.2, 0.8]])
+    rounds = [ref.accept_sampled([1], p, q, g) for _ in range(4000)]
+    rate = sum(r.accepted for r in rounds) / len(rounds)
+    assert abs(rate - 0.4 / 0.8) < 0.03, rate
+    assert all(r.emitted == (0,) for r in rounds if r.accepted == 0)

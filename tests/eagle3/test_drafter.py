@@ -92,3 +92,21 @@ def test_greedy_feedback_embeds_the_verifier_id_of_a_draft_id() -> None:
     logits = torch.tensor([[[0.0, 0.0, 1.0]]])
     assert torch.equal(greedy_feedback(embed, d)(1, logits), embed(torch.tensor([[32]])))
     assert torch.equal(greedy_feedback(embed)(1, logits), embed(torch.tensor([[2]])))
+
+
+def test_kv_cache_in_steps_equals_one_pass_over_the_whole_sequence() -> None:
+    """Attending with a KV cache, a few positions at a time, gives what one causal pass gives."""
+    from helpers.eagle3.drafter import KVCache, draft_step
+
+    d = Eagle3Drafter(SHAPE)
+    torch.manual_seed(3)
+    embeds, hidden = torch.randn(1, 7, SHAPE.hidden_size), torch.randn(1, 7, SHAPE.hidden_size)
+    with torch.no_grad():
+        whole, _ = draft_step(d, embeds, hidden, KVCache(d).attend)
+        cache = KVCache(d)
+        parts = [
+            draft_step(d, embeds[:, a:b], hidden[:, a:b], cache.attend)[0]
+            for a, b in ((0, 4), (4, 5), (5, 7))
+        ]
+    assert torch.allclose(torch.cat(parts, 1), whole, atol=1e-5)
+    assert cache.keys is not None and cache.keys.shape[2] == 7

@@ -44,7 +44,7 @@ def test_cpu_defaults_plain_and_speculative() -> None:
         "method": "eagle3",
         "num_speculative_tokens": 3,
     }
-    # Speculative engines keep per-request acceptance (what the bootstrap intervals resample).
+    # Speculative engines keep per-request acceptance (what the intervals over requests rest on).
     assert spec["per_request_spec_decode_metrics"] == "summary"
     assert "per_request_spec_decode_metrics" not in plain
 

@@ -1,12 +1,21 @@
-"""Uncertainty of acceptance and speed figures: bootstrap intervals over whole requests, and rankings
+"""Uncertainty of acceptance and speed figures: 95 % intervals over whole requests, and rankings
 stated with them.
 
-τ is a ratio of sums (1 + Σ accepted / Σ steps over the requests of a run), and the tokens of one
-request are not independent of each other (a drafter that fits an answer fits all of it), so the
-unit of resampling is the request: draw as many requests as were run, with replacement, add their
-histograms, compute the statistic; repeat; the 2.5 % and 97.5 % quantiles bound a 95 % interval.
-With 4-16 requests per group these intervals are wide, and that is the point: they say which
-differences a run of this size can tell apart.
+**The method, stated once.** τ and the acceptance rates are ratios of sums over the requests of a
+run (τ = 1 + Σ accepted / Σ steps), and the tokens of one request are not independent of each other
+(a drafter that fits an answer fits all of it), so the unit of sampling is the request. Every
+interval is a Student-t interval around the statistic of all n requests with the **jackknife**
+standard error: recompute the statistic leaving out one request at a time (θ₍ᵢ₎, i = 1..n), take
+se² = (n − 1)/n · Σᵢ (θ₍ᵢ₎ − mean θ₍·₎)², and report θ ± t(0.975, n − 1) · se, clipped to the
+statistic's range (τ in [1, k + 1], rates in [0, 1]). Fewer than 2 requests give no interval.
+
+Why not a percentile bootstrap over requests: at the 4 requests per group the notebooks can afford
+there are only 35 distinct resamples, and its intervals come out too narrow; the t quantile with
+n − 1 degrees of freedom widens a small sample's interval as much as its size warrants.
+`tests/analytics/test_intervals.py` simulates requests like the tiny pair's and checks the coverage
+of both methods at n = 4 and n = 16. The intervals say which differences a run of this size can
+tell apart, and they are approximate (the jackknife linearises the ratio): read overlapping
+intervals as "not distinguished".
 """
 
 from __future__ import annotations
@@ -23,10 +32,11 @@ from helpers.common.counters import RequestAcceptance
 
 __all__ = [
     "LEVEL",
-    "BOOTSTRAP_SAMPLES",
+    "METHOD",
     "Interval",
+    "t_quantile",
     "histogram_matrix",
-    "resampled_histograms",
+    "leave_one_out",
     "tau_of",
     "position_rates_of",
     "conditional_rates_of",
@@ -39,8 +49,8 @@ __all__ = [
 
 #: Two-sided coverage of every interval the workbook prints.
 LEVEL = 0.95
-#: Bootstrap resamples: enough that the interval's ends move by well under 0.01 in τ between seeds.
-BOOTSTRAP_SAMPLES = 2000
+#: How the intervals are computed, in the words the notebooks print next to them.
+METHOD = "95 % jackknife t-interval over requests"
 
 
 @dataclass(frozen=True)
@@ -57,7 +67,7 @@ class Interval:
 
     @property
     def bounded(self) -> bool:
-        """True when the interval has ends (NaN where vLLM kept no per-request acceptance)."""
+        """True when the interval has ends (NaN without per-request acceptance or with n < 2)."""
         return not (math.isnan(self.low) or math.isnan(self.high))
 
     def above(self, other: Interval) -> bool:
@@ -75,26 +85,45 @@ class Interval:
         return not (self.above(other) or other.above(self))
 
 
+def t_quantile(p: float, df: int) -> float:
+    """Student's t quantile at probability p (0.5 < p < 1) with df degrees of freedom.
+
+    The density integrated by Simpson's rule and inverted by bisection (no SciPy in the workbook).
+    """
+    if not 0.5 < p < 1 or df < 1:
+        raise ValueError(f"t_quantile needs 0.5 < p < 1 and df >= 1, got p={p}, df={df}")
+    log_c = math.lgamma((df + 1) / 2) - math.lgamma(df / 2) - 0.5 * math.log(df * math.pi)
+
+    def cdf(t: float) -> float:
+        x = np.linspace(0.0, t, 4001)
+        f = np.exp(log_c - (df + 1) / 2 * np.log1p(x * x / df))
+        return 0.5 + (t / 12000) * (f[0] + 4 * f[1:-1:2].sum() + 2 * f[2:-1:2].sum() + f[-1])
+
+    low, high = 0.0, 1.0
+    while cdf(high) < p:
+        low, high = high, 2 * high
+    for _ in range(60):
+        mid = (low + high) / 2
+        low, high = (mid, high) if cdf(mid) < p else (low, mid)
+    return (low + high) / 2
+
+
 def histogram_matrix(requests: Sequence[RequestAcceptance]) -> np.ndarray:
     """One row per request: verify steps by number of accepted drafts (columns 0..k)."""
     width = max(len(r.histogram) for r in requests)
     return np.array([list(r.histogram) + [0] * (width - len(r.histogram)) for r in requests])
 
 
-def resampled_histograms(
-    requests: Sequence[RequestAcceptance], samples: int = BOOTSTRAP_SAMPLES, seed: int = 0
-) -> np.ndarray:
-    """Summed histograms of `samples` resamples of the requests (with replacement), one per row."""
+def leave_one_out(requests: Sequence[RequestAcceptance]) -> np.ndarray:
+    """The summed histograms of the requests with one request left out, one row per request."""
     h = histogram_matrix(requests)
-    rng = np.random.default_rng(seed)
-    weights = rng.multinomial(len(h), np.full(len(h), 1 / len(h)), size=samples)
-    return weights @ h
+    return h.sum(0, keepdims=True) - h
 
 
 def tau_of(hist: np.ndarray) -> np.ndarray:
     """Acceptance length τ = 1 + accepted / steps of summed histograms (last axis: j = 0..k)."""
     j = np.arange(hist.shape[-1])
-    with np.errstate(invalid="ignore", divide="ignore"):  # a resample of requests with no steps
+    with np.errstate(invalid="ignore", divide="ignore"):  # a set of requests with no steps
         return 1 + (hist * j).sum(-1) / hist.sum(-1)
 
 
@@ -116,25 +145,30 @@ def conditional_rates_of(hist: np.ndarray) -> np.ndarray:
 def interval(
     requests: Sequence[RequestAcceptance],
     statistic: Callable[[np.ndarray], np.ndarray],
-    samples: int = BOOTSTRAP_SAMPLES,
-    seed: int = 0,
+    bounds: tuple[float, float] = (-math.inf, math.inf),
 ) -> list[Interval]:
-    """The statistic on all requests with its percentile bootstrap interval, one per output value."""
+    """The statistic on all requests with its jackknife t-interval, one per output value."""
+    n = len(requests)
     point = np.atleast_1d(statistic(histogram_matrix(requests).sum(0)))
-    boot = statistic(resampled_histograms(requests, samples, seed)).reshape(samples, -1)
-    lo, hi = np.nanquantile(boot, [(1 - LEVEL) / 2, (1 + LEVEL) / 2], axis=0)
-    return [Interval(float(p), float(a), float(b), len(requests)) for p, a, b in zip(point, lo, hi)]
+    if n < 2:
+        return [Interval(float(p), math.nan, math.nan, n) for p in point]
+    loo = statistic(leave_one_out(requests)).reshape(n, -1)
+    se = np.sqrt((n - 1) / n * ((loo - loo.mean(0)) ** 2).sum(0))  # NaN where a LOO set has none
+    half = t_quantile((1 + LEVEL) / 2, n - 1) * se
+    lo, hi = np.clip(point - half, *bounds), np.clip(point + half, *bounds)
+    return [Interval(float(p), float(a), float(b), n) for p, a, b in zip(point, lo, hi)]
 
 
-def tau_interval(requests: Sequence[RequestAcceptance], seed: int = 0) -> Interval:
-    """τ of the pooled requests with its 95 % interval."""
-    return interval(requests, tau_of, seed=seed)[0]
+def tau_interval(requests: Sequence[RequestAcceptance]) -> Interval:
+    """τ of the pooled requests with its 95 % interval (within 1 .. k + 1)."""
+    k = histogram_matrix(requests).shape[1] - 1
+    return interval(requests, tau_of, (1.0, k + 1.0))[0]
 
 
-def position_intervals(requests: Sequence[RequestAcceptance], seed: int = 0) -> pd.DataFrame:
+def position_intervals(requests: Sequence[RequestAcceptance]) -> pd.DataFrame:
     """Per draft position: vLLM's rate and the conditional rate, each with its 95 % interval."""
-    rates = interval(requests, position_rates_of, seed=seed)
-    cond = interval(requests, conditional_rates_of, seed=seed)
+    rates = interval(requests, position_rates_of, (0.0, 1.0))
+    cond = interval(requests, conditional_rates_of, (0.0, 1.0))
     return pd.DataFrame(
         {
             "position": range(len(rates)),
@@ -157,7 +191,7 @@ def ranking(intervals: Mapping[str, Interval]) -> str:
         parts.append(f"{sign} {name} {cur}")
     separated = [a.above(b) for (_, a), (_, b) in zip(order, order[1:])]
     if not all(i.bounded for i in intervals.values()):
-        verdict = "no intervals from this vLLM (no per-request acceptance): not ranked"
+        verdict = "no intervals (no per-request acceptance, or < 2 requests): not ranked"
     elif not any(separated):
         verdict = "every neighbouring pair of intervals overlaps: this run cannot rank them"
     elif all(separated):

@@ -1,9 +1,11 @@
 """Acceptance experiments on the tiny pair (notebook 03): vs k, vs temperature, per task category, and throughput.
 
-vLLM fixes k (`num_speculative_tokens`) when an engine starts, so the k sweep starts one engine per
-k; the engine of the main k also runs the temperature sweep, and one plain engine gives the
-throughput baseline. Every table is tidy, uses vLLM's key names (`num_speculative_tokens`,
-`spec_decode_acceptance_length`, ... from `helpers.common.vllm_names`); `SweepResults.tables()` names them for saving.
+vLLM fixes k (`num_speculative_tokens`) when an engine starts, so each experiment starts its own
+engines, one section of notebook 03 each: `acceptance_sweep` one engine per k (every category at
+T = 0), `temperature_sweep` one at the main k (each temperature), `throughput_sweep` a plain
+engine and one per k (tokens/s). Every table is tidy, uses vLLM's key names
+(`num_speculative_tokens`, `spec_decode_acceptance_length`, ... from `helpers.common.vllm_names`);
+each result's `tables()` names them for saving.
 
 Why acceptance falls with temperature: EAGLE-3 drafts in vLLM are greedy argmax proposals
 (`draft_sample_method="greedy"`, no draft probabilities). The rejection sampler then accepts a draft
@@ -17,12 +19,12 @@ equal in distribution, not token for token.
 On a CPU without Triton, vLLM's CPU build gets T > 0 speculative decoding wrong (vLLM issue
 #55005, `helpers.engine.compat.QUIRKS["cpu_expand_kernel"]`); the workbook's vLLM plugin fixes it
 in every vLLM process (`helpers.engine.vllm_issue_55005`), and the main-k engine loads
-`ExpandKernelCheck` as a worker extension so `run_sweeps` can ask the worker process itself
+`ExpandKernelCheck` as a worker extension so `temperature_sweep` can ask the worker process itself
 whether the fix is in place.
 
-Every acceptance table carries 95 % bootstrap intervals over whole requests (`tau_ci_low`,
+Every acceptance table carries 95 % intervals over whole requests (`tau_ci_low`,
 `tau_ci_high`, `n_requests`; per position also the conditional rate), from vLLM's per-request
-histograms (`helpers.analytics.intervals`); where the installed vLLM keeps none (one without
+histograms (the jackknife t-interval of `helpers.analytics.intervals`); where the installed vLLM keeps none (one without
 `helpers.engine.compat.FEATURES["per_request_spec_decode_metrics"]`), the interval columns are
 NaN. Throughput is repeated and reported as median with min and max.
 
@@ -81,9 +83,12 @@ __all__ = [
     "LENGTHS",
     "metered_throughput",
     "throughput_vs_k",
-    "SweepResults",
+    "AcceptanceSweep",
+    "TemperatureSweep",
     "main_k_runs",
-    "run_sweeps",
+    "acceptance_sweep",
+    "temperature_sweep",
+    "throughput_sweep",
     "best_k",
     "best_k_sentence",
     "tau_ranking",
@@ -98,7 +103,7 @@ SCALAR_KEYS = (
     vllm_names.TAU,
     vllm_names.ACCEPTANCE_RATE,
 )
-#: The interval columns next to τ: 95 % bootstrap over requests, and how many requests there were.
+#: The interval columns next to τ: 95 % interval over requests, and how many requests there were.
 CI_KEYS = ("tau_ci_low", "tau_ci_high", "n_requests")
 #: The interval columns of per_position_table (from position_intervals).
 POSITION_CI_COLUMNS = ("rate_ci_low", "rate_ci_high", "conditional_ci_low", "conditional_ci_high")
@@ -119,9 +124,10 @@ class SweepPlan:
     seed: int = 0
 
     @property
-    def engines(self) -> int:
-        """Engines the plan starts: one per k, plus the plain baseline."""
-        return len(self.ks) + 1
+    def engines(self) -> dict[str, int]:
+        """Engines each section starts: one per k (acceptance), one at the main k (temperature),
+        one per k plus the plain baseline (throughput)."""
+        return {"acceptance": len(self.ks), "temperature": 1, "throughput": len(self.ks) + 1}
 
 
 def sweep_plan(**params: Any) -> SweepPlan:
@@ -291,19 +297,16 @@ def throughput_vs_k(rows: Mapping[int, dict[str, Any]]) -> pd.DataFrame:
 
 
 @dataclass
-class SweepResults:
-    """Every table of the sweep, plus the main-k runs (their outputs feed the reference check)."""
+class AcceptanceSweep:
+    """Section 2 of notebook 03: one engine per k, every category at T = 0 (greedy)."""
 
     plan: SweepPlan
     prompts: dict[str, list[str]]
     by_k: pd.DataFrame
     per_position: pd.DataFrame
     by_category: pd.DataFrame
-    by_temperature: pd.DataFrame
-    throughput: pd.DataFrame
     main_runs: dict[str, CategoryRun]
     seconds: dict[str, float] = field(default_factory=dict)
-    checks: dict[str, bool] = field(default_factory=dict)
 
     @property
     def main_prompts(self) -> list[str]:
@@ -321,14 +324,25 @@ class SweepResults:
         return merge_runs(list(self.main_runs.values())).counters
 
     def tables(self) -> dict[str, pd.DataFrame]:
-        """Every table of the sweep under the name it is saved as (build/tables/<name>.csv)."""
+        """Its tables under the names they are saved as (build/tables/<name>.csv)."""
         return {
             "acceptance_vs_k": self.by_k,
             "acceptance_per_position": self.per_position,
             "acceptance_by_category": self.by_category,
-            "acceptance_vs_temperature": self.by_temperature,
-            "throughput_vs_k": self.throughput,
         }
+
+
+@dataclass
+class TemperatureSweep:
+    """Section 3 of notebook 03: one engine at the main k, the prompts at each temperature."""
+
+    by_temperature: pd.DataFrame
+    checks: dict[str, bool] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    def tables(self) -> dict[str, pd.DataFrame]:
+        """Its table under the name it is saved as."""
+        return {"acceptance_vs_temperature": self.by_temperature}
 
 
 def _with_engine(profile: Profile, k: int, work: Callable[[Any], Any]) -> tuple[Any, float]:
@@ -344,57 +358,69 @@ def _with_engine(profile: Profile, k: int, work: Callable[[Any], Any]) -> tuple[
 
 
 def main_k_runs(profile: Profile, plan: SweepPlan) -> dict[str, CategoryRun]:
-    """The plan's main-k, T = 0 runs on one profile's engine (what run_sweeps keeps as main_runs)."""
+    """The plan's main-k, T = 0 runs on one profile's engine (what acceptance_sweep keeps)."""
     prompts = load_prompts(plan.n_prompts)
     greedy = sampling(plan.max_tokens)
     runs, _ = _with_engine(profile, plan.k, lambda llm: run_categories(llm, prompts, greedy))
     return runs
 
 
-def run_sweeps(profile: Profile, plan: SweepPlan, verbose: bool = True) -> SweepResults:
-    """Run the whole plan: a plain engine, then one engine per k (the main k also sweeps temperature)."""
+def acceptance_sweep(profile: Profile, plan: SweepPlan, verbose: bool = True) -> AcceptanceSweep:
+    """One engine per k of the plan: every category's prompts at T = 0; τ by k, position, task."""
     prompts = load_prompts(plan.n_prompts)
-    flat = [p for c in CATEGORIES for p in prompts[c]]
-    tp = interleaved(prompts, plan.throughput_prompts)
     greedy = sampling(plan.max_tokens)
-    tput, runs, seconds, temps, checks = {}, {}, {}, {}, {}
-
-    tput[0], seconds["plain"] = _with_engine(
-        profile,
-        0,
-        lambda llm: metered_throughput(llm, tp, plan.throughput_tokens, plan.throughput_repeats),
-    )
+    runs: dict[int, dict[str, CategoryRun]] = {}
+    seconds: dict[str, float] = {}
     for k in plan.ks:
-
-        def work(llm: Any, k: int = k) -> None:
-            runs[k] = run_categories(llm, prompts, greedy)
-            tput[k] = metered_throughput(llm, tp, plan.throughput_tokens, plan.throughput_repeats)
-            if k == plan.k:
-                checks["expand_kernel_ok_in_worker"] = all(
-                    llm.collective_rpc("workbook_cpu_expand_ok")
-                )
-                temps.update(
-                    temperature_runs(llm, flat, plan.temperatures, plan.max_tokens, plan.seed)
-                )
-
-        _, seconds[f"k={k}"] = _with_engine(profile, k, work)
+        runs[k], seconds[f"k={k}"] = _with_engine(
+            profile, k, lambda llm: run_categories(llm, prompts, greedy)
+        )
         if verbose:
-            print(
-                f"k={k}: engine + runs {seconds[f'k={k}']:.0f} s, τ = "
-                f"{acceptance_stats(merge_runs(list(runs[k].values())).counters)[vllm_names.TAU]:.2f}"
-            )
-    return SweepResults(
+            tau = acceptance_stats(merge_runs(list(runs[k].values())).counters)[vllm_names.TAU]
+            print(f"k={k}: engine + runs {seconds[f'k={k}']:.0f} s, τ = {tau:.2f}")
+    return AcceptanceSweep(
         plan,
         prompts,
         acceptance_vs_k(runs),
         per_position_vs_k(runs),
         acceptance_by_category(runs),
-        acceptance_vs_temperature(temps, plan.k),
-        throughput_vs_k(tput),
         runs[plan.k],
         seconds,
-        checks,
     )
+
+
+def temperature_sweep(profile: Profile, plan: SweepPlan) -> TemperatureSweep:
+    """One engine at the main k: the plan's prompts (all categories) at each temperature, seeded,
+    after asking the worker whether the vLLM #55005 fix is in place."""
+    prompts = load_prompts(plan.n_prompts)
+    flat = [p for c in CATEGORIES for p in prompts[c]]
+    checks: dict[str, bool] = {}
+
+    def work(llm: Any) -> dict[float, CategoryRun]:
+        checks["expand_kernel_ok_in_worker"] = all(llm.collective_rpc("workbook_cpu_expand_ok"))
+        return temperature_runs(llm, flat, plan.temperatures, plan.max_tokens, plan.seed)
+
+    temps, seconds = _with_engine(profile, plan.k, work)
+    return TemperatureSweep(acceptance_vs_temperature(temps, plan.k), checks, seconds)
+
+
+def throughput_sweep(profile: Profile, plan: SweepPlan, verbose: bool = True) -> pd.DataFrame:
+    """A plain engine and one per k, each decoding the throughput prompts one at a time, at forced
+    and natural length, repeated (throughput_vs_k)."""
+    tp = interleaved(load_prompts(plan.n_prompts), plan.throughput_prompts)
+    rows: dict[int, dict[str, Any]] = {}
+    for k in (0, *plan.ks):
+        rows[k], seconds = _with_engine(
+            profile,
+            k,
+            lambda llm: metered_throughput(
+                llm, tp, plan.throughput_tokens, plan.throughput_repeats
+            ),
+        )
+        if verbose:
+            rate = rows[k]["output_tokens_per_s"]
+            print(f"{'plain' if k == 0 else f'k={k}'}: {seconds:.0f} s, {rate:.0f} tokens/s")
+    return throughput_vs_k(rows)
 
 
 def best_k(throughput_df: pd.DataFrame) -> int:

@@ -6,10 +6,17 @@ One request at a time, no KV cache (at this size recomputing over the prefix is 
    (no draft existed yet: vLLM's prefill step, labelled "prefill");
 2. a round: the drafter proposes k tokens greedily from the last *root* -- the position before the
    newest token -- fed, as in vLLM's `SpecDecodeBaseProposer.set_inputs_first_pass`, the verifier's
-   aux hidden states at every position p <= root paired with the embedding of token p + 1;
+   aux hidden states at every position p <= root (fused by `fc`) paired with the embedding of token
+   p + 1; each later draft step feeds back the drafter's pre-norm output and the embedding of its
+   last draft, mapped to a verifier id by `d2t` (`draft`, one `drafter.draft_step` per draft);
 3. the verifier scores prefix + k drafts in one forward; drafts are accepted while each equals the
    verifier's argmax; the verifier's own token at the first mismatch is emitted as a *correction*,
    or after k accepted drafts as a *bonus* token (k + 1 tokens from one verifier step).
+
+At T > 0 the accept rule is rejection sampling (`accept_sampled`, vLLM's
+`vllm/v1/sample/rejection_sampler.py`): a draft d is accepted with probability min(1, p(d) / q(d))
+(q one-hot for vLLM's greedy EAGLE-3 drafts, so p(d)), and at the first rejection a token is
+sampled from max(p − q, 0), renormalised; after k accepted drafts a bonus token from p.
 
 Counting follows vLLM's scheduler (`update_from_output` -> `SpecDecodingStats.observe_draft`): every
 round counts one draft of k tokens and all its accepted drafts, even the ones past `max_tokens` or
@@ -31,8 +38,8 @@ from helpers.common.counters import SpecCounters, acceptance_stats
 from helpers.common.profiles import Profile
 from helpers.common.prompts import as_messages
 from helpers.common.threads import torch_threads
+from helpers.eagle3 import drafter
 from helpers.eagle3.checkpoint import load_drafter, load_verifier
-from helpers.eagle3.drafter import Eagle3Drafter, draft_chain, greedy_feedback
 from helpers.eagle3.taps import drafter_aux_layer_ids, verifier_taps
 
 __all__ = [
@@ -46,6 +53,7 @@ __all__ = [
     "verify",
     "draft",
     "accept_greedy",
+    "accept_sampled",
     "speculative_generate",
     "generate_all",
     "total_counters",
@@ -103,7 +111,7 @@ class ReferencePair:
     """The verifier (transformers, float32) and drafter (plain PyTorch) with what decoding needs."""
 
     verifier: Any
-    drafter: Eagle3Drafter
+    drafter: drafter.Eagle3Drafter
     aux_layers: list[int]
     stop_ids: set[int]
     tokenizer: Any
@@ -122,10 +130,10 @@ def load_pair(profile: Profile) -> ReferencePair:
             f"(the tiny profile); a hub or shape verifier is not loaded into CPU memory"
         )
     verifier = load_verifier(Path(profile.verifier_path()), device="cpu")
-    drafter, config = load_drafter(Path(profile.drafter_path()))
+    d, config = load_drafter(Path(profile.drafter_path()))
     tok = AutoTokenizer.from_pretrained(profile.verifier_path())
     return ReferencePair(
-        verifier, drafter, list(drafter_aux_layer_ids(config)), stop_ids(verifier, tok), tok
+        verifier, d, list(drafter_aux_layer_ids(config)), stop_ids(verifier, tok), tok
     )
 
 
@@ -153,12 +161,17 @@ def verify(pair: ReferencePair, ids: Sequence[int]) -> tuple[list[int], torch.Te
 
 @torch.no_grad()
 def draft(pair: ReferencePair, ids: Sequence[int], aux: torch.Tensor, k: int) -> list[int]:
-    """k greedy drafts from the last root (position len(ids) - 2): aux[p] paired with token p + 1."""
-    embed = pair.verifier.get_input_embeddings()
-    n = len(ids) - 1
-    first = embed(torch.tensor([list(ids[1:])]))
-    logits = draft_chain(pair.drafter, first, aux[:, :n], k, greedy_feedback(embed, pair.drafter))
-    return [int(pair.drafter.target_ids(step[0, -1].argmax())) for step in logits]
+    """k greedy drafts from the last root (position len(ids) - 2): aux[p] pairs with token p + 1."""
+    d, embed, drafts = pair.drafter, pair.verifier.get_input_embeddings(), []
+    cache = drafter.KVCache(d)  # what vLLM's drafter KV cache holds for this request
+    embeds = embed(torch.tensor([list(ids[1:])]))  # shifted: position p reads token p + 1
+    hidden = d.fc(aux[:, : len(ids) - 1])  # fc: the three taps, 3H wide, fused to H
+    for _ in range(k):
+        logits, prenorm = drafter.draft_step(d, embeds, hidden, cache.attend)
+        token = d.target_ids(logits[:, -1:].argmax(-1))  # d2t: draft id -> verifier id
+        drafts.append(int(token))
+        embeds, hidden = embed(token), prenorm[:, -1:]  # feed back the pre-norm output
+    return drafts
 
 
 def accept_greedy(drafts: Sequence[int], targets: Sequence[int]) -> Round:
@@ -167,6 +180,31 @@ def accept_greedy(drafts: Sequence[int], targets: Sequence[int]) -> Round:
     while a < len(drafts) and drafts[a] == targets[a]:
         a += 1
     return Round(tuple(drafts), a, tuple(drafts[:a]) + (targets[a],))
+
+
+def accept_sampled(
+    drafts: Sequence[int],
+    probs: torch.Tensor,
+    draft_probs: torch.Tensor | None = None,
+    generator: torch.Generator | None = None,
+) -> Round:
+    """Rejection sampling at T > 0: accept draft i with probability min(1, p_i(d) / q_i(d)), left
+    to right; at the first rejection emit a token drawn from max(p_i − q_i, 0), else a bonus token
+    drawn from p_k.
+
+    probs [k + 1, V]: the verifier's temperature-T distribution at each draft and after the last;
+    draft_probs [k, V]: the drafter's q (None: greedy drafts, q one-hot, as vLLM's EAGLE-3).
+    """
+    for i, d in enumerate(drafts):
+        q = torch.zeros_like(probs[i]) if draft_probs is None else draft_probs[i]
+        if draft_probs is None:
+            q[d] = 1.0
+        if q[d] > 0 and torch.rand((), generator=generator) < probs[i, d] / q[d]:
+            continue
+        token = torch.multinomial((probs[i] - q).clamp(min=0), 1, generator=generator)
+        return Round(tuple(drafts), i, tuple(drafts[:i]) + (int(token),))
+    bonus = torch.multinomial(probs[len(drafts)], 1, generator=generator)
+    return Round(tuple(drafts), len(drafts), tuple(drafts) + (int(bonus),))
 
 
 def speculative_generate(

@@ -2,11 +2,14 @@
 
 One Llama decoder layer ("midlayer") whose attention sees [embedding(next token) ‖ hidden], where
 hidden is, at the first draft step, `fc` applied to three verifier hidden states concatenated,
-and at later steps the drafter's own pre-norm output. Taught in notebooks 03 and 05.
+and at later steps the drafter's own pre-norm output. `draft_step` is one such step (notebook 03
+writes it in a cell); inference runs it with a `KVCache` (`helpers.eagle3.decode.draft`), training
+with every root's chain at once (`draft_chain`, notebook 05's loss).
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
@@ -22,6 +25,9 @@ __all__ = [
     "MidLayer",
     "Eagle3Drafter",
     "rotary",
+    "Attend",
+    "draft_step",
+    "KVCache",
     "NextEmbeddings",
     "draft_chain",
     "teacher_forced",
@@ -156,8 +162,84 @@ def _heads(x: torch.Tensor, n: int, d: int) -> torch.Tensor:
     return x.view(b, t, n, d).transpose(1, 2)
 
 
+#: The drafter layer's self-attention, as `draft_step` calls it: [B, T, 2H] -> [B, T, H].
+Attend = Callable[[torch.Tensor], torch.Tensor]
+
+
+def draft_step(
+    d: Eagle3Drafter, embeds: torch.Tensor, hidden: torch.Tensor, attend: Attend
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """One draft step: [embed ‖ hidden] through the drafter's layer; logits and pre-norm output."""
+    layer = d.midlayer
+    hidden = layer.hidden_norm(hidden)  # normed before the residual (norm_before_residual)
+    x = torch.cat([layer.input_layernorm(embeds), hidden], -1)  # [embed ‖ hidden]: 2H wide
+    residual = attend(x) + hidden  # self-attention over the drafter's KV cache
+    prenorm = layer.mlp(layer.post_attention_layernorm(residual)) + residual
+    return d.lm_head(d.norm(prenorm)), prenorm  # draft-vocabulary logits; the next `hidden`
+
+
+class KVCache:
+    """The drafter's attention over one request with a KV cache, as vLLM's drafter runs it: the
+    first call writes the keys of every position it gets, each later call appends its positions."""
+
+    def __init__(self, d: Eagle3Drafter) -> None:
+        self.d = d
+        self.keys: torch.Tensor | None = None
+        self.values: torch.Tensor | None = None
+
+    def attend(self, x: torch.Tensor) -> torch.Tensor:
+        """Causal self-attention of the new positions x [B, T, 2H] over the cache and themselves."""
+        s, attn = self.d.shape, self.d.midlayer.self_attn
+        b, t, _ = x.shape
+        start = 0 if self.keys is None else self.keys.shape[2]
+        positions = torch.arange(start, start + t, device=x.device)
+        groups = s.num_attention_heads // s.num_key_value_heads
+        q = rotary(
+            _heads(attn.q_proj(x), s.num_attention_heads, s.head_dim), positions, s.rope_theta
+        )
+        k = rotary(
+            _heads(attn.k_proj(x), s.num_key_value_heads, s.head_dim), positions, s.rope_theta
+        )
+        v = _heads(attn.v_proj(x), s.num_key_value_heads, s.head_dim)
+        k, v = k.repeat_interleave(groups, 1), v.repeat_interleave(groups, 1)
+        self.keys = k if self.keys is None else torch.cat([self.keys, k], 2)
+        self.values = v if self.values is None else torch.cat([self.values, v], 2)
+        mask = torch.arange(start + t, device=x.device)[None, :] <= positions[:, None]
+        out = F.scaled_dot_product_attention(q, self.keys, self.values, attn_mask=mask)
+        return attn.o_proj(out.transpose(1, 2).reshape(b, t, -1))
+
+
 #: Picks the embeddings fed at draft step j (>= 1) from the logits of step j-1: [B, T, H].
 NextEmbeddings = Callable[[int, torch.Tensor], torch.Tensor]
+
+
+def _chain_attention(
+    d: Eagle3Drafter, keys: list[torch.Tensor], values: list[torch.Tensor], j: int, x: torch.Tensor
+) -> torch.Tensor:
+    """Step j of every root's chain at once: root t sits at position t + j and attends to the
+    step-0 keys of positions <= t plus the keys its own chain wrote at steps 1..j."""
+    s, attn = d.shape, d.midlayer.self_attn
+    b, t, _ = x.shape
+    groups = s.num_attention_heads // s.num_key_value_heads
+    scale = s.head_dim**-0.5
+    positions = torch.arange(t, device=x.device) + j
+    q = rotary(_heads(attn.q_proj(x), s.num_attention_heads, s.head_dim), positions, s.rope_theta)
+    k = rotary(_heads(attn.k_proj(x), s.num_key_value_heads, s.head_dim), positions, s.rope_theta)
+    v = _heads(attn.v_proj(x), s.num_key_value_heads, s.head_dim)
+    keys.append(k.repeat_interleave(groups, 1))
+    values.append(v.repeat_interleave(groups, 1))
+    if j == 0:
+        out = F.scaled_dot_product_attention(q, keys[0], values[0], is_causal=True)
+    else:
+        causal = torch.ones(t, t, dtype=torch.bool, device=x.device).tril()
+        base = (q @ keys[0].transpose(-1, -2)) * scale
+        base = base.masked_fill(~causal, float("-inf"))
+        chain = torch.stack([(q * keys[i]).sum(-1) * scale for i in range(1, j + 1)], -1)
+        probs = torch.cat([base, chain], -1).softmax(-1)
+        out = probs[..., :t] @ values[0]
+        for i in range(1, j + 1):
+            out = out + probs[..., t + i - 1, None] * values[i]
+    return attn.o_proj(out.transpose(1, 2).reshape(b, t, -1))
 
 
 def draft_chain(
@@ -173,47 +255,18 @@ def draft_chain(
     the token after t (`first_embeds[:, t]`). Step j sits at position t + j and attends to the
     step-0 keys of positions <= t plus the keys its own chain wrote at steps 1..j: the same
     attention pattern vLLM's drafter KV cache gives, evaluated for all roots in parallel
-    (EAGLE-3's "training-time test").
+    (EAGLE-3's "training-time test"). Each step is `draft_step`.
     """
-    s = d.shape
-    ml, attn = d.midlayer, d.midlayer.self_attn
-    b, t, _ = aux.shape
-    groups = s.num_attention_heads // s.num_key_value_heads
-    scale = s.head_dim**-0.5
-    causal = torch.ones(t, t, dtype=torch.bool, device=aux.device).tril()
-    hidden, embeds = d.fc(aux), first_embeds
     keys: list[torch.Tensor] = []
     values: list[torch.Tensor] = []
     logits: list[torch.Tensor] = []
+    hidden, embeds = d.fc(aux), first_embeds
     for j in range(steps):
         if j > 0:
             embeds = next_embeds(j, logits[-1])
-        positions = torch.arange(t, device=aux.device) + j
-        normed_hidden = ml.hidden_norm(hidden)
-        x = torch.cat([ml.input_layernorm(embeds), normed_hidden], -1)
-        q = rotary(
-            _heads(attn.q_proj(x), s.num_attention_heads, s.head_dim), positions, s.rope_theta
-        )
-        k = rotary(
-            _heads(attn.k_proj(x), s.num_key_value_heads, s.head_dim), positions, s.rope_theta
-        )
-        v = _heads(attn.v_proj(x), s.num_key_value_heads, s.head_dim)
-        keys.append(k.repeat_interleave(groups, 1))
-        values.append(v.repeat_interleave(groups, 1))
-        if j == 0:
-            out = F.scaled_dot_product_attention(q, keys[0], values[0], is_causal=True)
-        else:
-            base = (q @ keys[0].transpose(-1, -2)) * scale
-            base = base.masked_fill(~causal, float("-inf"))
-            chain = torch.stack([(q * keys[i]).sum(-1) * scale for i in range(1, j + 1)], -1)
-            probs = torch.cat([base, chain], -1).softmax(-1)
-            out = probs[..., :t] @ values[0]
-            for i in range(1, j + 1):
-                out = out + probs[..., t + i - 1, None] * values[i]
-        residual = attn.o_proj(out.transpose(1, 2).reshape(b, t, -1)) + normed_hidden
-        prenorm = ml.mlp(ml.post_attention_layernorm(residual)) + residual
-        logits.append(d.lm_head(d.norm(prenorm)))
-        hidden = prenorm
+        attend = functools.partial(_chain_attention, d, keys, values, j)
+        step_logits, hidden = draft_step(d, embeds, hidden, attend)
+        logits.append(step_logits)
     return logits
 
 

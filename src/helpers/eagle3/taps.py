@@ -3,9 +3,13 @@
 vLLM's EAGLE-3 default taps for an L-layer verifier are `(2, L // 2, L - 3)`
 (`SupportsEagle3.get_eagle3_default_aux_hidden_state_layers`, which Qwen3-MoE gained with vLLM
 PR #26485; tests/engine/test_vllm_source.py checks this copy against the installed vLLM for every
-profile's verifier); a drafter's `eagle_aux_hidden_state_layer_ids` overrides them. Tap id `k` is
-the residual stream after `k` decoder layers, i.e. transformers' `hidden_states[k]` (`k = 0` is the
-embeddings).
+profile's verifier); a drafter's `eagle_aux_hidden_state_layer_ids` overrides them.
+
+Tap id `k` is the residual stream after `k` decoder layers: the verifier's model `forward` stores
+the embeddings under index 0 and, after the 0-based layer `idx`, `hidden + residual` under index
+`idx + 1` (`EagleModelMixin._maybe_add_hidden_state`), so tap `k` is the output of the 0-based
+layer `k - 1`, the same tensor as transformers' `hidden_states[k]` for `k < L` (transformers'
+`hidden_states[L]` is after the final norm; the workbook keeps tap ids in `0..L-1`).
 Plain Python and PyTorch: no vLLM import.
 """
 

@@ -77,9 +77,9 @@ def ttt_loss(
 ) -> tuple[torch.Tensor, list[float]]:
     """Training-time-test loss: soft cross-entropy of each draft step against the verifier.
 
-    Step j at root t predicts the verifier's distribution at position t+1+j over the draft
-    vocabulary; its loss is weighted decay**j. Also returns each step's top-1 agreement with the
-    verifier's argmax.
+    Step j at root t predicts token t+2+j: it is scored against the verifier's distribution at
+    position t+1+j over the draft vocabulary, weighted decay**j. Also returns each step's top-1
+    agreement with the verifier's argmax there.
     """
     aux, vlogits = taps.verifier_taps(verifier, x, aux_layers)
     answers = vlogits.argmax(-1)

@@ -87,7 +87,7 @@ FEATURES: Mapping[str, Feature] = {
         f"the engine argument `{vllm_names.PER_REQUEST_METRICS_ARG}`: each finished request's acceptance "
         "histogram (`CompletionOutput` carries it; a server started with the same flag returns it "
         "in every response's `metrics.speculative_decoding` and in the final streaming usage "
-        "chunk), what the bootstrap intervals resample",
+        "chunk), what the intervals over requests rest on",
         has=("vLLM 0.31.0",),
         lacks=("vLLM 0.26.0",),
         lost="no per-request acceptance, so no intervals",

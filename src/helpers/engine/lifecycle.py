@@ -72,7 +72,7 @@ ENGINE_PROCESS_ENV = "WORKBOOK_ENGINE_PROCESS"
 #: profile); vLLM's PyTorch sampler needs no compilation.
 ENGINE_ENV = {"VLLM_USE_FLASHINFER_SAMPLER": "0"}
 
-#: Per-request acceptance histograms: what the bootstrap intervals resample (a vLLM without them
+#: Per-request acceptance histograms: what the intervals over requests rest on (a vLLM without them
 #: drops the argument at start, see `compat.dropped_args`).
 PER_REQUEST_METRICS = {vllm_names.PER_REQUEST_METRICS_ARG: vllm_names.PER_REQUEST_SUMMARY}
 

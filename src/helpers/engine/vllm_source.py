@@ -149,7 +149,8 @@ def eagle3_path(architecture: str) -> tuple[SourceRef, ...]:
     inner = tapping_model(architecture)
     refs = [
         SourceRef(
-            "the verifier's forward keeps the residual stream after the tapped layers",
+            "the verifier's forward keeps tap k, the residual stream after k layers: the "
+            "embeddings under 0, then after 0-based layer idx under idx + 1",
             inner.__module__,
             f"{inner.__qualname__}.forward",
             ("aux_hidden_states", "for layer_idx", "= layer("),
@@ -158,8 +159,8 @@ def eagle3_path(architecture: str) -> tuple[SourceRef, ...]:
     if hasattr(inner, "_maybe_add_hidden_state"):
         refs.append(
             SourceRef(
-                "one tap is hidden + residual: the pre-norm residual stream, as transformers' "
-                "hidden_states[i]",
+                "one tap is hidden + residual: tap k = the output of 0-based layer k - 1 = "
+                "transformers' hidden_states[k]",
                 inner.__module__,
                 f"{inner.__qualname__}._maybe_add_hidden_state",
             )

@@ -255,12 +255,12 @@ class TauResult:
     output_tokens: int
     seconds: float
     by_category: dict[str, float] = field(default_factory=dict)
-    #: The category runs, with vLLM's per-request acceptance (what the intervals resample).
+    #: The category runs, with vLLM's per-request acceptance (what the intervals rest on).
     runs: dict[str, CategoryRun] = field(default_factory=dict, repr=False)
 
     @cached_property
     def interval(self) -> Interval | None:
-        """τ with its 95 % bootstrap interval over requests (None without per-request metrics)."""
+        """τ with its 95 % interval over requests (None without per-request metrics)."""
         requests = [q for r in self.runs.values() for q in r.requests]
         return tau_interval(requests) if requests else None
 
@@ -304,7 +304,7 @@ def tau_table(results: dict[Any, TauResult], by_category: bool = False) -> pd.Da
     """One row per measured pair: τ, acceptance rate at each draft position, drafts, seconds.
 
     With by_category, τ of each task category instead of the per-position rates. Where vLLM kept
-    per-request acceptance, `tau 95% CI` (and each category) shows the bootstrap interval.
+    per-request acceptance, `tau 95% CI` (and each category) shows the interval over requests.
     """
     rows = []
     for key, r in results.items():
