@@ -72,12 +72,13 @@ def test_request_steps_prefers_the_per_request_record_and_agrees_with_the_counte
         field.request_steps(CategoryRun([[1], [2]], ["a", "b"], 1.0))
 
 
-def test_ratio_interval_brackets_the_estimate_from_min_requests_up() -> None:
+def test_ratio_interval_brackets_the_estimate_from_two_requests_up() -> None:
     num, den = list(range(1, 17)), [2] * 16
     iv = field.ratio_interval(num, den)
     assert iv.estimate == pytest.approx(sum(num) / 32) and iv.low < iv.estimate < iv.high
     small = field.ratio_interval(num[:4], den[:4], offset=1.0)
-    assert small.estimate == pytest.approx(1 + 10 / 8) and math.isnan(small.low)
+    assert small.estimate == pytest.approx(1 + 10 / 8) and small.low < small.estimate < small.high
+    assert math.isnan(field.ratio_interval(num[:1], den[:1]).low)
 
 
 def test_the_comparison_separates_conditional_tau_from_tokens_per_forward() -> None:

@@ -129,7 +129,7 @@ def test_damage_is_the_difference_of_taus_with_a_paired_interval() -> None:
     assert (same.estimate, same.low, same.high) == (0.0, 0.0, 0.0)  # paired: identical runs cancel
 
 
-def test_unpaired_damage_resamples_each_run() -> None:
+def test_unpaired_damage_adds_each_runs_variance() -> None:
     d = mismatch.damage_interval(run_of(GOOD), run_of(BAD[:12]))
     assert d.bounded and d.low < d.estimate < d.high and d.n == 12
 

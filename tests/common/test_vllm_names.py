@@ -12,7 +12,7 @@ import pytest
 
 from helpers.common import vllm_names
 from helpers.common.paths import NOTEBOOKS_DIR, REPO_ROOT
-from helpers.serving import observability
+from helpers.serving import monitoring
 
 #: vLLM 0.26.0's source, where a session unpacked the GPU stack's wheel (checked when present).
 VLLM_026 = Path("/tmp/vllm026/src/vllm")
@@ -62,7 +62,7 @@ PER_REQUEST_IN: tuple[tuple[str, str, str], ...] = (
     (vllm_names.PER_STEP_ACCEPTED, "v1/metrics/stats.py", r"\b{}\s*:"),
     (vllm_names.PER_STEP_DRAFTED, "v1/metrics/stats.py", r"\b{}\s*:"),
 )
-#: What observability.PROMQL and TAU_ALERT read before they were built from vllm_names.
+#: What monitoring.PROMQL and TAU_ALERT read before they were built from vllm_names.
 PROMQL_BEFORE = {
     "acceptance_length": "1 + (rate(vllm:spec_decode_num_accepted_tokens_total[$interval]) / "
     "rate(vllm:spec_decode_num_drafts_total[$interval]))",
@@ -120,8 +120,8 @@ def test_metric_names_share_the_prefixes() -> None:
 
 
 def test_promql_built_from_the_names_is_what_observability_had() -> None:
-    assert observability.PROMQL == PROMQL_BEFORE
-    assert ALERT_EXPR_BEFORE in observability.TAU_ALERT
+    assert monitoring.PROMQL == PROMQL_BEFORE
+    assert ALERT_EXPR_BEFORE in monitoring.TAU_ALERT
 
 
 # ------------------------------------------------------------ no one else spells vLLM's names

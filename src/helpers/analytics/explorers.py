@@ -27,7 +27,7 @@ from helpers.analytics.moe import (
 )
 from helpers.common import vllm_names
 from helpers.common.counters import acceptance_stats
-from helpers.common.plotting import PALETTE, new_figure
+from helpers.common.plots import PALETTE, new_figure
 from helpers.common.tables import K_COLUMN
 from helpers.eagle3.decode import ReferencePair, chat_prompt_ids, speculative_generate
 

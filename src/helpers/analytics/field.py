@@ -25,8 +25,8 @@ per forward is τ less the tokens last steps wrote past the stop. Requests run o
 (`run_one_by_one`): each request's counters are then the engine's counter delta over it (every
 vLLM has that) and its tokens/s its own wall time.
 
-**Intervals** (`INTERVAL_METHOD`): percentile bootstrap over whole requests of each ratio of sums,
-from MIN_REQUESTS requests up; with fewer the ends are NaN and the estimate stands alone.
+**Intervals** (`INTERVAL_METHOD`): the workbook's one method (`intervals`), a jackknife t-interval
+over whole requests of each ratio of sums.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from helpers.analytics.intervals import BOOTSTRAP_SAMPLES, LEVEL, Interval
+from helpers.analytics.intervals import METHOD, Interval, jackknife_ends
 from helpers.common import vllm_names
 from helpers.common.counters import SpecCounters, counters_of
 from helpers.common.paths import DATA_DIR
@@ -64,7 +64,6 @@ __all__ = [
     "vllm_file",
     "mtp_model_types",
     "has_mtp_head",
-    "MIN_REQUESTS",
     "INTERVAL_METHOD",
     "RequestSteps",
     "request_steps",
@@ -182,14 +181,8 @@ def has_mtp_head(config: Mapping[str, Any]) -> bool:
     return bool(config.get("num_nextn_predict_layers") or text.get("num_nextn_predict_layers"))
 
 
-#: Requests from which the bootstrap interval is reported (below it, percentile intervals of a
-#: ratio under-cover: the ends are NaN and the estimate stands alone).
-MIN_REQUESTS = 16
 #: The one sentence that says how every interval of the comparison is computed.
-INTERVAL_METHOD = (
-    f"{LEVEL:.0%} percentile bootstrap over whole requests ({BOOTSTRAP_SAMPLES} resamples) of "
-    f"each ratio of sums; reported from {MIN_REQUESTS} requests up"
-)
+INTERVAL_METHOD = f"{METHOD}, of each ratio of sums"
 
 
 @dataclass(frozen=True)
@@ -236,19 +229,16 @@ def steps_of(runs: Mapping[str, Sequence[CategoryRun]]) -> list[RequestSteps]:
     return [request_steps(r) for items in runs.values() for r in items]
 
 
-def ratio_interval(
-    num: Sequence[float], den: Sequence[float], offset: float = 0.0, seed: int = 0
-) -> Interval:
-    """offset + Σnum / Σden over requests, with its bootstrap interval (NaN ends below MIN_REQUESTS)."""
+def ratio_interval(num: Sequence[float], den: Sequence[float], offset: float = 0.0) -> Interval:
+    """offset + Σnum / Σden over requests, with its jackknife t-interval (NaN ends below 2)."""
     a, b = np.asarray(num, dtype=float), np.asarray(den, dtype=float)
     n = len(a)
     point = offset + a.sum() / b.sum() if b.sum() else math.nan
-    if n < MIN_REQUESTS:
+    if n < 2:
         return Interval(point, math.nan, math.nan, n)
-    w = np.random.default_rng(seed).multinomial(n, np.full(n, 1 / n), size=BOOTSTRAP_SAMPLES)
     with np.errstate(invalid="ignore", divide="ignore"):
-        boot = offset + (w @ a) / (w @ b)
-    lo, hi = np.nanquantile(boot, [(1 - LEVEL) / 2, (1 + LEVEL) / 2])
+        loo = offset + (a.sum() - a) / (b.sum() - b)
+    lo, hi = jackknife_ends(np.asarray(point), loo)
     return Interval(float(point), float(lo), float(hi), n)
 
 
@@ -274,17 +264,17 @@ class MethodSummary:
         return out | {"decode_steps": self.decode_steps, "drafted_steps": self.drafted_steps}
 
 
-def summarize(requests: Sequence[RequestSteps], seed: int = 0) -> MethodSummary:
+def summarize(requests: Sequence[RequestSteps]) -> MethodSummary:
     """τ (vLLM's: per drafted step), tokens per verifier forward and draft coverage (per decode
     step), and output tokens/s (per second of the request), each pooled over the requests."""
     r = requests
     steps = [x.decode_steps for x in r]
     drafted = [x.drafted_steps for x in r]
     return MethodSummary(
-        ratio_interval([x.accepted for x in r], drafted, offset=1.0, seed=seed),
-        ratio_interval([x.decode_tokens for x in r], steps, seed=seed),
-        ratio_interval(drafted, steps, seed=seed),
-        ratio_interval([x.output_tokens for x in r], [x.seconds for x in r], seed=seed),
+        ratio_interval([x.accepted for x in r], drafted, offset=1.0),
+        ratio_interval([x.decode_tokens for x in r], steps),
+        ratio_interval(drafted, steps),
+        ratio_interval([x.output_tokens for x in r], [x.seconds for x in r]),
         len(r),
         sum(steps),
         sum(drafted),

@@ -13,7 +13,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch, Rectangle
 
 from helpers.common import vllm_names
-from helpers.common.plotting import PALETTE, new_figure
+from helpers.common.plots import PALETTE, new_figure
 from helpers.common.tables import K_COLUMN
 
 __all__ = [

@@ -35,6 +35,8 @@ __all__ = [
     "METHOD",
     "Interval",
     "t_quantile",
+    "jackknife_se",
+    "jackknife_ends",
     "histogram_matrix",
     "leave_one_out",
     "tau_of",
@@ -108,6 +110,20 @@ def t_quantile(p: float, df: int) -> float:
     return (low + high) / 2
 
 
+def jackknife_se(loo: np.ndarray) -> np.ndarray:
+    """The jackknife standard error from leave-one-out values (rows: the request left out)."""
+    n = len(loo)
+    return np.sqrt((n - 1) / n * ((loo - loo.mean(0)) ** 2).sum(0))  # NaN where a LOO set has none
+
+
+def jackknife_ends(
+    point: np.ndarray, loo: np.ndarray, bounds: tuple[float, float] = (-math.inf, math.inf)
+) -> tuple[np.ndarray, np.ndarray]:
+    """The t-interval's ends around `point` from leave-one-out values (rows: requests left out)."""
+    half = t_quantile((1 + LEVEL) / 2, len(loo) - 1) * jackknife_se(loo)
+    return np.clip(point - half, *bounds), np.clip(point + half, *bounds)
+
+
 def histogram_matrix(requests: Sequence[RequestAcceptance]) -> np.ndarray:
     """One row per request: verify steps by number of accepted drafts (columns 0..k)."""
     width = max(len(r.histogram) for r in requests)
@@ -152,10 +168,7 @@ def interval(
     point = np.atleast_1d(statistic(histogram_matrix(requests).sum(0)))
     if n < 2:
         return [Interval(float(p), math.nan, math.nan, n) for p in point]
-    loo = statistic(leave_one_out(requests)).reshape(n, -1)
-    se = np.sqrt((n - 1) / n * ((loo - loo.mean(0)) ** 2).sum(0))  # NaN where a LOO set has none
-    half = t_quantile((1 + LEVEL) / 2, n - 1) * se
-    lo, hi = np.clip(point - half, *bounds), np.clip(point + half, *bounds)
+    lo, hi = jackknife_ends(point, statistic(leave_one_out(requests)).reshape(n, -1), bounds)
     return [Interval(float(p), float(a), float(b), n) for p, a, b in zip(point, lo, hi)]
 
 

@@ -7,11 +7,11 @@ with Qwen3's empty thinking block, a JSON schema), counts the drafts a grammar t
 the damage with intervals, and renders the symptom → cause → fix table
 (`data/acceptance-doctor.json`: reported cases with their sources, joined to this run's numbers).
 
-Interval method, the one used for every damage here: damage = τ(baseline) − τ(condition), with a
-95 % percentile bootstrap over requests (`intervals.BOOTSTRAP_SAMPLES` resamples). Where both runs
-answered the same prompts in the same order the resample is paired (the same prompts are drawn
-for both runs, so the variety between prompts cancels); otherwise each run is resampled on its
-own. τ's own intervals are `intervals.tau_interval`, the same bootstrap on one run.
+Interval method, the workbook's one (`intervals`): damage = τ(baseline) − τ(condition), with a
+95 % jackknife t-interval over requests. Where both runs answered the same prompts in the same
+order it is paired (leaving prompt i out of both runs, so the variety between prompts cancels);
+otherwise the two runs' jackknife variances add, with the smaller run's degrees of freedom. τ's own
+intervals are `intervals.tau_interval`, the same method on one run.
 """
 
 from __future__ import annotations
@@ -28,17 +28,19 @@ from matplotlib.figure import Figure
 
 from helpers.analytics.figures import interval_yerr
 from helpers.analytics.intervals import (
-    BOOTSTRAP_SAMPLES,
     LEVEL,
     Interval,
     histogram_matrix,
+    jackknife_ends,
+    jackknife_se,
+    t_quantile,
     tau_of,
 )
 from helpers.analytics.sweeps import run_interval
 from helpers.common import vllm_names
 from helpers.common.chat import GENERATION_PROMPT, render
 from helpers.common.paths import DATA_DIR
-from helpers.common.plotting import PALETTE, new_figure
+from helpers.common.plots import PALETTE, new_figure
 from helpers.common.prompts import Messages, as_messages
 from helpers.engine.runs import CategoryRun
 
@@ -191,26 +193,23 @@ def _nan_interval(estimate: float, n: int) -> Interval:
     return Interval(estimate, math.nan, math.nan, n)
 
 
-def damage_interval(
-    base: CategoryRun, cond: CategoryRun, samples: int = BOOTSTRAP_SAMPLES, seed: int = 0
-) -> Interval:
-    """τ(base) − τ(cond) with its 95 % bootstrap interval; paired when both ran the same prompts."""
+def damage_interval(base: CategoryRun, cond: CategoryRun) -> Interval:
+    """τ(base) − τ(cond) with its 95 % jackknife t-interval; paired when both ran the same prompts."""
     tau_base, tau_cond = run_interval(base).estimate, run_interval(cond).estimate
     estimate = tau_base - tau_cond
-    if not base.requests or not cond.requests:
+    if len(base.requests) < 2 or len(cond.requests) < 2:
         return _nan_interval(estimate, len(cond.token_ids))
     hb, hc = histogram_matrix(base.requests), histogram_matrix(cond.requests)
     width = max(hb.shape[1], hc.shape[1])
     hb = np.pad(hb, ((0, 0), (0, width - hb.shape[1])))
     hc = np.pad(hc, ((0, 0), (0, width - hc.shape[1])))
-    rng = np.random.default_rng(seed)
-    draw = rng.multinomial(len(hb), np.full(len(hb), 1 / len(hb)), size=samples)
-    paired = len(hb) == len(hc) and len(base.token_ids) == len(cond.token_ids)
-    draw_c = (
-        draw if paired else rng.multinomial(len(hc), np.full(len(hc), 1 / len(hc)), size=samples)
-    )
-    diffs = tau_of(draw @ hb) - tau_of(draw_c @ hc)
-    low, high = np.nanquantile(diffs, [(1 - LEVEL) / 2, (1 + LEVEL) / 2])
+    if len(hb) == len(hc) and len(base.token_ids) == len(cond.token_ids):
+        loo = tau_of(hb.sum(0) - hb) - tau_of(hc.sum(0) - hc)
+        low, high = jackknife_ends(np.asarray(estimate), loo)
+    else:
+        se = math.hypot(*(float(jackknife_se(tau_of(h.sum(0) - h))) for h in (hb, hc)))
+        half = t_quantile((1 + LEVEL) / 2, min(len(hb), len(hc)) - 1) * se
+        low, high = estimate - half, estimate + half
     return Interval(estimate, float(low), float(high), len(hc))
 
 

@@ -1,7 +1,7 @@
 """What every other package stands on: where files live, which profile runs, the one CI switch,
 environment facts (one `has_gpu`, one `vllm_version`), config.json reading, held-out prompts and the
 one-message chat, Qwen chat markers, Qwen3's own tokenizer built offline from two pinned wheels,
-vLLM's metric and result-key names, spec-decode counters, tables, plotting, threads, and the
+vLLM's metric and result-key names, spec-decode counters, tables, plots, threads, and the
 explicit `setup_notebook()` each notebook calls first. No vLLM import here.
 """
 
@@ -13,7 +13,7 @@ __all__ = [
     "envinfo",
     "notebook",
     "paths",
-    "plotting",
+    "plots",
     "profiles",
     "prompts",
     "qwen_tokenizer",

@@ -8,7 +8,7 @@ from typing import Any
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyBboxPatch, Rectangle
 
-from helpers.common.plotting import PALETTE, new_figure
+from helpers.common.plots import PALETTE, new_figure
 from helpers.common.profiles import known_stacks
 from helpers.eagle3.taps import default_aux_layers
 

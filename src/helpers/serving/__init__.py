@@ -13,7 +13,7 @@ __all__ = [
     "clients",
     "guard",
     "interactivity",
-    "observability",
+    "monitoring",
     "server",
     "vllm_bench",
 ]

@@ -6,7 +6,7 @@ and `ignore_eos` so both servers generate exactly the same number of tokens (or,
 `ignore_eos=False`, each answer's natural length). Every level is bounded in requests and in time;
 with the CI environment variable set it sends fewer requests.
 
-While a level runs, an `observability.Scraper` samples the server's /metrics, so each level also
+While a level runs, a `monitoring.Scraper` samples the server's /metrics, so each level also
 records the spec-decode counter delta, the prefix-cache and preemption deltas, and the peaks of
 the running and waiting gauges; each streamed request carries its own acceptance where the server
 returns it (`clients.response_acceptance`), and the requests of a level add up to its counter
@@ -35,10 +35,10 @@ from helpers.common.counters import (
     acceptance_stats,
     counters_of,
 )
-from helpers.common.plotting import PALETTE, new_figure
+from helpers.common.plots import PALETTE, new_figure
 from helpers.common.prompts import as_messages, interleaved, load_prompts
 from helpers.serving.clients import EngineStats, StreamResult, stream_chat
-from helpers.serving.observability import Scraper
+from helpers.serving.monitoring import Scraper
 
 __all__ = [
     "DEFAULT_CONCURRENCY",

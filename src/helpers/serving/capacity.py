@@ -37,7 +37,7 @@ from helpers.serving.clients import (
     scrape_engine_stats,
     tokenize,
 )
-from helpers.serving.observability import Scraper
+from helpers.serving.monitoring import Scraper
 
 __all__ = [
     "DTYPE_BYTES",

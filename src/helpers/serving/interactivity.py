@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from helpers.common.plotting import PALETTE, new_figure
+from helpers.common.plots import PALETTE, new_figure
 
 __all__ = [
     "REPEAT_SPREAD",

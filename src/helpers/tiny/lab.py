@@ -27,7 +27,7 @@ from helpers.common import vllm_names
 from helpers.common.ci import ci_scaled
 from helpers.common.counters import acceptance_stats
 from helpers.common.paths import BUILD_DIR, DATA_DIR
-from helpers.common.plotting import PALETTE, new_figure
+from helpers.common.plots import PALETTE, new_figure
 from helpers.common.profiles import Profile
 from helpers.common.prompts import CATEGORIES, as_messages
 from helpers.eagle3.checkpoint import save_drafter

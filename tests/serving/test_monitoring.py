@@ -1,11 +1,11 @@
-"""helpers.serving.observability: PromQL panels, the alert, the scraper and the log line, offline."""
+"""helpers.serving.monitoring: PromQL panels, the alert, the scraper and the log line, offline."""
 
 from __future__ import annotations
 
 import pytest
 
 from helpers.common.counters import SpecCounters
-from helpers.serving import observability as ob
+from helpers.serving import monitoring as ob
 
 
 def _samples() -> list[ob.Sample]:

@@ -1,9 +1,9 @@
-"""helpers.common.plotting: one style, one saving rule (build/figures/<name>.png)."""
+"""helpers.common.plots: one style, one saving rule (build/figures/<name>.png)."""
 
 from __future__ import annotations
 
 from helpers.common.paths import FIGURES_DIR
-from helpers.common.plotting import PALETTE, new_figure, save_figure
+from helpers.common.plots import PALETTE, new_figure, save_figure
 
 
 def test_new_figure_and_save() -> None:
