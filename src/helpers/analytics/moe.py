@@ -146,9 +146,11 @@ def shared_union(experts: int, active: int, sequences: float) -> float:
 @torch.no_grad()
 def router_choices(verifier: Any, ids: Sequence[int]) -> torch.Tensor:
     """The experts each position routes to, per layer: [layers, T, active] (transformers MoE)."""
-    out = verifier(input_ids=torch.tensor([list(ids)]), output_router_logits=True)
+    out = verifier(
+        input_ids=torch.tensor([list(ids)], device=verifier.device), output_router_logits=True
+    )
     active = verifier.config.num_experts_per_tok
-    return torch.stack([logits.topk(active, dim=-1).indices for logits in out.router_logits])
+    return torch.stack([lg.topk(active, dim=-1).indices.cpu() for lg in out.router_logits])
 
 
 @torch.no_grad()
@@ -161,7 +163,7 @@ def answer_choices(
     for prompt in prompts:
         ids = tokenizer.apply_chat_template(
             as_messages(prompt), add_generation_prompt=True, return_tensors="pt", return_dict=True
-        )["input_ids"]
+        )["input_ids"].to(verifier.device)
         answer = verifier.generate(ids, max_new_tokens=max_tokens, do_sample=False)[0].tolist()
         out.append((router_choices(verifier, answer), ids.shape[1]))
     return out
