@@ -393,6 +393,7 @@ def provenance(args: argparse.Namespace, prompts: str, graphs: str) -> dict[str,
         }[graphs]
         + ".",
         "gpu": gpu,
+        "machine": f"{gpu}, {os.cpu_count()} CPU cores",
         "gpu_peak_hbm_tb_s": lab.peak_tb_s(gpu),
         "verifier": str(Path(args.verifier).resolve().relative_to(REPO_ROOT))
         if Path(args.verifier).resolve().is_relative_to(REPO_ROOT)

@@ -126,9 +126,9 @@ def lab_record() -> dict:
 def test_lab_speedup_is_computed_from_the_file() -> None:
     record = lab_record()
     lab = sp.lab_step_costs(record)
-    plain = {r["concurrency"]: r for r in record["rows"] if r["k"] == 0}
+    plain = {(r["concurrency"], r.get("routing")): r for r in record["rows"] if r["k"] == 0}
     for _, row in lab.iterrows():
-        p = plain[row.concurrency]
+        p = plain[row.concurrency, row.get("routing")]
         assert row.speedup == pytest.approx(row.tok_s / p["tok_s"])
         assert row.measured_c == pytest.approx(p["steps_per_s"] / row.steps_per_s)
     # not typed: change the file's plain rates and the speed-ups follow
