@@ -11,7 +11,7 @@ from typing import NamedTuple
 import pytest
 
 from helpers.common import qwen_tokenizer
-from helpers.common.ci import in_ci
+from helpers.common.ci import _in_ci
 from helpers.common.paths import DATA_DIR
 
 VERIFIER_NAME = "tiny-qwen3-moe"
@@ -158,9 +158,9 @@ def added_profile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     from helpers.common import profiles
 
     folder = tmp_path / "profiles"
-    shutil.copytree(profiles.PROFILES_DIR, folder)
+    shutil.copytree(profiles._PROFILES_DIR, folder)
     (folder / f"{ADDED_PROFILE['name']}.json").write_text(json.dumps(ADDED_PROFILE, indent=2))
-    monkeypatch.setattr(profiles, "PROFILES_DIR", folder)
+    monkeypatch.setattr(profiles, "_PROFILES_DIR", folder)
     return ADDED_PROFILE["name"]
 
 
@@ -171,4 +171,4 @@ def qwen3_built() -> None:
     for folder in (qwen_tokenizer.TOKENIZER_DIR, qwen_tokenizer.PADDED_DIR):
         problem = qwen_tokenizer.status(folder)
         if problem is not None:
-            (pytest.fail if in_ci() else pytest.skip)(f"Qwen3's tokenizer: {problem}")
+            (pytest.fail if _in_ci() else pytest.skip)(f"Qwen3's tokenizer: {problem}")

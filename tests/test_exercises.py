@@ -130,7 +130,7 @@ def test_02_ex3_wrong_taps(tiny, tmp_path) -> None:
 def test_02_ex1_and_03_ex1_ex2_ex3_on_one_engine(tiny, monkeypatch: pytest.MonkeyPatch) -> None:
     """One engine at k=1: 02 ex. 1 (K=1), 03 ex. 1 (low temperatures), 03 ex. 2 (max_tokens=16)
     against the reference decoder, and 03 ex. 3 (the late accept rule) caught by the same check."""
-    from helpers.analytics.sweeps import temperature_runs
+    from helpers.analytics.sweeps import _temperature_runs
     from helpers.common.counters import acceptance_stats
     from helpers.common.prompts import load_prompts
     from helpers.eagle3 import decode
@@ -142,7 +142,7 @@ def test_02_ex1_and_03_ex1_ex2_ex3_on_one_engine(tiny, monkeypatch: pytest.Monke
     with open_engine(**engine_kwargs(tiny, k=k)) as llm:
         runs = run_categories(llm, prompts, sampling(max_tokens))
         flat = [p for c in runs for p in prompts[c]]
-        temps = temperature_runs(llm, flat, [0.0, 0.1, 0.2, 0.3], max_tokens, seed=0)
+        temps = _temperature_runs(llm, flat, [0.0, 0.1, 0.2, 0.3], max_tokens, seed=0)
 
     tau = acceptance_stats(pooled(runs))["spec_decode_acceptance_length"]
     assert 1.0 < tau <= k + 1, tau  # 02 ex. 1: never above K + 1
@@ -153,7 +153,7 @@ def test_02_ex1_and_03_ex1_ex2_ex3_on_one_engine(tiny, monkeypatch: pytest.Monke
 
     vllm_ids = [ids for run in runs.values() for ids in run.token_ids]
     pair = decode.load_pair(tiny)
-    on_time = decode.generate_all(pair, flat, k, max_tokens)
+    on_time = decode._generate_all(pair, flat, k, max_tokens)
     agree = decode.agreement_table(on_time, vllm_ids, pooled(runs))
     assert (agree.difference == 0).all(), agree.to_string()  # 03 ex. 2: still exact
 
@@ -163,7 +163,7 @@ def test_02_ex1_and_03_ex1_ex2_ex3_on_one_engine(tiny, monkeypatch: pytest.Monke
         return accept(drafts, list(targets[1:]) + [targets[-1]])
 
     monkeypatch.setattr(decode, "accept_greedy", late)
-    shifted = decode.generate_all(pair, flat, k, max_tokens)
+    shifted = decode._generate_all(pair, flat, k, max_tokens)
     agree_late = decode.agreement_table(shifted, vllm_ids, pooled(runs))
     assert (agree_late.difference != 0).any(), agree_late.to_string()
 
@@ -172,7 +172,7 @@ def test_02_ex1_and_03_ex1_ex2_ex3_on_one_engine(tiny, monkeypatch: pytest.Monke
 
 
 def test_03_ex4_implied_step_cost_column() -> None:
-    from helpers.analytics.sweeps import throughput_vs_k
+    from helpers.analytics.sweeps import _throughput_vs_k
     from helpers.common.tables import K_COLUMN
 
     rows = {
@@ -183,7 +183,7 @@ def test_03_ex4_implied_step_cost_column() -> None:
     }  # fmt: skip
     cols = [K_COLUMN, "spec_decode_acceptance_length", "speedup_vs_plain",
             "implied_relative_step_cost"]  # fmt: skip
-    table = throughput_vs_k(rows)[cols].set_index(K_COLUMN)
+    table = _throughput_vs_k(rows)[cols].set_index(K_COLUMN)
     assert table.implied_relative_step_cost[3] == pytest.approx(3.0 / 1.5)
 
 
@@ -229,14 +229,14 @@ def test_04_ex1_commands_for_k(tiny, k: int) -> None:
 
 @needs_shipped
 def test_04_ex2_short_form_override(tiny) -> None:
-    from helpers.serving.server import launch_command, model_name, serve_command
+    from helpers.serving.server import _model_name, _serve_command, launch_command
 
-    own = serve_command(tiny, k=tiny.num_speculative_tokens, short_form=True)
+    own = _serve_command(tiny, k=tiny.num_speculative_tokens, short_form=True)
     assert "--speculative-config" not in own  # the drafter's own k needs no override
-    argv = serve_command(tiny, k=5, short_form=True)
+    argv = _serve_command(tiny, k=5, short_form=True)
     assert json.loads(argv[argv.index("--speculative-config") + 1]) == {"num_speculative_tokens": 5}
     launched = launch_command(tiny, k=5, short_form=True)
-    assert launched[launched.index("--served-model-name") + 1] == model_name(tiny)
+    assert launched[launched.index("--served-model-name") + 1] == _model_name(tiny)
 
 
 def test_04_ex3_ttft_and_tpot_columns() -> None:
@@ -309,7 +309,7 @@ def test_05_ex3_training_plan_for_300_steps() -> None:
 
 @needs_shipped
 def test_06_ex1_wider_windows(tiny, tok) -> None:
-    from helpers.analytics.moe import router_choices, union_table
+    from helpers.analytics.moe import _router_choices, union_table
     from helpers.common.prompts import as_messages, load_prompts
     from helpers.eagle3.checkpoint import load_verifier
 
@@ -321,7 +321,7 @@ def test_06_ex1_wider_windows(tiny, tok) -> None:
             as_messages(p), add_generation_prompt=True, return_tensors="pt", return_dict=True
         )["input_ids"]
         out = verifier.generate(ids, max_new_tokens=24, do_sample=False)[0].tolist()
-        choices.append((router_choices(verifier, out), ids.shape[1]))
+        choices.append((_router_choices(verifier, out), ids.shape[1]))
     windows = union_table(choices, [1, 2, 4, 8, 12, 16], E, A)
     assert len(windows) == 6
     assert (windows.measured_union <= windows.independent_union + 1e-9).all(), windows

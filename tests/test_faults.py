@@ -51,7 +51,7 @@ TINY_READY = all(
 # --------------------------------------------------------------------------- helpers
 
 
-def wait_until(check, within: float, what: str) -> None:  # noqa: ANN001
+def wait_until(check, within: float, what: str) -> None:
     """Poll `check()` until true; fail naming `what` after `within` seconds."""
     deadline = time.monotonic() + within
     while not check():
@@ -76,9 +76,9 @@ def start_code(tmp_path: Path, names: tuple[str, ...] = ("fault-a", "fault-b")) 
         from helpers.common.notebook import setup_notebook
         from helpers.serving import server
         setup_notebook(verbose=False)
-        server.SERVERS_DIR = Path({str(tmp_path / "servers")!r})
+        server._SERVERS_DIR = Path({str(tmp_path / "servers")!r})
         servers = [
-            server.VllmServer(argv, server.free_port(), name, "m")
+            server.VllmServer(argv, server._free_port(), name, "m")
             for name, argv in {argvs!r}.items()
         ]
         server.start_together(servers, timeout=300, progress=False)
@@ -122,8 +122,8 @@ def test_a_plain_owner_killed_mid_start_leaves_nothing(tmp_path: Path) -> None:
 @pytest.fixture
 def kernel(tmp_path: Path) -> Iterator[KernelManager]:
     """A Jupyter kernel on this interpreter (as `make run` and JupyterLab start one)."""
-    km = KernelManager(kernel_name=runner.KERNEL_NAME)
-    km.kernel_spec_manager = runner.CurrentEnvKernelSpecManager()
+    km = KernelManager(kernel_name=runner._KERNEL_NAME)
+    km.kernel_spec_manager = runner._CurrentEnvKernelSpecManager()
     km.start_kernel(cwd=str(tmp_path), extra_arguments=["--IPKernelApp.log_level=ERROR"])
     client = km.client()
     client.start_channels()
@@ -179,7 +179,7 @@ def test_an_owner_killed_right_after_launching_the_tiny_server_leaves_nothing(
         from pathlib import Path
         from helpers.common.profiles import load_profile
         from helpers.serving import server
-        server.SERVERS_DIR = Path({str(tmp_path / "servers")!r})
+        server._SERVERS_DIR = Path({str(tmp_path / "servers")!r})
         srv = server.make_server(load_profile("tiny"), name="fault-tiny")
         threading.Thread(target=srv.start, kwargs={{"progress": False}}, daemon=True).start()
         while srv.pgid is None:
@@ -229,8 +229,8 @@ def test_an_owner_killed_while_its_tiny_server_serves_returns_the_gpu_memory(
         from pathlib import Path
         from helpers.common.profiles import load_profile
         from helpers.serving import server
-        server.SERVERS_DIR = Path({str(tmp_path / "servers")!r})
-        srv = server.start_server(load_profile("tiny"), name="fault-tiny-gpu", progress=False)
+        server._SERVERS_DIR = Path({str(tmp_path / "servers")!r})
+        srv = server._start_server(load_profile("tiny"), name="fault-tiny-gpu", progress=False)
         pids = [p.pid for p in srv.group_processes()]
         Path({str(ready)!r}).write_text(json.dumps({{"pgid": srv.pgid, "pids": pids}}))
         time.sleep(600)
@@ -285,7 +285,7 @@ def damage(path: Path, keep: int | None = None, half: bool = False) -> None:
     path.write_bytes(blob[: len(blob) // 2] if half else blob[:keep])
 
 
-def one_line(result: preflight.PreflightResult, relative: str) -> str:
+def one_line(result: preflight._PreflightResult, relative: str) -> str:
     """The preflight stopped, in one line naming the file and how to restore it."""
     lines = result.lines()
     assert result.exit_code == 2 and len(lines) == 1, lines
@@ -325,10 +325,10 @@ def test_a_config_that_is_not_json_stops_at_preflight(repo_copy: Path) -> None:
 def test_a_hub_profile_stops_on_damaged_data_before_asking_the_hub(
     repo_copy: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def no_hub(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+    def no_hub(*args, **kwargs):
         raise AssertionError("the hub was asked")
 
-    monkeypatch.setattr(preflight, "check_hub", no_hub)
+    monkeypatch.setattr(preflight, "_check_hub", no_hub)
     damage(repo_copy / "data/prompts/prose.json", keep=5)
     one_line(
         preflight.run_preflight(load_profile("qwen3-30b-a3b"), gpus=[]), "data/prompts/prose.json"
@@ -338,7 +338,7 @@ def test_a_hub_profile_stops_on_damaged_data_before_asking_the_hub(
 # --------------------------------------------------------------------------- bad pairs
 
 
-def test_a_swapped_pair_is_a_report_and_a_preflight_line(tiny_pair) -> None:  # noqa: ANN001
+def test_a_swapped_pair_is_a_report_and_a_preflight_line(tiny_pair) -> None:
     report = validate_pair(tiny_pair.drafter, tiny_pair.verifier)
     assert report.codes() == ["roles_swapped"] and not report.ok
     profile = load_profile("tiny")
@@ -379,7 +379,7 @@ def test_ctrl_c_during_make_run_is_an_interrupt(tmp_path: Path) -> None:
     (build / "01_slow.ipynb").write_text("the last good copy")
     (build / "01_slow.html").write_text("the last good copy")
     old = {"notebook": "00_other.ipynb", "ok": True, "status": "ok", "seconds": 3.0}
-    (build / runner.SUMMARY_NAME).write_text(json.dumps({"notebooks": [old], "ok": True}))
+    (build / runner._SUMMARY_NAME).write_text(json.dumps({"notebooks": [old], "ok": True}))
     argv = [str(p) for p in sorted(nb_dir.glob("*.ipynb"))] + ["--build-dir", str(build)]
     proc = subprocess.Popen(
         [sys.executable, "-m", "helpers.tools.runner", *argv],
@@ -400,7 +400,7 @@ def test_ctrl_c_during_make_run_is_an_interrupt(tmp_path: Path) -> None:
     assert "02_next.ipynb" not in out.split("[run] 1/2")[1], "no notebook after an interrupt"
     assert (build / "01_slow.ipynb").read_text() == "the last good copy"
     assert (build / "01_slow.failed.ipynb").is_file() and (build / "01_slow.failed.html").is_file()
-    summary = json.loads((build / runner.SUMMARY_NAME).read_text())
+    summary = json.loads((build / runner._SUMMARY_NAME).read_text())
     rows = {r["notebook"]: r for r in summary["notebooks"]}
     assert set(rows) == {"00_other.ipynb", "01_slow.ipynb"} and summary["ok"] is False
     assert rows["01_slow.ipynb"]["status"] == "INTERRUPTED"

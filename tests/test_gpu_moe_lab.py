@@ -78,7 +78,7 @@ def test_engine_arguments_for_the_shape_and_the_tiny_pair() -> None:
     assert cpu["dtype"] == "float32"
 
 
-def test_without_a_gpu_it_measures_nothing(monkeypatch, capsys) -> None:  # noqa: ANN001
+def test_without_a_gpu_it_measures_nothing(monkeypatch, capsys) -> None:
     monkeypatch.setattr(lab, "has_gpu", lambda: False)
     assert lab.main([]) == 2
     assert "no NVIDIA GPU" in capsys.readouterr().out
@@ -118,8 +118,8 @@ def test_the_cpu_smoke_run_exercises_every_path(tmp_path: Path) -> None:
             assert r[f"batch_union_{r['k'] + 1}"] >= r["batch_union_1"] > 0
 
 
-def test_without_qwen3s_tokenizer_requests_are_random_ids(monkeypatch, tmp_path: Path) -> None:  # noqa: ANN001
-    def missing(*_a, **_k):  # noqa: ANN002, ANN003, ANN202
+def test_without_qwen3s_tokenizer_requests_are_random_ids(monkeypatch, tmp_path: Path) -> None:
+    def missing(*_a, **_k):
         raise FileNotFoundError("tokenizer: not built")
 
     monkeypatch.setattr(lab, "token_stream", missing)
@@ -131,10 +131,10 @@ def test_without_qwen3s_tokenizer_requests_are_random_ids(monkeypatch, tmp_path:
 
 def test_a_plain_engine_that_fails_on_breakable_graphs_reruns_compiled(
     monkeypatch, tmp_path: Path
-) -> None:  # noqa: ANN001
+) -> None:
     started, measured = [], []
 
-    def fake_start(kwargs, graphs):  # noqa: ANN001, ANN202
+    def fake_start(kwargs, graphs):
         started.append(
             (kwargs.get("speculative_config", {}).get("num_speculative_tokens", 0), graphs)
         )
@@ -142,7 +142,7 @@ def test_a_plain_engine_that_fails_on_breakable_graphs_reruns_compiled(
             raise RuntimeError("capture failed")
         return object()
 
-    def fake_measure(llm, k, *a, **kw):  # noqa: ANN001, ANN002, ANN003, ANN202
+    def fake_measure(llm, k, *a, **kw):
         measured.append(k)
 
     monkeypatch.setattr(lab, "start", fake_start)

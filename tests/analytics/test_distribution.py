@@ -6,20 +6,20 @@ import numpy as np
 import pytest
 
 from helpers.analytics.distribution import (
+    _tokens_at,
+    _tvd,
     lossless_test,
     permutation_test,
     position_tests,
     rejects_any,
-    tokens_at,
-    tvd,
 )
 from helpers.common.counters import SpecCounters
 
 
 def test_tvd_of_known_distributions() -> None:
-    assert tvd("aabb", "aabb") == 0.0
-    assert tvd("aaaa", "bbbb") == 1.0
-    assert tvd("aab", "abb") == pytest.approx(1 / 3)
+    assert _tvd("aabb", "aabb") == 0.0
+    assert _tvd("aaaa", "bbbb") == 1.0
+    assert _tvd("aab", "abb") == pytest.approx(1 / 3)
 
 
 def test_same_distribution_is_not_rejected_and_a_different_one_is() -> None:
@@ -61,7 +61,7 @@ def test_every_position_is_tested_and_a_difference_late_in_the_step_is_caught() 
     assert list(tests) == [1, 2, 3, 4] and tests[4].rejects(0.01 / 4)
     assert not any(tests[i].rejects(0.01 / 4) for i in (1, 2, 3))
     assert rejects_any(tests, 0.01) and not rejects_any({i: tests[i] for i in (1, 2, 3)}, 0.01)
-    assert tokens_at([[[7, 8], [9]]], 1) == [(0, 8)]  # draws that stopped early are skipped
+    assert _tokens_at([[[7, 8], [9]]], 1) == [(0, 8)]  # draws that stopped early are skipped
 
 
 def test_the_lossless_check_fails_on_a_run_with_no_drafts() -> None:

@@ -11,14 +11,14 @@ from helpers.analytics.explorers import (
     CSS_CONTROL,
     CSS_EXPLORER,
     CSS_RESULT,
+    _acceptance_state,
+    _prompt_state,
+    _speedup_state,
+    _union_explorer,
+    _union_state,
     acceptance_explorer,
     acceptance_long_table,
-    acceptance_state,
-    prompt_state,
     speedup_explorer,
-    speedup_state,
-    union_explorer,
-    union_state,
 )
 from helpers.analytics.moe import QWEN3_30B_A3B, MoeShape
 from helpers.analytics.speedup import LAB_FILE, lab_step_costs, published_points
@@ -35,25 +35,25 @@ def lab() -> pd.DataFrame:
 
 
 def test_speedup_is_tau_over_c_and_pays_only_above_break_even() -> None:
-    s = speedup_state(2.5, 3, 1, 1.8).values
+    s = _speedup_state(2.5, 3, 1, 1.8).values
     assert s["speedup"] == pytest.approx(2.5 / 1.8) and s["break_even_tau"] == 1.8 and s["pays"]
-    assert not speedup_state(1.5, 3, 1, 1.8).values["pays"]
-    assert speedup_state(9.0, 3, 1, 1.0).values["tau"] == 4.0  # τ never exceeds k + 1
+    assert not _speedup_state(1.5, 3, 1, 1.8).values["pays"]
+    assert _speedup_state(9.0, 3, 1, 1.0).values["tau"] == 4.0  # τ never exceeds k + 1
 
 
 def test_speedup_reads_the_recorded_lab_and_published_points() -> None:
     table = lab()
-    s = speedup_state(2.5, 3, 1, 1.8, table, published_points()).values
+    s = _speedup_state(2.5, 3, 1, 1.8, table, published_points()).values
     at = table[(table[K_COLUMN] == 3) & (table.concurrency == 1)]
     assert s["recorded_c"] == pytest.approx(at.measured_c.median())
     assert s["published_points"] >= 1
 
 
 def test_union_grows_with_positions_and_correlation_shrinks_it() -> None:
-    one, four = (union_state(QWEN3_30B_A3B, n).values for n in (1, 4))
+    one, four = (_union_state(QWEN3_30B_A3B, n).values for n in (1, 4))
     assert one["distinct_experts"] == pytest.approx(8) and four["distinct_experts"] > 8
     assert four["bytes_ratio"] > 1
-    shared = union_state(QWEN3_30B_A3B, 4, rho=1.0).values
+    shared = _union_state(QWEN3_30B_A3B, 4, rho=1.0).values
     assert shared["distinct_experts"] == pytest.approx(8)
 
 
@@ -72,9 +72,9 @@ def sweep_tables() -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
 
 def test_acceptance_browser_finds_measured_cells_and_names_the_others() -> None:
     table = acceptance_long_table(*sweep_tables(), main_k=3)
-    assert acceptance_state(table, 3, 0.7, "all").values["tau"] == pytest.approx(2.3)
-    assert acceptance_state(table, 1, 0.0, "a").values["measured"]
-    missing = acceptance_state(table, 1, 0.7, "a")
+    assert _acceptance_state(table, 3, 0.7, "all").values["tau"] == pytest.approx(2.3)
+    assert _acceptance_state(table, 1, 0.0, "a").values["measured"]
+    missing = _acceptance_state(table, 1, 0.7, "a")
     assert not missing.values["measured"] and "not measured" in missing.summary
 
 
@@ -88,7 +88,7 @@ def test_widgets_follow_their_controls() -> None:
     ex.controls["k"].value = 1
     assert ex.controls["tau"].max == 2.0 and ex.state.values["tau"] <= 2.0
     assert CSS_RESULT in ex.result._dom_classes
-    union = union_explorer(TINY)
+    union = _union_explorer(TINY)
     union.controls["shape"].value = QWEN3_30B_A3B.name
     assert union.state.values["shape"] == QWEN3_30B_A3B.name
     browser = acceptance_explorer(acceptance_long_table(*sweep_tables(), main_k=3), k=3)
@@ -98,7 +98,7 @@ def test_widgets_follow_their_controls() -> None:
 
 def test_your_own_prompt_labels_every_token_and_counts_like_vllm() -> None:
     pair = load_pair(load_profile("tiny"))
-    s = prompt_state(pair, "Write a JSON record for a cat named Tom.", 3, 24)
+    s = _prompt_state(pair, "Write a JSON record for a cat named Tom.", 3, 24)
     v = s.values
     assert len(v["labels"]) == v["tokens"] and v["labels"][0] == "prefill"
     assert v["tau"] == pytest.approx(1 + v["accepted"] / v["rounds"])

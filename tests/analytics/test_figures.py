@@ -8,10 +8,10 @@ from tests.analytics.test_sweeps import RUNS
 
 
 def test_figures_are_drawn() -> None:
-    fig = ap.plot_k_sweep(sw.acceptance_vs_k(RUNS), sw.per_position_vs_k(RUNS))
+    fig = ap.plot_k_sweep(sw._acceptance_vs_k(RUNS), sw._per_position_vs_k(RUNS))
     assert [ax.get_title() for ax in fig.axes] == ["τ vs k", "conditional acceptance per position"]
-    temps = sw.acceptance_vs_temperature({0.0: RUNS[3]["code"], 0.7: RUNS[3]["creative"]}, 3)
-    fig = ap.plot_category_temperature(sw.acceptance_by_category(RUNS), temps, 3)
+    temps = sw._acceptance_vs_temperature({0.0: RUNS[3]["code"], 0.7: RUNS[3]["creative"]}, 3)
+    fig = ap.plot_category_temperature(sw._acceptance_by_category(RUNS), temps, 3)
     assert len(fig.axes) == 2
 
 
@@ -68,7 +68,7 @@ def test_lab_heat_maps_from_the_shipped_h200_lab() -> None:
     assert {"gpu", "vllm", "machine", "command", "workbook_commit", "caveats"} <= set(lab)
     rows = pd.DataFrame(lab["rows"]).rename(columns={"k": "num_speculative_tokens"})
     spec = rows[rows.num_speculative_tokens > 0].assign(speedup=1.0, model_speedup=1.0)
-    fig = ap.plot_lab_speedups(spec)
+    fig = ap._plot_lab_speedups(spec)
     assert [ax.get_title() for ax in fig.axes[:2]] == [
         "measured on the H200 (recorded)",
         "bytes model, independent routing",

@@ -11,10 +11,10 @@ import pytest
 from helpers.analytics.intervals import (
     METHOD,
     Interval,
-    conditional_rates_of,
-    leave_one_out,
+    _conditional_rates_of,
+    _leave_one_out,
+    _position_rates_of,
     position_intervals,
-    position_rates_of,
     ranking,
     spread,
     t_quantile,
@@ -95,7 +95,7 @@ def test_point_estimates_equal_vllm_formulas_on_pooled_counters() -> None:
 
 def test_the_interval_is_the_jackknife_standard_error_times_t() -> None:
     reqs = _requests([(1, 0, 2, 3), (0, 1, 0, 1), (2, 2, 1, 0), (0, 0, 1, 5)])
-    loo = tau_of(leave_one_out(reqs))
+    loo = tau_of(_leave_one_out(reqs))
     assert loo[0] == pytest.approx(tau_of(np.array([2, 3, 2, 6])))  # requests 2-4 summed
     se = math.sqrt(3 / 4 * ((loo - loo.mean()) ** 2).sum())
     iv = tau_interval(reqs)
@@ -106,8 +106,8 @@ def test_the_interval_is_the_jackknife_standard_error_times_t() -> None:
 
 def test_conditional_rate_divides_by_the_previous_position() -> None:
     hist = np.array([2, 2, 2, 4])  # steps: 10; >=1: 8, >=2: 6, >=3: 4
-    assert position_rates_of(hist) == pytest.approx([0.8, 0.6, 0.4])
-    assert conditional_rates_of(hist) == pytest.approx([0.8, 0.75, 4 / 6])
+    assert _position_rates_of(hist) == pytest.approx([0.8, 0.6, 0.4])
+    assert _conditional_rates_of(hist) == pytest.approx([0.8, 0.75, 4 / 6])
     assert tau_of(hist) == pytest.approx(1 + (2 + 4 + 12) / 10)
 
 

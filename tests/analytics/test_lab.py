@@ -22,7 +22,7 @@ def test_peak_bandwidth_by_gpu_name() -> None:
     assert lab.peak_tb_s("NVIDIA H100 80GB HBM3") is None
 
 
-def test_load_lab_wants_provenance(tmp_path) -> None:  # noqa: ANN001
+def test_load_lab_wants_provenance(tmp_path) -> None:
     bare = tmp_path / "bare.json"
     bare.write_text('{"rows": []}')
     with pytest.raises(ValueError, match="provenance"):
@@ -147,7 +147,7 @@ def test_speedup_by_concurrency_marks_rises() -> None:
 
 
 def test_readme_rows_have_one_row_per_recorded_k() -> None:
-    text = lab.readme_rows(shipped())
+    text = lab._readme_rows(shipped())
     ks = sorted({r["k"] for r in shipped()["rows"] if r["k"]})
     for k in ks:
         assert f"\n| {k} | " in text
@@ -155,9 +155,9 @@ def test_readme_rows_have_one_row_per_recorded_k() -> None:
 
 
 def test_routing_rows_list_every_design() -> None:
-    text = lab.routing_rows(routing_record())
+    text = lab._routing_rows(routing_record())
     assert f"| {lab.AS_LOADED} | 0.00 |" in text and "| rho 0.5 | 0.50 |" in text
-    assert "no routing designs" in lab.routing_rows(shipped()) or "| rho" in lab.routing_rows(
+    assert "no routing designs" in lab._routing_rows(shipped()) or "| rho" in lab._routing_rows(
         shipped()
     )
 
@@ -190,10 +190,10 @@ def _generated(marker: str) -> list[str]:
 def test_readme_tables_are_the_records() -> None:
     """After a new lab run: `python -m helpers.analytics.lab` and paste both tables."""
     record = shipped()
-    table = [line for line in lab.readme_rows(record).splitlines() if line.startswith("|")]
+    table = [line for line in lab._readme_rows(record).splitlines() if line.startswith("|")]
     assert _generated("helpers.analytics.lab (c(k, C)") == table
     assert (
-        _generated("helpers.analytics.lab (routing rows)") == lab.routing_rows(record).splitlines()
+        _generated("helpers.analytics.lab (routing rows)") == lab._routing_rows(record).splitlines()
     )
 
 

@@ -96,7 +96,7 @@ def test_schema_sampling_carries_the_schema() -> None:
 
 def test_no_draft_dropped_when_every_step_verified_k() -> None:
     run = run_of(GOOD)
-    assert mismatch.steps_without_draft(run) == 0
+    assert mismatch._steps_without_draft(run) == 0
     assert mismatch.drafts_invalidated(run, K) == 0
 
 
@@ -107,13 +107,13 @@ def test_trimmed_and_wiped_proposals_are_counted_back() -> None:
     counters = replace(run.counters, num_draft_tokens=run.counters.num_draft_tokens - 10)
     wiped = replace(run, counters=counters, token_ids=run.token_ids[:-1] + [[0] * 105])
     longer_by = 105 - len(run.token_ids[-1])
-    assert mismatch.steps_without_draft(wiped) == longer_by
+    assert mismatch._steps_without_draft(wiped) == longer_by
     assert mismatch.drafts_invalidated(wiped, K) == 10 + K * longer_by
 
 
 def test_tokens_lost_to_a_stop_string_do_not_count_as_steps() -> None:
     run = run_of(GOOD, tokens=[3] * len(GOOD))
-    assert mismatch.steps_without_draft(run) == 0
+    assert mismatch._steps_without_draft(run) == 0
 
 
 # --------------------------------------------------------------------------- damage
@@ -121,24 +121,24 @@ def test_tokens_lost_to_a_stop_string_do_not_count_as_steps() -> None:
 
 def test_damage_is_the_difference_of_taus_with_a_paired_interval() -> None:
     base, cond = run_of(GOOD), run_of(BAD)
-    d = mismatch.damage_interval(base, cond)
+    d = mismatch._damage_interval(base, cond)
     tau_base, tau_cond = (r.stats[vllm_names.TAU] for r in (base, cond))
     assert d.estimate == pytest.approx(tau_base - tau_cond)
     assert d.low < d.estimate < d.high and d.low > 0
-    same = mismatch.damage_interval(base, run_of(GOOD))
+    same = mismatch._damage_interval(base, run_of(GOOD))
     assert (same.estimate, same.low, same.high) == (0.0, 0.0, 0.0)  # paired: identical runs cancel
 
 
 def test_unpaired_damage_adds_each_runs_variance() -> None:
-    d = mismatch.damage_interval(run_of(GOOD), run_of(BAD[:12]))
+    d = mismatch._damage_interval(run_of(GOOD), run_of(BAD[:12]))
     assert d.bounded and d.low < d.estimate < d.high and d.n == 12
 
 
 def test_no_per_request_data_gives_no_interval() -> None:
     base = replace(run_of(GOOD), requests=[])
-    d = mismatch.damage_interval(base, run_of(BAD))
+    d = mismatch._damage_interval(base, run_of(BAD))
     assert not d.bounded and d.estimate > 0
-    assert mismatch.verdict(d) == "no interval from this vLLM"
+    assert mismatch._verdict(d) == "no interval from this vLLM"
 
 
 @pytest.mark.parametrize(
@@ -146,7 +146,7 @@ def test_no_per_request_data_gives_no_interval() -> None:
     [(0.1, 0.5, "lowers τ"), (-0.5, -0.1, "raises τ"), (-0.1, 0.3, "not separated")],
 )
 def test_verdict(low: float, high: float, says: str) -> None:
-    assert mismatch.verdict(Interval(0.2, low, high)).startswith(says)
+    assert mismatch._verdict(Interval(0.2, low, high)).startswith(says)
 
 
 def table():
@@ -233,7 +233,7 @@ def test_measured_column_joins_the_run() -> None:
             "not_here": "GPU only",
         },
     ]
-    rows = mismatch.symptom_table(cases, table())["measured here"].tolist()
+    rows = mismatch._symptom_table(cases, table())["measured here"].tolist()
     assert rows[0].startswith("large: τ ") and "lowers τ" in rows[0]
     assert rows[1] == "gone: not measured in this run" and rows[2] == "GPU only"
     text = mismatch.symptom_markdown(cases, table())

@@ -8,13 +8,13 @@ import torch
 from helpers.analytics.moe import (
     QWEN3_30B_A3B,
     QWEN3_235B_A22B,
+    _window_union,
     batch_union,
     correlation,
     independent_union,
     relative_cost,
     union_table,
     union_with_correlation,
-    window_union,
 )
 
 
@@ -27,9 +27,9 @@ def test_independent_union_matches_the_issue_numbers() -> None:
 def test_window_union_counts_distinct_experts_per_layer() -> None:
     # 1 layer, 4 positions, top-2: positions 0-1 share experts, 2-3 differ.
     choices = torch.tensor([[[0, 1], [1, 0], [2, 3], [4, 5]]])
-    assert window_union(choices, 1) == 2.0
-    assert window_union(choices, 2) == pytest.approx((2 + 4 + 4) / 3)
-    assert window_union(choices, 2, start=2) == 4.0
+    assert _window_union(choices, 1) == 2.0
+    assert _window_union(choices, 2) == pytest.approx((2 + 4 + 4) / 3)
+    assert _window_union(choices, 2, start=2) == 4.0
 
 
 def test_shared_routing_is_detected_as_correlated() -> None:
@@ -47,7 +47,7 @@ def test_union_with_correlation_spans_the_bounds() -> None:
 
 
 @pytest.mark.parametrize("shape", [QWEN3_30B_A3B, QWEN3_235B_A22B], ids=lambda s: s.name)
-def test_cost_grows_with_k_and_with_independence(shape) -> None:  # noqa: ANN001
+def test_cost_grows_with_k_and_with_independence(shape) -> None:
     assert 1 < relative_cost(shape, 1, 1, 0.0) < relative_cost(shape, 3, 1, 0.0)
     assert relative_cost(shape, 3, 1, 1.0) < relative_cost(shape, 3, 1, 0.0)
 
@@ -93,7 +93,7 @@ def test_vectorised_unions_agree_with_the_window_union() -> None:
     mask = expert_mask(choices, 8)
     assert mask.sum(-1).eq(2).all()
     for n in (1, 2, 4):
-        assert window_distinct(mask, n).mean().item() == pytest.approx(window_union(choices, n))
+        assert window_distinct(mask, n).mean().item() == pytest.approx(_window_union(choices, n))
     # two sequences at the same offsets read the union of both
     other = expert_mask(torch.roll(choices, 1, dims=1), 8)
     both = aligned_union([mask, other], 1)

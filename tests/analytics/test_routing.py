@@ -78,9 +78,9 @@ def test_as_loaded_routes_on_the_current_token() -> None:
 
 def test_independent_design_is_uncorrelated_and_context_weight_correlates() -> None:
     model, seqs = fake_model(), random_sequences()
-    routing.apply_design(model, routing.Design("ind", 0.0, seed=3), context_scale=4.0)
+    routing._apply_design(model, routing.Design("ind", 0.0, seed=3), context_scale=4.0)
     independent = rho_of(model, seqs)
-    routing.apply_design(model, routing.Design("ctx", 8.0, seed=3), context_scale=4.0)
+    routing._apply_design(model, routing.Design("ctx", 8.0, seed=3), context_scale=4.0)
     correlated = rho_of(model, seqs)
     assert abs(independent) < 0.1, independent
     assert correlated > 0.5, correlated
@@ -91,8 +91,8 @@ def test_independent_design_is_uncorrelated_and_context_weight_correlates() -> N
 def test_calibration_finds_the_context_weight_of_a_target_rho() -> None:
     model, seqs = fake_model(), random_sequences(seed=5)
     design = routing.Design("rho", seed=2)
-    gamma = routing.calibrate_context_weight(model, design, 0.5, 4.0, (20, 40))
-    routing.apply_design(model, routing.Design("rho", gamma, seed=2), 4.0)
+    gamma = routing._calibrate_context_weight(model, design, 0.5, 4.0, (20, 40))
+    routing._apply_design(model, routing.Design("rho", gamma, seed=2), 4.0)
     assert gamma > 0
     assert rho_of(model, seqs) == pytest.approx(0.5, abs=0.15)
 
@@ -101,9 +101,9 @@ def test_zipf_bias_skews_popularity() -> None:
     bias = routing.zipf_bias(E, A, 1.0, seed=0)
     assert len(bias) == E
     model, seqs = fake_model(), random_sequences()
-    routing.apply_design(model, routing.Design("flat", seed=4), 4.0)
+    routing._apply_design(model, routing.Design("flat", seed=4), 4.0)
     flat = routing.routing_stats(routing.route(model, seqs), [0] * len(seqs), E, [1])
-    routing.apply_design(model, routing.Design("zipf", bias=tuple(bias), seed=4), 4.0)
+    routing._apply_design(model, routing.Design("zipf", bias=tuple(bias), seed=4), 4.0)
     skew = routing.routing_stats(routing.route(model, seqs), [0] * len(seqs), E, [1])
     assert skew["effective_experts"] < flat["effective_experts"] - 2, (skew, flat)
 
@@ -118,7 +118,7 @@ def test_routing_stats_counts_batches_at_the_same_offsets() -> None:
 
 def test_the_as_loaded_design_has_nothing_to_apply() -> None:
     with pytest.raises(ValueError, match="measure it before"):
-        routing.apply_design(fake_model(), routing.AS_LOADED, 1.0)
+        routing._apply_design(fake_model(), routing.AS_LOADED, 1.0)
 
 
 def test_design_round_trips_through_json() -> None:
@@ -134,19 +134,19 @@ def test_set_acceptance_length_rewrites_the_rates_in_place() -> None:
     )
     pointer = rates.data_ptr()
     new = routing.set_acceptance_length(runner, 2.5)
-    assert new == routing.acceptance_rates(2.5, 3) == pytest.approx([1.0, 0.5, 0.0])
+    assert new == routing._acceptance_rates(2.5, 3) == pytest.approx([1.0, 0.5, 0.0])
     assert rates.tolist() == pytest.approx([1.0, 0.5, 0.0]) and rates.data_ptr() == pointer
     routing.set_acceptance_length(runner, 4.0)
     assert rates.tolist() == pytest.approx([1.0, 1.0, 1.0])
     with pytest.raises(ValueError):
-        routing.acceptance_rates(4.5, 3)
+        routing._acceptance_rates(4.5, 3)
     standard = types.SimpleNamespace(rejection_sampler=types.SimpleNamespace())
     assert routing.set_acceptance_length(standard, 2.0) is None
 
 
 def test_acceptance_rates_give_the_target_tau() -> None:
     for k, tau in ((1, 1.5), (3, 2.5), (5, 3.5), (5, 1.0)):
-        conditional = routing.acceptance_rates(tau, k)
+        conditional = routing._acceptance_rates(tau, k)
         reach, expected = 1.0, 1.0
         for rate in conditional:
             reach *= rate

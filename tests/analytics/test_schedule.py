@@ -60,10 +60,10 @@ def test_vllm_refuses_a_schedule_that_does_not_start_at_one() -> None:
 def test_static_replay_is_tau_over_c() -> None:
     trace = [0, 1, 5, 2, 3, 0]
     assert schedule.trace_tau(trace, 3) == pytest.approx(sum(1 + min(j, 3) for j in trace) / 6)
-    assert schedule.replay_static(trace, 3, 1.5) == pytest.approx(
+    assert schedule._replay_static(trace, 3, 1.5) == pytest.approx(
         schedule.trace_tau(trace, 3) / 1.5
     )
-    assert schedule.replay_static(trace, 0, 9.9) == 1.0
+    assert schedule._replay_static(trace, 0, 9.9) == 1.0
 
 
 def iid_trace(alpha: float, steps: int, k_max: int = 5, seed: int = 0) -> list[int]:
@@ -79,15 +79,15 @@ def iid_trace(alpha: float, steps: int, k_max: int = 5, seed: int = 0) -> list[i
 
 def test_utility_controller_stops_speculating_when_it_does_not_pay() -> None:
     never = [[0] * 200 for _ in range(4)]
-    speed, share = schedule.replay_rule(never, COSTS[1], probe_every=16)
+    speed, share = schedule._replay_rule(never, COSTS[1], probe_every=16)
     assert share < 0.15 and speed > 0.9  # probes cost a little, as Cascade caps slowdown
     always = [[5] * 200 for _ in range(4)]
-    speed, share = schedule.replay_rule(always, COSTS[1], probe_every=16)
+    speed, share = schedule._replay_rule(always, COSTS[1], probe_every=16)
     assert share > 0.95 and speed == pytest.approx(6 / 1.9, rel=0.05)
 
 
 def test_utility_controller_learns_alpha_from_what_it_drafted() -> None:
-    ctl = schedule.UtilityController(COSTS[4])
+    ctl = schedule._UtilityController(COSTS[4])
     for _ in range(400):
         ctl.observe(5, min(iid_trace(0.7, 1, seed=_)[0], 5))
     assert ctl.expected_tokens(3) == pytest.approx(expected_tokens_per_step(3, 0.7), abs=0.15)
@@ -112,15 +112,15 @@ def test_request_trace_reads_full_length_steps_only() -> None:
         **{vllm_names.PER_STEP_ACCEPTED: [5, 1, 0, 2], vllm_names.PER_STEP_DRAFTED: [5, 5, 5, 2]}
     )
     output = types.SimpleNamespace(**{vllm_names.OUTPUT_METRICS_ATTR: metrics})
-    assert schedule.request_trace(output, 5) == [5, 1, 0]
-    assert schedule.request_trace(types.SimpleNamespace(), 5) is None
+    assert schedule._request_trace(output, 5) == [5, 1, 0]
+    assert schedule._request_trace(types.SimpleNamespace(), 5) is None
 
 
 def test_counters_trace_keeps_the_per_position_mix() -> None:
     from helpers.common.counters import SpecCounters
 
     counters = SpecCounters(1000, 3000, 1300, (700, 400, 200))
-    trace = schedule.counters_trace(counters, 20000, seed=1)
+    trace = schedule._counters_trace(counters, 20000, seed=1)
     for i, expected in enumerate((0.7, 0.4, 0.2)):
         assert sum(j > i for j in trace) / len(trace) == pytest.approx(expected, abs=0.02)
 

@@ -18,12 +18,12 @@ SHARED_SOURCE = REPO_ROOT.parent / "shared" / "measurements" / "h200-vllm-step-c
 @pytest.mark.parametrize("cost", [1.0, 1.84, 2.5])
 def test_alpha_zero_gives_one_over_cost(k: int, cost: float) -> None:
     assert sp.expected_tokens_per_step(k, 0.0) == 1.0
-    assert sp.predicted_speedup(k, 0.0, cost) == pytest.approx(1 / cost)
+    assert sp._predicted_speedup(k, 0.0, cost) == pytest.approx(1 / cost)
 
 
 @pytest.mark.parametrize("k", [1, 3, 5])
 def test_alpha_to_one_gives_k_plus_one_over_cost(k: int) -> None:
-    assert sp.predicted_speedup(k, 1.0, 2.0) == pytest.approx((k + 1) / 2.0)
+    assert sp._predicted_speedup(k, 1.0, 2.0) == pytest.approx((k + 1) / 2.0)
     assert sp.expected_tokens_per_step(k, 1 - 1e-9) == pytest.approx(k + 1, rel=1e-6)
 
 
@@ -43,7 +43,7 @@ def test_monotonic_pieces() -> None:
     for a in (0.3, 0.8):
         e = [sp.expected_tokens_per_step(k, a) for k in range(1, 8)]
         assert all(x < y for x, y in zip(e, e[1:])), "E[tokens/step] rises with k for α > 0"
-    s = [sp.predicted_speedup(3, 0.8, c) for c in (1.0, 1.5, 2.0, 3.0)]
+    s = [sp._predicted_speedup(3, 0.8, c) for c in (1.0, 1.5, 2.0, 3.0)]
     assert all(x > y for x, y in zip(s, s[1:])), "speedup falls as a step gets dearer"
 
 
@@ -55,10 +55,10 @@ def test_alpha_out_of_range_rejected() -> None:
 @pytest.mark.parametrize("k,alpha", [(1, 0.3), (3, 0.7), (5, 0.95)])
 def test_alpha_for_tau_inverts_the_model(k: int, alpha: float) -> None:
     tau = sp.expected_tokens_per_step(k, alpha)
-    assert sp.alpha_for_tau(tau, k) == pytest.approx(alpha, abs=1e-8)
-    assert sp.alpha_for_tau(1.0, k) == pytest.approx(0.0, abs=1e-8)
+    assert sp._alpha_for_tau(tau, k) == pytest.approx(alpha, abs=1e-8)
+    assert sp._alpha_for_tau(1.0, k) == pytest.approx(0.0, abs=1e-8)
     with pytest.raises(ValueError):
-        sp.alpha_for_tau(k + 1.5, k)
+        sp._alpha_for_tau(k + 1.5, k)
 
 
 def test_relative_step_cost() -> None:
@@ -79,18 +79,18 @@ def test_h200_record_loads_with_provenance() -> None:
 def rates_of(record: dict) -> dict:
     """Every recorded (run, batch) -> steps/s, wherever the record keeps it."""
     out = {}
-    for block in (record[sp.H200_SHAPE], record.get(sp.ONE_PROMPT, {})):
+    for block in (record[sp._H200_SHAPE], record.get(sp._ONE_PROMPT, {})):
         for run, by_batch in block.get("steps_per_s", {}).items():
             out |= {(run, b): v for b, v in by_batch.items()}
     return out
 
 
 def test_h200_step_costs_match_the_recorded_ratios() -> None:
-    costs = sp.h200_step_costs(sp.load_h200())
+    costs = sp._h200_step_costs(sp.load_h200())
     assert list(costs.num_speculative_tokens) == [1, 3, 5]
     assert [round(c, 2) for c in costs.relative_step_cost] == [1.39, 1.84, 2.59]
     assert costs.source.str.contains("not this run").all()
-    be = sp.break_even(costs).set_index("num_speculative_tokens")
+    be = sp._break_even(costs).set_index("num_speculative_tokens")
     assert be.loc[3, "break_even_tau"] == pytest.approx(1.84, abs=0.005)
     assert sp.expected_tokens_per_step(3, be.loc[3, "break_even_alpha"]) == pytest.approx(
         be.loc[3, "break_even_tau"]
@@ -98,7 +98,7 @@ def test_h200_step_costs_match_the_recorded_ratios() -> None:
 
 
 def test_recorded_break_even_tau_is_the_recorded_step_cost() -> None:
-    rates = sp.load_h200()[sp.H200_SHAPE]["steps_per_s"]
+    rates = sp.load_h200()[sp._H200_SHAPE]["steps_per_s"]
     for k in (1, 3, 5):
         expected = rates["plain"]["bs1"] / rates[f"k{k}"]["bs1"]
         assert sp.recorded_break_even_tau(k, "bs1") == pytest.approx(expected)
@@ -108,12 +108,12 @@ def test_recorded_break_even_tau_is_the_recorded_step_cost() -> None:
 
 def test_the_one_prompt_batch_is_only_the_contrast() -> None:
     record = sp.load_h200()
-    assert all(set(r) == {"bs1"} for r in record[sp.H200_SHAPE]["steps_per_s"].values())
-    assert "ONE" in record[sp.ONE_PROMPT]["caveat"] and "one_prompt_batch" in record["caveat"]
+    assert all(set(r) == {"bs1"} for r in record[sp._H200_SHAPE]["steps_per_s"].values())
+    assert "ONE" in record[sp._ONE_PROMPT]["caveat"] and "one_prompt_batch" in record["caveat"]
     df = sp.one_prompt_batch(record)
     assert set(df.batch_size) == {1, 8, 32}
     plain = df[df.num_speculative_tokens == 0].set_index("batch_size").steps_per_s
-    assert plain[1] == record[sp.H200_SHAPE]["steps_per_s"]["plain"]["bs1"]
+    assert plain[1] == record[sp._H200_SHAPE]["steps_per_s"]["plain"]["bs1"]
     assert (df[df.num_speculative_tokens == 0].relative_step_cost == 1).all()
     k3 = df[df.num_speculative_tokens == 3].set_index("batch_size")
     assert k3.relative_step_cost[8] == pytest.approx(plain[8] / k3.steps_per_s[8])
@@ -181,20 +181,20 @@ def test_recorded_tiny_pair_speedups_per_dtype() -> None:
 
 def test_h200_without_provenance_is_refused(tmp_path: Path) -> None:
     bare = tmp_path / "bare.json"
-    bare.write_text(json.dumps({sp.H200_SHAPE: {}}))
+    bare.write_text(json.dumps({sp._H200_SHAPE: {}}))
     with pytest.raises(ValueError, match="provenance"):
         sp.load_h200(bare)
 
 
 def test_h200_tiny_pair_table() -> None:
-    df = sp.h200_tiny_pair(sp.load_h200())
+    df = sp._h200_tiny_pair(sp.load_h200())
     row = df[(df.dtype == "float32") & (df.setting == "conc1")].iloc[0]
     assert row.speedup_vs_plain == pytest.approx(307 / 677)
 
 
 def test_model_curve_shape() -> None:
-    costs = sp.h200_step_costs(sp.load_h200())
-    curve = sp.model_curve(costs, [0.5, 0.9])
+    costs = sp._h200_step_costs(sp.load_h200())
+    curve = sp._model_curve(costs, [0.5, 0.9])
     assert len(curve) == 6
     assert set(curve.columns) >= {"num_speculative_tokens", "alpha", "predicted_speedup"}
 
@@ -204,7 +204,7 @@ def test_measure_step_costs_table(_tiny_pair_source) -> None:
 
     verifier = load_verifier(_tiny_pair_source.verifier)
     drafter, _ = load_drafter(_tiny_pair_source.drafter)
-    df = sp.measure_step_costs(verifier, drafter, [1, 2], context=16, repeats=2)
+    df = sp._measure_step_costs(verifier, drafter, [1, 2], context=16, repeats=2)
     assert list(df.num_speculative_tokens) == [1, 2]
     assert (df[["plain_step_ms", "verifier_step_ms", "drafter_step_ms"]] > 0).all().all()
     assert df.relative_step_cost.iloc[0] == pytest.approx(

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from helpers.analytics import sweeps as sw
-from helpers.common.ci import CI_ENV_VAR
+from helpers.common.ci import _CI_ENV_VAR
 from helpers.common.counters import RequestAcceptance, SpecCounters, acceptance_stats, counters_of
 from helpers.engine.runs import CategoryRun, pooled
 
@@ -49,11 +49,11 @@ RUNS = {k: runs_for(k) for k in (1, 2, 3)}
 
 
 def test_acceptance_vs_k_columns_values_and_intervals() -> None:
-    df = sw.acceptance_vs_k(RUNS)
+    df = sw._acceptance_vs_k(RUNS)
     assert list(df.columns) == [
         "num_speculative_tokens",
-        *sw.SCALAR_KEYS,
-        *sw.CI_KEYS,
+        *sw._SCALAR_KEYS,
+        *sw._CI_KEYS,
         "acceptance_length_ceiling",
     ]
     assert list(df.num_speculative_tokens) == [1, 2, 3]
@@ -71,7 +71,7 @@ def test_acceptance_vs_k_columns_values_and_intervals() -> None:
 
 
 def test_per_position_is_long_and_tidy_with_conditional_rates() -> None:
-    df = sw.per_position_vs_k(RUNS)
+    df = sw._per_position_vs_k(RUNS)
     assert list(df.columns[:3]) == [
         "num_speculative_tokens",
         "position",
@@ -91,10 +91,10 @@ def test_without_per_request_metrics_the_intervals_are_nan() -> None:
     run = CategoryRun([[1]], ["a"], 0.1, counters(3, 10, [9, 8, 7]))
     row = sw.acceptance_table({"x": run}, "run").iloc[0]
     assert row.spec_decode_acceptance_length == pytest.approx(3.4) and pd.isna(row.tau_ci_low)
-    pos = sw.per_position_table({"x": run}, "run")
+    pos = sw._per_position_table({"x": run}, "run")
     assert pos.conditional_acceptance_rate.tolist() == pytest.approx([0.9, 8 / 9, 7 / 8])
     # the same columns as with per-request data (vLLM 0.26 has none), so tables read alike
-    assert set(sw.POSITION_CI_COLUMNS) <= set(pos.columns) and pos.conditional_ci_low.isna().all()
+    assert set(sw._POSITION_CI_COLUMNS) <= set(pos.columns) and pos.conditional_ci_low.isna().all()
     cond = sw.table_intervals(
         pos, "position", "conditional_acceptance_rate", "conditional_ci_low", "conditional_ci_high"
     )
@@ -104,7 +104,7 @@ def test_without_per_request_metrics_the_intervals_are_nan() -> None:
 
 
 def test_by_category_has_every_k_and_category() -> None:
-    df = sw.acceptance_by_category(RUNS)
+    df = sw._acceptance_by_category(RUNS)
     assert list(df.columns[:2]) == ["num_speculative_tokens", "category"]
     assert len(df) == 3 * 4
     k3 = df[df.num_speculative_tokens == 3].set_index("category").spec_decode_acceptance_length
@@ -112,7 +112,7 @@ def test_by_category_has_every_k_and_category() -> None:
 
 
 def test_temperature_table() -> None:
-    df = sw.acceptance_vs_temperature(
+    df = sw._acceptance_vs_temperature(
         {
             0.0: CategoryRun([[1]], ["a"], 0.1, counters(3, 10, [9, 8, 7])),
             1.0: CategoryRun([[1]], ["a"], 0.1, counters(3, 10, [3, 1, 0])),
@@ -138,21 +138,21 @@ def test_throughput_table_speedup_range_and_implied_cost() -> None:
             "natural_output_tokens_per_s": rate / 2,
         }
 
-    df = sw.throughput_vs_k({0: row(100, 90, 110, 1.0), 3: row(150, 140, 160, 3.0)})
+    df = sw._throughput_vs_k({0: row(100, 90, 110, 1.0), 3: row(150, 140, 160, 3.0)})
     k3 = df[df.num_speculative_tokens == 3].iloc[0]
     assert k3.speedup_vs_plain == pytest.approx(1.5)
     assert k3.speedup_min == pytest.approx(140 / 110) and k3.speedup_max == pytest.approx(160 / 90)
     assert k3.natural_speedup_vs_plain == pytest.approx(1.5)
     assert k3.implied_relative_step_cost == pytest.approx(2.0)
-    assert sw.best_k(df) == 3
+    assert sw._best_k(df) == 3
     assert sw.best_k_sentence(df) == (
         "fastest k=3 150 tok/s [140, 160], then plain 100 tok/s [90, 110]: "
         "their ranges do not overlap"
     )
-    close = sw.throughput_vs_k({0: row(100, 90, 145, 1.0), 3: row(150, 140, 160, 3.0)})
+    close = sw._throughput_vs_k({0: row(100, 90, 145, 1.0), 3: row(150, 140, 160, 3.0)})
     assert sw.best_k_sentence(close).endswith("this run cannot tell them apart")
     assert (
-        sw.best_k(
+        sw._best_k(
             pd.DataFrame({"num_speculative_tokens": [0, 3], "output_tokens_per_s": [200.0, 150.0]})
         )
         == 0
@@ -160,15 +160,15 @@ def test_throughput_table_speedup_range_and_implied_cost() -> None:
 
 
 def test_ci_switch_shrinks_only_in_ci(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(CI_ENV_VAR, raising=False)
+    monkeypatch.delenv(_CI_ENV_VAR, raising=False)
     plan = sw.sweep_plan(ks=[1, 2, 3], k=3, n_prompts=8, max_tokens=128, temperatures=None)
     assert plan.ks == (1, 2, 3) and plan.n_prompts == 8 and plan.max_tokens == 128
-    assert plan.temperatures == sw.SweepPlan().temperatures
+    assert plan.temperatures == sw._SweepPlan().temperatures
     assert plan.engines == {"acceptance": 3, "temperature": 1, "throughput": 4}
-    monkeypatch.setenv(CI_ENV_VAR, "true")
+    monkeypatch.setenv(_CI_ENV_VAR, "true")
     ci = sw.sweep_plan(ks=[1, 2, 3], k=3, n_prompts=8, max_tokens=128)
     assert ci.n_prompts < 8 and ci.max_tokens < 128 and ci.ks == (1, 2, 3)
-    monkeypatch.setenv(CI_ENV_VAR, "0")
+    monkeypatch.setenv(_CI_ENV_VAR, "0")
     assert sw.sweep_plan(n_prompts=8).n_prompts == 8
 
 
@@ -185,6 +185,6 @@ def test_tau_ranking_comes_from_the_runs() -> None:
 
 
 def test_table_intervals_rebuild_the_intervals_of_a_table() -> None:
-    iv = sw.table_intervals(sw.acceptance_vs_k(RUNS), "num_speculative_tokens")
+    iv = sw.table_intervals(sw._acceptance_vs_k(RUNS), "num_speculative_tokens")
     assert set(iv) == {"1", "2", "3"} and iv["3"].n == 12
     assert iv["3"].low <= iv["3"].estimate <= iv["3"].high

@@ -3,22 +3,22 @@
 from __future__ import annotations
 
 from helpers.analytics.text_quality import (
-    distinct_ngram_ratio,
-    longest_repeated_line_run,
+    _distinct_ngram_ratio,
+    _longest_repeated_line_run,
     quality_summary,
 )
 
 
 def test_distinct_ngrams() -> None:
-    assert distinct_ngram_ratio(list(range(10))) == 1.0
-    assert distinct_ngram_ratio([1, 2] * 10) == 2 / 17
-    assert distinct_ngram_ratio([1, 2]) == 1.0
+    assert _distinct_ngram_ratio(list(range(10))) == 1.0
+    assert _distinct_ngram_ratio([1, 2] * 10) == 2 / 17
+    assert _distinct_ngram_ratio([1, 2]) == 1.0
 
 
 def test_repeated_line_runs() -> None:
-    assert longest_repeated_line_run("a\nb\nc") == 1
-    assert longest_repeated_line_run("#\n#\n\n#\nx\n#") == 3
-    assert longest_repeated_line_run("") == 0
+    assert _longest_repeated_line_run("a\nb\nc") == 1
+    assert _longest_repeated_line_run("#\n#\n\n#\nx\n#") == 3
+    assert _longest_repeated_line_run("") == 0
 
 
 def test_summary() -> None:

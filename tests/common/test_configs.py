@@ -31,7 +31,7 @@ def test_hub_id_offline_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.parametrize(
     "text", ['{"hidden_size": 12', "", "\udcff".encode(errors="surrogateescape")]
 )
-def test_a_config_that_is_not_json_names_the_file(tmp_path: Path, text) -> None:  # noqa: ANN001
+def test_a_config_that_is_not_json_names_the_file(tmp_path: Path, text) -> None:
     path = tmp_path / "config.json"
     path.write_bytes(text if isinstance(text, bytes) else text.encode())
     with pytest.raises(ValueError, match="is not valid JSON") as err:

@@ -68,7 +68,7 @@ def test_report_names_the_profile(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_transformers_warning_on_pinned_version() -> None:
-    assert envinfo.PINNED_TRANSFORMERS == "5.12.1"
+    assert envinfo._PINNED_TRANSFORMERS == "5.12.1"
     assert metadata.version("transformers") == "5.12.1", (
         "the venv is not on the pinned transformers"
     )
@@ -95,13 +95,13 @@ def test_offline_means_unreachable_and_labelled(monkeypatch: pytest.MonkeyPatch,
     monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)
     monkeypatch.setenv(var, "1")
     assert envinfo.hub_reachable() is False
-    assert envinfo.hub_mode() == f"offline ({var}=1)"
+    assert envinfo._hub_mode() == f"offline ({var}=1)"
 
 
 def test_online_label_and_failure_is_false(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     monkeypatch.setenv("TRANSFORMERS_OFFLINE", "0")
-    assert envinfo.hub_mode() == "online"
+    assert envinfo._hub_mode() == "online"
     # model_info is patched to raise (no_hub_calls): any error must read as "not reachable".
     assert envinfo.hub_reachable(timeout=0.1) is False
 
@@ -114,8 +114,8 @@ def test_cpuinfo_parsing(tmp_path: Path) -> None:
     )
     model, flags = envinfo.cpuinfo(fake)
     assert model == "Test CPU 9000" and "amx_tile" in flags
-    assert envinfo.cpu_flag_summary(flags) == "avx512f yes, avx512_bf16 yes, amx yes"
-    assert envinfo.cpu_flag_summary({"avx2"}) == "avx512f no, avx512_bf16 no, amx no"
+    assert envinfo._cpu_flag_summary(flags) == "avx512f yes, avx512_bf16 yes, amx yes"
+    assert envinfo._cpu_flag_summary({"avx2"}) == "avx512f no, avx512_bf16 no, amx no"
 
 
 def test_format_report_aligns() -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.common.notebook import MAX_CPU_THREADS, NOTEBOOK_ENV, setup_notebook
+from helpers.common.notebook import _MAX_CPU_THREADS, _NOTEBOOK_ENV, setup_notebook
 
 
 @pytest.fixture(autouse=True)
@@ -29,14 +29,14 @@ def _keep_sigterm() -> Iterator[None]:
 def test_sets_prints_and_keeps_user_values(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    for name in [*NOTEBOOK_ENV, "VLLM_LOGGING_CONFIG_PATH", "OMP_NUM_THREADS"]:
+    for name in [*_NOTEBOOK_ENV, "VLLM_LOGGING_CONFIG_PATH", "OMP_NUM_THREADS"]:
         monkeypatch.setenv(name, "")  # recorded, so the test leaves the environment as it found it
         monkeypatch.delenv(name)
     monkeypatch.setenv("VLLM_LOGGING_LEVEL", "DEBUG")
     applied = setup_notebook()
     assert applied["VLLM_LOGGING_LEVEL"] == "DEBUG"  # the user's choice wins
-    assert applied["PYTHONWARNINGS"] == NOTEBOOK_ENV["PYTHONWARNINGS"]
-    assert 1 <= int(applied["OMP_NUM_THREADS"]) <= MAX_CPU_THREADS  # bounded on a many-core box
+    assert applied["PYTHONWARNINGS"] == _NOTEBOOK_ENV["PYTHONWARNINGS"]
+    assert 1 <= int(applied["OMP_NUM_THREADS"]) <= _MAX_CPU_THREADS  # bounded on a many-core box
     printed = capsys.readouterr().out
     assert all(f"{k}={v}" in printed for k, v in applied.items())
 
@@ -53,7 +53,7 @@ def test_vllm_log_goes_to_a_file_and_errors_still_show(
     monkeypatch.setattr(notebook, "LOGS_DIR", tmp_path)
     applied = setup_notebook()
     config = json.loads(Path(applied["VLLM_LOGGING_CONFIG_PATH"]).read_text())
-    assert config == notebook.vllm_logging_config()
+    assert config == notebook._vllm_logging_config()
     log = tmp_path / "vllm.log"
     config["handlers"]["file"]["filename"] = str(log)
     logging.config.dictConfig(config)
@@ -130,7 +130,7 @@ def test_a_hook_that_fails_does_not_stop_the_others(monkeypatch: pytest.MonkeyPa
     ran = []
     monkeypatch.setattr(notebook, "_terminate_hooks", [lambda: ran.append("a"), lambda: 1 / 0])
     monkeypatch.setattr(notebook, "_previous_sigterm", signal.SIG_IGN)
-    notebook.on_sigterm(signal.SIGTERM, None)  # SIG_IGN before: nothing else happens
+    notebook._on_sigterm(signal.SIGTERM, None)  # SIG_IGN before: nothing else happens
     assert ran == ["a"]
 
 

@@ -13,18 +13,18 @@ from helpers.common import profiles
 from helpers.common.configs import read_config
 from helpers.common.paths import DATA_DIR, REPO_ROOT
 from helpers.eagle3.diagrams import plot_aux_layers
-from helpers.engine.pairing import layer_config, validate_pair
-from helpers.serving.server import serve_command, serve_command_text
+from helpers.engine.pairing import _layer_config, validate_pair
+from helpers.serving.server import _serve_command, serve_command_text
 
 
 @pytest.fixture(autouse=True)
 def no_profile_env(monkeypatch: pytest.MonkeyPatch) -> None:
     """Start every test without WORKBOOK_PROFILE (make exports it)."""
-    monkeypatch.delenv(profiles.PROFILE_ENV_VAR, raising=False)
+    monkeypatch.delenv(profiles._PROFILE_ENV_VAR, raising=False)
 
 
 def test_shipped_profiles() -> None:
-    assert {"tiny", "qwen3-30b-a3b"} <= set(profiles.available_profiles())
+    assert {"tiny", "qwen3-30b-a3b"} <= set(profiles._available_profiles())
 
 
 def test_default_is_tiny() -> None:
@@ -35,7 +35,7 @@ def test_default_is_tiny() -> None:
 
 
 def test_env_override(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(profiles.PROFILE_ENV_VAR, "qwen3-30b-a3b")
+    monkeypatch.setenv(profiles._PROFILE_ENV_VAR, "qwen3-30b-a3b")
     profile = profiles.load_profile()
     assert profile.name == "qwen3-30b-a3b" and not profile.is_local
     assert profile.verifier_path() == profile.verifier, "hub ids pass through unchanged"
@@ -45,14 +45,14 @@ def test_env_override(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_unknown_profile_lists_choices(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(ValueError, match="unknown profile 'nope'") as info:
         profiles.load_profile("nope")
-    for name in profiles.available_profiles():
+    for name in profiles._available_profiles():
         assert name in str(info.value)
-    monkeypatch.setenv(profiles.PROFILE_ENV_VAR, "also-nope")
+    monkeypatch.setenv(profiles._PROFILE_ENV_VAR, "also-nope")
     with pytest.raises(ValueError, match="also-nope"):
         profiles.load_profile()
 
 
-@pytest.mark.parametrize("name", profiles.available_profiles())
+@pytest.mark.parametrize("name", profiles._available_profiles())
 def test_every_profile_loads(name: str) -> None:
     profile = profiles.load_profile(name)
     assert profile.name == name
@@ -63,7 +63,7 @@ def test_every_profile_loads(name: str) -> None:
 # --------------------------------------------------------------------------- the real pairings
 
 HUB_PROFILES = [
-    name for name in profiles.available_profiles() if not profiles.load_profile(name).is_local
+    name for name in profiles._available_profiles() if not profiles.load_profile(name).is_local
 ]
 #: What torch reports for an "80 GB" A100/H100 (85.0e9 bytes): the class of card the hub profiles target.
 GIB_OF_80GB_CARD = 79.1
@@ -77,7 +77,7 @@ GPU_MEMORY_UTILIZATION = 0.85  # helpers.engine.device_defaults(gpu=True)
 
 
 def test_all_three_pairings_ship() -> None:
-    assert {"tiny", "qwen3-30b-a3b", "qwen3-235b-a22b"} <= set(profiles.available_profiles())
+    assert {"tiny", "qwen3-30b-a3b", "qwen3-235b-a22b"} <= set(profiles._available_profiles())
     assert set(HUB_PROFILES) == {"qwen3-30b-a3b", "qwen3-235b-a22b"}
 
 
@@ -102,20 +102,20 @@ def test_qwen3_235b_a22b_uses_the_published_speculator() -> None:
     assert (p.verifier_layers, p.verifier_hidden_size) == (94, 4096)
 
 
-@pytest.mark.parametrize("name", profiles.available_profiles())
+@pytest.mark.parametrize("name", profiles._available_profiles())
 def test_no_test_only_checkpoint(name: str) -> None:
     p = profiles.load_profile(name)
     assert not p.drafter.startswith("nm-testing/") and not p.verifier.startswith("nm-testing/")
 
 
-@pytest.mark.parametrize("name", profiles.available_profiles())
+@pytest.mark.parametrize("name", profiles._available_profiles())
 def test_every_profile_records_its_verifier(name: str) -> None:
     p = profiles.load_profile(name)
     assert p.verifier_architecture and p.verifier_architecture.endswith("ForCausalLM")
     assert p.verifier_layers and p.verifier_hidden_size
 
 
-LOCAL_PROFILES = [n for n in profiles.available_profiles() if profiles.load_profile(n).is_local]
+LOCAL_PROFILES = [n for n in profiles._available_profiles() if profiles.load_profile(n).is_local]
 
 
 @pytest.mark.parametrize("name", LOCAL_PROFILES)
@@ -134,7 +134,7 @@ def test_local_shape_matches_shipped_config(name: str) -> None:
 
 def test_known_stacks_has_one_row_per_distinct_verifier() -> None:
     stacks = profiles.known_stacks()
-    loaded = [profiles.load_profile(n) for n in profiles.available_profiles()]
+    loaded = [profiles.load_profile(n) for n in profiles._available_profiles()]
     distinct = {
         (p.verifier_architecture, p.verifier_layers, p.verifier_hidden_size) for p in loaded
     }
@@ -153,7 +153,7 @@ def test_known_stacks_has_one_row_per_distinct_verifier() -> None:
 def test_adding_a_profile_is_one_json_file(added_profile: str) -> None:
     """One more JSON file: listed, loaded, and its verifier is a stack of its own, though it has
     the depth and width of Qwen3-30B-A3B (another architecture); the figure draws it."""
-    assert added_profile in profiles.available_profiles()
+    assert added_profile in profiles._available_profiles()
     p = profiles.load_profile(added_profile)
     assert p.verifier_architecture == "Qwen3NextForCausalLM" and p.verifier_layers == 48
     stacks = profiles.known_stacks()
@@ -162,7 +162,7 @@ def test_adding_a_profile_is_one_json_file(added_profile: str) -> None:
     assert f"{added_profile}\nL=48" in rows
 
 
-@pytest.mark.parametrize("name", [n for n in profiles.available_profiles() if n != "tiny"])
+@pytest.mark.parametrize("name", [n for n in profiles._available_profiles() if n != "tiny"])
 def test_every_profile_has_its_readme_row(name: str) -> None:
     rows = (REPO_ROOT / "README.md").read_text().splitlines()
     assert any(line.startswith(f"| `{name}` |") for line in rows), (
@@ -193,10 +193,10 @@ def test_hub_profile_needs_are_justified(name: str) -> None:
     )
 
 
-@pytest.mark.parametrize("name", profiles.available_profiles())
+@pytest.mark.parametrize("name", profiles._available_profiles())
 def test_serve_command_renders(name: str) -> None:
     p = profiles.load_profile(name)
-    argv = serve_command(p)
+    argv = _serve_command(p)
     assert shlex.split(serve_command_text(p)) == argv
     assert argv[:3] == ["vllm", "serve", p.verifier]
     assert argv[argv.index("-tp") + 1] == str(p.tensor_parallel_size)
@@ -218,10 +218,10 @@ def test_unknown_field_fails_in_one_line() -> None:
         "gpu_count": 2,
     }
     with pytest.raises(ValueError, match=r"unknown field\(s\) \['gpu_count'\]") as info:
-        profiles.profile_from_dict(raw, source="x.json")
+        profiles._profile_from_dict(raw, source="x.json")
     assert "\n" not in str(info.value)
     with pytest.raises(ValueError, match="x.json: .*num_speculative_tokens"):
-        profiles.profile_from_dict(
+        profiles._profile_from_dict(
             {k: v for k, v in raw.items() if k not in ("gpu_count", "num_speculative_tokens")},
             source="x.json",
         )
@@ -369,7 +369,7 @@ def test_235b_drafter_validates_against_its_verifier() -> None:
     layers = shape.verifier_layers
     assert report.aux_layers == (2, layers // 2, layers - 3) == (2, 47, 91), "vLLM's default taps"
     drafter = read_config(REPO_ROOT / shape.drafter)
-    assert drafter["target_hidden_size"] == layer_config(drafter)["hidden_size"] == 4096
+    assert drafter["target_hidden_size"] == _layer_config(drafter)["hidden_size"] == 4096
     assert drafter["draft_vocab_size"] == read_config(REPO_ROOT / shape.verifier)["vocab_size"]
 
 
@@ -381,7 +381,7 @@ def test_235b_shapes_are_notebook_06s_235b_shape() -> None:
         moe.MoeShape.from_config(moe.QWEN3_235B_A22B.name, read_config(folder / "qwen3-235b-a22b"))
         == moe.QWEN3_235B_A22B
     )
-    layer = layer_config(read_config(folder / "qwen3-235b-a22b-eagle3"))
+    layer = _layer_config(read_config(folder / "qwen3-235b-a22b-eagle3"))
     hidden, head = layer["hidden_size"], layer["head_dim"]
     heads, kv = layer["num_attention_heads"], layer["num_key_value_heads"]
     attention = 2 * hidden * head * (heads + 2 * kv) + heads * head * hidden

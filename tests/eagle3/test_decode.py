@@ -82,7 +82,7 @@ def test_reference_matches_vllm_exactly() -> None:
     with open_engine(**engine_kwargs(profile, k=3)) as llm:
         run = run_prompts(llm, prompts, sampling(48))
     pair = ref.load_pair(profile)
-    outs = ref.generate_all(pair, prompts, k=3, max_tokens=48)
+    outs = ref._generate_all(pair, prompts, k=3, max_tokens=48)
     table = ref.agreement_table(outs, run.token_ids, run.counters)
     assert (table.difference == 0).all(), table.to_string()
     assert run.counters.num_accepted_tokens > 0, "the trained drafter should get drafts accepted"

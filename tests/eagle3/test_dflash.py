@@ -30,9 +30,9 @@ def reference_logits(d, verifier, aux, tokens, p: int, k: int) -> torch.Tensor:
         x = layer.input_layernorm(hidden)
         keys = torch.cat(
             [
-                dflash.rope(a.k_norm(heads(a.k_proj(context), s.num_key_value_heads)),
+                dflash._rope(a.k_norm(heads(a.k_proj(context), s.num_key_value_heads)),
                             torch.arange(p + 1)[:, None], s.rope_theta),
-                dflash.rope(a.k_norm(heads(a.k_proj(x), s.num_key_value_heads)),
+                dflash._rope(a.k_norm(heads(a.k_proj(x), s.num_key_value_heads)),
                             pos[:, None], s.rope_theta),
             ]
         ).repeat_interleave(g, 1)  # fmt: skip
@@ -42,7 +42,7 @@ def reference_logits(d, verifier, aux, tokens, p: int, k: int) -> torch.Tensor:
                 heads(a.v_proj(x), s.num_key_value_heads),
             ]
         ).repeat_interleave(g, 1)
-        q = dflash.rope(
+        q = dflash._rope(
             a.q_norm(heads(a.q_proj(x), s.num_attention_heads)), pos[:, None], s.rope_theta
         )
         probs = (torch.einsum("qhd,khd->hqk", q, keys) * s.head_dim**-0.5).softmax(-1)
@@ -60,7 +60,7 @@ def test_block_logits_equal_one_anchor_at_a_time() -> None:
     aux, _ = verifier_taps(verifier, x, [1, 3])
     anchors = torch.tensor([[0, 7, 15], [3, 4, 12]])
     with torch.no_grad():
-        got = dflash.block_logits(d, verifier, aux, x, anchors, K, MASK)
+        got = dflash._block_logits(d, verifier, aux, x, anchors, K, MASK)
         for row in range(2):
             for j, p in enumerate(anchors[row].tolist()):
                 want = reference_logits(d, verifier, aux[row], x[row], p, K)
@@ -89,7 +89,7 @@ def test_training_lowers_the_loss_and_agreement_is_a_rate() -> None:
 
 def test_anchors_leave_room_for_the_block() -> None:
     g = torch.Generator().manual_seed(0)
-    a = dflash.random_anchors(20, 3, 16, K, g)
+    a = dflash._random_anchors(20, 3, 16, K, g)
     assert a.shape == (3, 16) and int(a.max()) <= 20 - K - 2 and int(a.min()) >= 0
 
 
@@ -99,9 +99,10 @@ def test_checkpoint_round_trips_with_vllms_names(tmp_path) -> None:
     d = dflash.DFlashDrafter(shape)
     config = dflash.dflash_config(shape, [0, 2], MASK, K + 1)
     dflash.save_dflash(d, tmp_path, config)
-    back, cfg = dflash.load_dflash(tmp_path)
+    back, cfg = dflash._load_dflash(tmp_path)
     assert (
-        cfg["architectures"] == [dflash.ARCHITECTURE] and cfg["dflash_config"]["mask_token_id"] == 0
+        cfg["architectures"] == [dflash._ARCHITECTURE]
+        and cfg["dflash_config"]["mask_token_id"] == 0
     )
     names = set(back.state_dict())
     assert {"fc.weight", "hidden_norm.weight", "norm.weight"} <= names

@@ -32,21 +32,21 @@ def test_draft_verify_round_draws_one_box_per_emitted_token() -> None:
 
 
 def test_dataflow_names_the_installed_functions_and_the_draft_vocab() -> None:
-    from helpers.eagle3.diagrams import DATAFLOW_NAMES, plot_eagle3_dataflow
+    from helpers.eagle3.diagrams import _DATAFLOW_NAMES, plot_eagle3_dataflow
 
     fig = plot_eagle3_dataflow(8, (2, 4, 5), 128, 2048, 512)
     texts = {t.get_text() for t in fig.axes[0].texts}
-    assert set(DATAFLOW_NAMES.values()) <= texts
+    assert set(_DATAFLOW_NAMES.values()) <= texts
     assert any("d2t" in t for t in texts) and any("384" in t for t in texts)
     full = plot_eagle3_dataflow(8, (2, 4, 5), 128, 2048, 2048)
     assert not any("d2t →" in t.get_text() for t in full.axes[0].texts)
 
 
 def test_dataflow_names_the_verifiers_own_model_class() -> None:
-    from helpers.eagle3.diagrams import DATAFLOW_NAMES, plot_eagle3_dataflow
+    from helpers.eagle3.diagrams import _DATAFLOW_NAMES, plot_eagle3_dataflow
 
     name = "Qwen3NextModel.forward → _maybe_add_hidden_state"
     fig = plot_eagle3_dataflow(48, (2, 24, 45), 2048, 151936, 32000, names={"taps": name})
     texts = {t.get_text() for t in fig.axes[0].texts}
-    assert name in texts and DATAFLOW_NAMES["taps"] not in texts
-    assert DATAFLOW_NAMES["fc"] in texts
+    assert name in texts and _DATAFLOW_NAMES["taps"] not in texts
+    assert _DATAFLOW_NAMES["fc"] in texts

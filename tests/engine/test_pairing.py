@@ -14,15 +14,15 @@ from safetensors.torch import load_file, save_file
 
 from helpers.common.configs import read_config
 from helpers.engine.pairing import (
-    CPU_HEAD_SIZES,
-    EAGLE3_ARCHITECTURES,
+    _CPU_HEAD_SIZES,
+    _EAGLE3_ARCHITECTURES,
     HeaderError,
     PairingError,
+    _local_tensor,
+    _weight_index,
     check_pair,
-    local_tensor,
     safetensors_header,
     validate_pair,
-    weight_index,
 )
 from helpers.engine.vllm_source import model_class
 from tests.conftest import drafter_tensor_shapes
@@ -117,7 +117,7 @@ def test_sharded_drafter_is_read_through_its_index(tiny_pair) -> None:
         json.dumps({"weight_map": weight_map})
     )
     (tiny_pair.drafter / "model.safetensors").unlink()
-    assert set(weight_index(tiny_pair.drafter)) == set(names)
+    assert set(_weight_index(tiny_pair.drafter)) == set(names)
     assert validate_pair(tiny_pair.verifier, tiny_pair.drafter).ok
 
 
@@ -229,9 +229,9 @@ def test_d2t_values_must_land_inside_the_verifier_vocab(tiny_pair) -> None:
     report = validate_pair(tiny_pair.verifier, tiny_pair.drafter)
     assert f"1 of {draft} d2t entries" in only(report, "d2t_out_of_range").message
     assert only(report, "d2t_duplicate_targets").severity == "warning"
-    assert local_tensor(tiny_pair.drafter, "d2t").tolist() == d2t.tolist()
-    assert local_tensor(tiny_pair.drafter, "no-such-tensor") is None
-    assert local_tensor("RedHatAI/some-hub-drafter", "d2t") is None
+    assert _local_tensor(tiny_pair.drafter, "d2t").tolist() == d2t.tolist()
+    assert _local_tensor(tiny_pair.drafter, "no-such-tensor") is None
+    assert _local_tensor("RedHatAI/some-hub-drafter", "d2t") is None
 
 
 def test_lm_head_rows_disagree_with_draft_vocab(tiny_pair) -> None:
@@ -695,14 +695,14 @@ def test_eagle3_architectures_match_the_installed_registry() -> None:
         module, _ = model_class(arch)
         if module.rsplit(".", 1)[-1].endswith("_eagle3"):
             installed[arch] = module.rsplit(".", 1)[-1]
-    assert installed == EAGLE3_ARCHITECTURES
+    assert installed == _EAGLE3_ARCHITECTURES
 
 
 def test_cpu_head_sizes_match_the_installed_backend() -> None:
     pytest.importorskip("vllm")
     from vllm.v1.attention.backends.cpu_attn import CPUAttentionBackend
 
-    assert tuple(CPUAttentionBackend.get_supported_head_sizes()) == CPU_HEAD_SIZES
+    assert tuple(CPUAttentionBackend.get_supported_head_sizes()) == _CPU_HEAD_SIZES
 
 
 def test_taps_left_to_vllms_default_are_a_warning(tiny_pair) -> None:

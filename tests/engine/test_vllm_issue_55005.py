@@ -12,10 +12,10 @@ def test_fixed_expand_kernel_keeps_dtype_and_replaces() -> None:
 
     cu = torch.tensor([2, 2, 5], dtype=torch.int32)
     out = torch.full((5,), -9.0)
-    fix.fixed_expand_kernel(out, torch.tensor([0.3, 0.5, 0.0]), cu, 0, 1)
+    fix._fixed_expand_kernel(out, torch.tensor([0.3, 0.5, 0.0]), cu, 0, 1)
     assert out.tolist() == pytest.approx([0.3, 0.3, 1.0, 1.0, 1.0])
     ints = torch.zeros(5, dtype=torch.int32)
-    fix.fixed_expand_kernel(ints, torch.tensor([7, 8, 9], dtype=torch.int32), cu, 0, 0)
+    fix._fixed_expand_kernel(ints, torch.tensor([7, 8, 9], dtype=torch.int32), cu, 0, 0)
     assert ints.tolist() == [7, 7, 9, 9, 9]
 
 
@@ -23,7 +23,7 @@ def test_cpu_expand_fix_in_process() -> None:
     """After the patch, vLLM's own expand_batch_to_tokens returns the right temperatures here."""
     pytest.importorskip("vllm")
     fix.patch_cpu_expand_kernel()
-    assert fix.cpu_expand_kernel_ok()
+    assert fix._cpu_expand_kernel_ok()
     assert not fix.patch_cpu_expand_kernel()  # idempotent
     assert fix.ExpandKernelCheck().workbook_cpu_expand_ok()
 
@@ -40,7 +40,7 @@ MIN_DISTINCT_4GRAMS = 0.5
 
 @pytest.mark.vllm
 def test_speculative_sampling_at_t07_in_process() -> None:
-    from helpers.analytics.text_quality import distinct_ngram_ratio
+    from helpers.analytics.text_quality import _distinct_ngram_ratio
     from helpers.common.profiles import load_profile
     from helpers.common.prompts import load_prompts
     from helpers.engine.lifecycle import engine_kwargs, open_engine
@@ -53,7 +53,7 @@ def test_speculative_sampling_at_t07_in_process() -> None:
         run = run_prompts(llm, prompts, sampling(MAX_TOKENS, temperature=0.7, seed=1))
     assert seen == [[0.7, 0.7, 0.7, 0.3, 0.3, 0.3]]  # what the worker's rejection sampler reads
     finished = sum(run.finished_naturally) / len(prompts)
-    distinct = min(distinct_ngram_ratio(text.split()) for text in run.texts)
+    distinct = min(_distinct_ngram_ratio(text.split()) for text in run.texts)
     print(f"finished naturally {finished:.0%}, lowest distinct-4-gram ratio {distinct:.2f}")
     assert finished >= MIN_FINISHED_SHARE and distinct >= MIN_DISTINCT_4GRAMS, (finished, distinct)
     assert run.stats["spec_decode_num_drafts"] > 0

@@ -12,33 +12,33 @@ from helpers.common.configs import read_config
 from helpers.eagle3.taps import default_aux_layers
 from helpers.engine import compat
 from helpers.engine.vllm_source import (
+    _excerpt,
+    _hook_refs,
+    _load_model_class,
+    _resolve,
+    _tapping_model,
+    _worker_runner,
+    _worker_taps,
     eagle3_path,
     eagle3_path_markdown,
     eagle3_support,
-    excerpt,
-    hook_refs,
-    load_model_class,
     model_class,
-    resolve,
     runs_model_runner_v2,
-    tapping_model,
-    worker_runner,
-    worker_taps,
 )
 
 pytest.importorskip("vllm")
 
 #: Every verifier architecture the shipped profiles name.
 ARCHITECTURES = sorted(
-    {profiles.load_profile(n).verifier_architecture for n in profiles.available_profiles()}
+    {profiles.load_profile(n).verifier_architecture for n in profiles._available_profiles()}
 )
 PATHS = [(arch, ref) for arch in ARCHITECTURES for ref in eagle3_path(arch)]
 
 
 @pytest.mark.parametrize(("arch", "ref"), PATHS, ids=[f"{a}:{r.qualname}" for a, r in PATHS])
-def test_every_step_of_the_path_is_in_the_installed_vllm(arch: str, ref) -> None:  # noqa: ANN001
-    assert callable(resolve(ref))
-    text = excerpt(ref)
+def test_every_step_of_the_path_is_in_the_installed_vllm(arch: str, ref) -> None:
+    assert callable(_resolve(ref))
+    text = _excerpt(ref)
     header = text.splitlines()[0]
     assert text.startswith("# vllm/") and ref.qualname.rsplit(".", 1)[1] in header, header
     body = text.splitlines()[1:]
@@ -49,18 +49,18 @@ def test_every_step_of_the_path_is_in_the_installed_vllm(arch: str, ref) -> None
 def test_the_path_starts_in_the_registrys_model(arch: str) -> None:
     module_name, class_name = model_class(arch)
     assert module_name.startswith("vllm.") and class_name == arch
-    causal_lm, inner = load_model_class(arch), tapping_model(arch)
+    causal_lm, inner = _load_model_class(arch), _tapping_model(arch)
     first, *_ = eagle3_path(arch)
     assert first.module == inner.__module__ and first.qualname == f"{inner.__qualname__}.forward"
     default = [r for r in eagle3_path(arch) if "default" in r.qualname]
     assert [r.qualname.split(".")[0] for r in default] == [causal_lm.__qualname__]
-    assert "(2, num_layers // 2, num_layers - 3)" in excerpt(default[0])
+    assert "(2, num_layers // 2, num_layers - 3)" in _excerpt(default[0])
 
 
 @pytest.mark.parametrize("arch", ARCHITECTURES)
 def test_the_workbooks_default_taps_are_the_installed_vllms(arch: str) -> None:
     """taps.default_aux_layers (no vLLM import) against the class's own method, run on a stand-in."""
-    causal_lm = load_model_class(arch)
+    causal_lm = _load_model_class(arch)
     for layers in (8, 48, 94):
         stand_in = SimpleNamespace(model=SimpleNamespace(layers=[None] * layers))
         vllm_default = causal_lm.get_eagle3_default_aux_hidden_state_layers(stand_in)
@@ -75,7 +75,7 @@ def test_an_unknown_architecture_fails_in_one_line() -> None:
 
 def test_a_model_without_taps_fails_in_one_line() -> None:
     with pytest.raises(ValueError, match="GPT2LMHeadModel cannot feed an EAGLE-3 drafter") as e:
-        tapping_model("GPT2LMHeadModel")
+        _tapping_model("GPT2LMHeadModel")
     assert "\n" not in str(e.value)
 
 
@@ -89,9 +89,9 @@ def test_a_new_profile_brings_its_own_code_path(added_profile: str) -> None:
     """A profile JSON naming another architecture quotes that architecture's model: no code edit."""
     profile = profiles.load_profile(added_profile)
     path = eagle3_path(profile.verifier_architecture)
-    inner = tapping_model(profile.verifier_architecture)
+    inner = _tapping_model(profile.verifier_architecture)
     assert inner.__name__ == "Qwen3NextModel" and path[0].module.endswith(".qwen3_next")
-    assert "aux_hidden_states" in excerpt(path[0])
+    assert "aux_hidden_states" in _excerpt(path[0])
 
 
 def test_the_tiny_verifiers_class_implements_eagle3_with_its_hooks() -> None:
@@ -116,12 +116,12 @@ def test_hooks_are_found_on_the_class_or_a_base() -> None:
             """On the class, as PR #26485 wrote it."""
             return (2, 4, 5)
 
-    refs = hook_refs(Model)
+    refs = _hook_refs(Model)
     assert [r.qualname.split(".")[-2:] for r in refs] == [
         ["Base", "set_aux_hidden_state_layers"],
         ["Model", "get_eagle3_aux_hidden_state_layers"],
     ]
-    assert hook_refs(object) == ()
+    assert _hook_refs(object) == ()
 
 
 def test_a_class_without_eagle3_and_an_unknown_architecture() -> None:
@@ -135,9 +135,9 @@ def test_worker_taps_reads_the_model_or_its_inner_model() -> None:
     worker = SimpleNamespace(
         model_runner=SimpleNamespace(get_model=lambda: SimpleNamespace(model=inner))
     )
-    assert worker_taps(worker) == (2, 4, 5)
+    assert _worker_taps(worker) == (2, 4, 5)
     bare = SimpleNamespace(model_runner=SimpleNamespace(get_model=lambda: SimpleNamespace()))
-    assert worker_taps(bare) == ()
+    assert _worker_taps(bare) == ()
 
 
 def test_the_runner_is_named_by_its_class() -> None:
@@ -146,6 +146,6 @@ def test_the_runner_is_named_by_its_class() -> None:
 
     GPUModelRunner.__module__ = "vllm.v1.worker.gpu_model_runner"
     worker = SimpleNamespace(model_runner=GPUModelRunner())
-    name = worker_runner(worker)
+    name = _worker_runner(worker)
     assert name.endswith("GPUModelRunner") and not runs_model_runner_v2(name)
     assert runs_model_runner_v2("vllm.v1.worker.gpu.model_runner.GPUModelRunner")

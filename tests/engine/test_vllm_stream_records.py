@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from helpers.engine import compat
-from helpers.engine.vllm_stream_records import FIX_MARK, merge_keeps_records, patch_stream_records
+from helpers.engine.vllm_stream_records import _FIX_MARK, _merge_keeps_records, patch_stream_records
 
 
 def outputs(record: object | None, text: str, finish: str | None) -> object:
@@ -27,7 +27,7 @@ def test_a_merged_stream_keeps_the_last_outputs_record() -> None:
 
     record = RequestSpecDecodeMetrics(3, [1, 0, 1, 2], 12)
     patch_stream_records()  # what the plugin does in every vLLM process
-    assert getattr(RequestOutput.add, FIX_MARK) and merge_keeps_records(RequestOutput.add)
+    assert getattr(RequestOutput.add, _FIX_MARK) and _merge_keeps_records(RequestOutput.add)
     pending = outputs(None, "Hel", None)  # the handler has not taken this one yet
     pending.add(outputs(record, "lo", "stop"), aggregate=True)  # the engine's last output arrives
     merged = pending.outputs[0]

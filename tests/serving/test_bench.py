@@ -8,8 +8,8 @@ import pytest
 
 from helpers.common.prompts import CATEGORIES, load_prompts
 from helpers.serving.bench import (
+    _crossing_concurrency,
     bench_prompts,
-    crossing_concurrency,
     crossing_statement,
     requests_for,
     speedup_table,
@@ -31,7 +31,7 @@ def bench_frame(
 def test_crossing_found_and_stated() -> None:
     table = speedup_table(bench_frame([100, 180, 300, 400], [200, 300, 290, 300]))
     assert list(table.speedup.round(2)) == [2.0, 1.67, 0.97, 0.75]
-    assert crossing_concurrency(table) == 4
+    assert _crossing_concurrency(table) == 4
     assert crossing_statement(table).startswith(
         "The ratio first falls below 1 at concurrency 4 (0.97×; 1.67× at 2)"
     )
@@ -39,13 +39,13 @@ def test_crossing_found_and_stated() -> None:
 
 def test_no_crossing_stated() -> None:
     table = speedup_table(bench_frame([100, 180, 300, 400], [200, 300, 310, 401]))
-    assert crossing_concurrency(table) is None
+    assert _crossing_concurrency(table) is None
     assert crossing_statement(table).startswith("The ratio did not cross 1 up to concurrency 8")
 
 
 def test_always_below_one_stated() -> None:
     table = speedup_table(bench_frame([100, 180], [90, 150], levels=(1, 2)))
-    assert crossing_concurrency(table) == 1
+    assert _crossing_concurrency(table) == 1
     assert crossing_statement(table).startswith(
         "The ratio is below 1 at every concurrency measured"
     )
@@ -72,14 +72,14 @@ def test_cpu_by_role_splits_engine_and_front_end() -> None:
 
     import psutil
 
-    from helpers.serving.bench import cpu_by_role
+    from helpers.serving.bench import _cpu_by_role
 
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(5)"])
     try:
-        roles = cpu_by_role([psutil.Process(child.pid)])
+        roles = _cpu_by_role([psutil.Process(child.pid)])
         assert set(roles) == {"client", "front_end", "engine"}
         assert roles["client"] > 0 and roles["engine"] == 0.0
-        assert cpu_by_role([psutil.Process(os.getpid())])["front_end"] > 0
+        assert _cpu_by_role([psutil.Process(os.getpid())])["front_end"] > 0
     finally:
         child.kill()
         child.wait()
@@ -115,10 +115,10 @@ def test_interleaved_runs_alternate_modes_and_repeat_every_level(
 
     def fake_level(url, model, prompts, c, n, max_tokens, limit, mode, procs, ignore_eos=True):
         calls.append((mode, c))
-        return bench.LevelRun(mode, c, [], 1.0, 0, SpecCounters(2, 6, 3, (2, 1, 0)))
+        return bench._LevelRun(mode, c, [], 1.0, 0, SpecCounters(2, 6, 3, (2, 1, 0)))
 
-    monkeypatch.setattr(bench, "run_level", fake_level)
-    monkeypatch.setattr(bench, "warm_up", lambda *a, **k: None)
+    monkeypatch.setattr(bench, "_run_level", fake_level)
+    monkeypatch.setattr(bench, "_warm_up", lambda *a, **k: None)
     servers = {
         m: SimpleNamespace(base_url=m, model=m, group_processes=list) for m in ("spec", "plain")
     }
@@ -168,12 +168,12 @@ def test_records_add_up_to_the_counters_or_say_they_do_not() -> None:
     a, b = _stream(0.0, 1.0, (1, 0, 1, 2)), _stream(0.0, 2.0, (2, 1, 0, 0))
     # a: 4 steps, 8 accepted, per position (3, 3, 2); b: 3 steps, 1 accepted, (1, 0, 0)
     counters = SpecCounters(7, 21, 9, (4, 3, 2))
-    run = bench.LevelRun("spec", 2, [a, b], 2.0, 0, counters)
+    run = bench._LevelRun("spec", 2, [a, b], 2.0, 0, counters)
     row = bench.reconcile_per_request([run]).iloc[0]
     assert row.equal and row.per_position_equal and row.accepted_requests == 9
-    off = bench.LevelRun("spec", 2, [a, b], 2.0, 0, SpecCounters(8, 24, 9, (4, 3, 2)))
+    off = bench._LevelRun("spec", 2, [a, b], 2.0, 0, SpecCounters(8, 24, 9, (4, 3, 2)))
     assert not bench.reconcile_per_request([off]).equal.iloc[0]  # one step the records missed
-    bare = bench.LevelRun("spec", 2, [_stream(0, 1, None), _stream(0, 1, None)], 1.0, 0, counters)
+    bare = bench._LevelRun("spec", 2, [_stream(0, 1, None), _stream(0, 1, None)], 1.0, 0, counters)
     row = bench.reconcile_per_request([bare]).iloc[0]
     assert not row.equal and row.with_acceptance == 0 and row.drafts_requests != row.drafts_requests
     assert bench.per_request([run, bare]) == {2: [a.acceptance, b.acceptance]}
@@ -185,10 +185,10 @@ def test_level_row_measures_in_flight_and_user_speed() -> None:
 
     # two slots, 2 s of wall time; the slots were busy 2.0 + 1.0 s: 1.5 requests in flight on average
     res = [_stream(0.0, 2.0, (1, 0, 1, 2)), _stream(0.0, 1.0, (2, 1, 0, 0), tokens=5)]
-    row = bench.LevelRun("spec", 2, res, 2.0, 0, SpecCounters(7, 21, 9, (4, 3, 2))).row()
+    row = bench._LevelRun("spec", 2, res, 2.0, 0, SpecCounters(7, 21, 9, (4, 3, 2))).row()
     assert row["mean_in_flight"] == pytest.approx(1.5)
     assert row["per_user_tok_s"] == pytest.approx(
         sorted(r.user_tok_s for r in res)[0] / 2 + sorted(r.user_tok_s for r in res)[1] / 2
     )
-    assert row["finished_naturally"] == 1.0 and row["length"] == bench.FORCED
+    assert row["finished_naturally"] == 1.0 and row["length"] == bench._FORCED
     assert row["per_request_acceptance"] == 2 and row["mean_output_tokens"] == 7

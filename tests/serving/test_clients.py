@@ -9,11 +9,11 @@ import pytest
 
 from helpers.common.counters import SpecCounters, acceptance_stats
 from helpers.serving.clients import (
-    DONE,
-    chat_payload,
+    _DONE,
+    _chat_payload,
+    _parse_sse_line,
+    _result_from_events,
     curl_command,
-    parse_sse_line,
-    result_from_events,
     spec_counters_from_text,
 )
 
@@ -46,12 +46,12 @@ def sse(event: dict | str) -> bytes:
 
 
 def test_parse_sse_line_kinds() -> None:
-    assert parse_sse_line(sse(chunk("hi"))) == chunk("hi")
-    assert parse_sse_line("data: [DONE]") == DONE
-    assert parse_sse_line(b"") is None
-    assert parse_sse_line(": keep-alive") is None
-    assert parse_sse_line("event: message") is None
-    assert parse_sse_line('data:{"a": 1}') == {"a": 1}  # the space after the colon is optional
+    assert _parse_sse_line(sse(chunk("hi"))) == chunk("hi")
+    assert _parse_sse_line("data: [DONE]") == _DONE
+    assert _parse_sse_line(b"") is None
+    assert _parse_sse_line(": keep-alive") is None
+    assert _parse_sse_line("event: message") is None
+    assert _parse_sse_line('data:{"a": 1}') == {"a": 1}  # the space after the colon is optional
 
 
 def test_stream_result_timings_from_canned_events() -> None:
@@ -63,11 +63,11 @@ def test_stream_result_timings_from_canned_events() -> None:
         sse(chunk(" big world", finish="length")),
         sse(usage(12, 5)),
         b"",
-        sse(DONE),
+        sse(_DONE),
     ]
     times = [10.05, 10.2, 10.3, 10.6, 10.61, 10.61, 10.62]
-    events = [(t, ev) for t, ev in zip(times, map(parse_sse_line, lines)) if ev is not None]
-    r = result_from_events(events, start=10.0)
+    events = [(t, ev) for t, ev in zip(times, map(_parse_sse_line, lines)) if ev is not None]
+    r = _result_from_events(events, start=10.0)
     assert r.text == "Hello big world"
     assert r.ttft == pytest.approx(0.2)
     assert r.itls == pytest.approx([0.1, 0.3])
@@ -79,19 +79,19 @@ def test_stream_result_timings_from_canned_events() -> None:
 
 
 def test_stream_without_usage_counts_chunks() -> None:
-    events = [(1.1, chunk("a")), (1.3, chunk("b")), (1.4, DONE)]
-    r = result_from_events(events, start=1.0)
+    events = [(1.1, chunk("a")), (1.3, chunk("b")), (1.4, _DONE)]
+    r = _result_from_events(events, start=1.0)
     assert r.output_tokens == 2 and r.tpot == pytest.approx(0.2)
 
 
 def test_single_token_has_no_tpot() -> None:
-    r = result_from_events([(0.5, chunk("x")), (0.6, usage(3, 1))], start=0.0)
+    r = _result_from_events([(0.5, chunk("x")), (0.6, usage(3, 1))], start=0.0)
     assert r.tpot == 0.0 and r.ttft == pytest.approx(0.5)
 
 
 def test_stream_error_event_raises() -> None:
     with pytest.raises(RuntimeError, match="server error"):
-        result_from_events([(0.1, {"error": {"message": "boom"}})], start=0.0)
+        _result_from_events([(0.1, {"error": {"message": "boom"}})], start=0.0)
 
 
 METRICS = """\
@@ -155,7 +155,7 @@ def test_curl_command_sends_the_same_payload() -> None:
     argv = shlex.split(text.replace("\\\n", " "))
     assert argv[:2] == ["curl", "http://127.0.0.1:8000/v1/chat/completions"]
     assert argv[argv.index("-H") + 1] == "Content-Type: application/json"
-    assert json.loads(argv[argv.index("-d") + 1]) == chat_payload("tiny-qwen3-moe", msgs, 64, 0.0)
+    assert json.loads(argv[argv.index("-d") + 1]) == _chat_payload("tiny-qwen3-moe", msgs, 64, 0.0)
 
 
 def test_curl_stream_flag_and_payload() -> None:
@@ -167,7 +167,7 @@ def test_curl_stream_flag_and_payload() -> None:
 
 
 def test_chat_payload_passes_extra_keys() -> None:
-    p = chat_payload("m", [], max_tokens=8, temperature=0.5, stream=False, ignore_eos=True)
+    p = _chat_payload("m", [], max_tokens=8, temperature=0.5, stream=False, ignore_eos=True)
     assert p == {
         "model": "m",
         "messages": [],
@@ -209,13 +209,13 @@ def test_response_acceptance_reads_the_servers_record() -> None:
 
 def test_the_final_usage_chunk_brings_the_requests_acceptance() -> None:
     final = {**usage(12, 3), "metrics": {"speculative_decoding": SPEC_BLOCK}}
-    r = result_from_events(
+    r = _result_from_events(
         [(10.2, chunk("a")), (10.3, chunk("bc", finish="length")), (10.35, final)], start=10.0
     )
     assert r.acceptance is not None and r.acceptance.histogram == (1, 0, 1, 2)
     assert r.started_at == 10.0 and r.finished_at == pytest.approx(10.35)
     assert r.user_tok_s == pytest.approx(1 / r.tpot)
-    plain = result_from_events([(10.2, chunk("a")), (10.3, usage(12, 1))], start=10.0)
+    plain = _result_from_events([(10.2, chunk("a")), (10.3, usage(12, 1))], start=10.0)
     assert plain.acceptance is None and plain.user_tok_s == 0.0
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from helpers.serving import guard
-from helpers.serving.server import GUARD_FILE, group_processes, guarded_argv
+from helpers.serving.server import _GUARD_FILE, _guarded_argv, group_processes
 
 #: Seconds a group may take to go once its owner is gone: the guard's poll + SIGTERM (a sleeping
 #: stand-in ends at once), with room for a loaded 2-core machine.
@@ -29,15 +29,15 @@ def wait_gone(pgid: int, within: float = GONE_WITHIN) -> float:
     return time.monotonic() - t0
 
 
-def guarded(argv: list[str], **kwargs) -> subprocess.Popen:  # noqa: ANN003
+def guarded(argv: list[str], **kwargs) -> subprocess.Popen:
     """The guard running argv for this process, in its own session."""
-    return subprocess.Popen(guarded_argv(argv), start_new_session=True, **kwargs)
+    return subprocess.Popen(_guarded_argv(argv), start_new_session=True, **kwargs)
 
 
 def test_the_guard_needs_only_the_standard_library() -> None:
     imports = [
         line.split()[1].split(".")[0]
-        for line in GUARD_FILE.read_text().splitlines()
+        for line in _GUARD_FILE.read_text().splitlines()
         if line.startswith(("import ", "from "))
     ]
     assert set(imports) <= set(sys.stdlib_module_names) | {"__future__"}, imports
@@ -73,7 +73,7 @@ def test_the_guard_outlives_the_groups_sigterm_until_its_command_ends(tmp_path: 
 
 def test_the_guard_starts_nothing_for_an_owner_that_is_not_its_parent(tmp_path: Path) -> None:
     marker = tmp_path / "ran"
-    argv = guarded_argv([sys.executable, "-c", f"open({str(marker)!r}, 'w')"], owner=1)
+    argv = _guarded_argv([sys.executable, "-c", f"open({str(marker)!r}, 'w')"], owner=1)
     assert subprocess.run(argv, timeout=60).returncode == 1 and not marker.exists()
 
 
@@ -84,8 +84,8 @@ def test_an_owner_killed_takes_the_whole_group_with_it(tmp_path: Path) -> None:
     command = ["sh", "-c", f"sleep 120 & echo $$ $! > {pids}; wait"]
     owner_code = (
         "import subprocess, sys, time\n"
-        "from helpers.serving.server import guarded_argv\n"
-        f"p = subprocess.Popen(guarded_argv({command!r}), start_new_session=True)\n"
+        "from helpers.serving.server import _guarded_argv\n"
+        f"p = subprocess.Popen(_guarded_argv({command!r}), start_new_session=True)\n"
         "print(p.pid, flush=True)\n"
         "time.sleep(120)\n"
     )
@@ -106,12 +106,12 @@ def test_an_owner_killed_takes_the_whole_group_with_it(tmp_path: Path) -> None:
 def test_group_members_reads_proc() -> None:
     proc = subprocess.Popen(["sleep", "30"], start_new_session=True)
     try:
-        assert guard.group_members(proc.pid) == [proc.pid]
-        assert os.getpid() not in guard.group_members(proc.pid)
+        assert guard._group_members(proc.pid) == [proc.pid]
+        assert os.getpid() not in guard._group_members(proc.pid)
     finally:
         proc.kill()
         proc.wait()
-    assert guard.group_members(proc.pid) == []
+    assert guard._group_members(proc.pid) == []
 
 
 def test_parse_args_needs_a_command() -> None:

@@ -8,11 +8,11 @@ from helpers.common.counters import SpecCounters
 from helpers.serving import monitoring as ob
 
 
-def _samples() -> list[ob.Sample]:
+def _samples() -> list[ob._Sample]:
     """10 s of a k=3 server: 10 drafts/s, 2 accepted per draft, then 4 s of 1 accepted per draft."""
     out, c = [], SpecCounters(0, 0, 0, (0, 0, 0))
     for t in range(11):
-        out.append(ob.Sample(float(t), c))
+        out.append(ob._Sample(float(t), c))
         step = (
             SpecCounters(10, 30, 20, (10, 10, 0)) if t < 6 else SpecCounters(10, 30, 10, (10, 0, 0))
         )
@@ -74,7 +74,7 @@ def test_log_lines_parse() -> None:
         "120.00 tokens/s, Accepted: 1012 tokens, Drafted: 1200 tokens, Per-position acceptance "
         "rate: 0.920, 0.860, 0.750, Avg Draft acceptance rate: 84.3%"
     )
-    df = ob.spec_log_lines(f"noise\n{line}\nmore\n{line}\n")
+    df = ob._spec_log_lines(f"noise\n{line}\nmore\n{line}\n")
     assert len(df) == 2 and df.accepted.sum() == 2024 and df.drafted.iloc[0] == 1200
     assert df.tau.iloc[0] == pytest.approx(3.52) and df.per_position.iloc[0] == [0.92, 0.86, 0.75]
 
@@ -89,7 +89,7 @@ def test_wait_for_spec_log_returns_once_the_log_covers_the_counters(tmp_path, mo
     )
     log = tmp_path / "server.log"
     log.write_text(line.format(a=10, d=30))
-    monkeypatch.setattr(ob, "LOG_POLL", 0.01)
+    monkeypatch.setattr(ob, "_LOG_POLL", 0.01)
     # the last interval arrives a moment later, as a server prints it one interval after the traffic
     later = threading.Timer(0.1, lambda: log.write_text(log.read_text() + line.format(a=5, d=15)))
     later.start()
@@ -101,7 +101,7 @@ def test_wait_for_spec_log_returns_once_the_log_covers_the_counters(tmp_path, mo
 def test_wait_for_spec_log_fails_with_the_gap(tmp_path, monkeypatch) -> None:
     log = tmp_path / "server.log"
     log.write_text("no spec lines yet\n")
-    monkeypatch.setattr(ob, "LOG_POLL", 0.01)
+    monkeypatch.setattr(ob, "_LOG_POLL", 0.01)
     with pytest.raises(
         TimeoutError, match="cover 0 accepted / 0 drafted tokens, the counters 7 / 9"
     ):

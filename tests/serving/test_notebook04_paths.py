@@ -42,12 +42,12 @@ def stream(tokens: int, finish: str) -> StreamResult:
     )
 
 
-def level(mode: str, c: int, length: str = bench.FORCED, repeat: int = 0) -> bench.LevelRun:
+def level(mode: str, c: int, length: str = bench._FORCED, repeat: int = 0) -> bench._LevelRun:
     """One level of canned requests; a speculative one moved the counters."""
-    tokens, finish = (128, "length") if length == bench.FORCED else (90, "stop")
+    tokens, finish = (128, "length") if length == bench._FORCED else (90, "stop")
     counters_moved = SpecCounters(40, 120, 90, (35, 30, 25)) if mode == "spec" else SpecCounters()
     results = [stream(tokens, finish) for _ in range(max(4, c))]
-    run = bench.LevelRun(mode, c, results, 2.0, 0, counters_moved, length=length)
+    run = bench._LevelRun(mode, c, results, 2.0, 0, counters_moved, length=length)
     run.repeat = repeat
     return run
 
@@ -75,7 +75,7 @@ def without_records(monkeypatch: pytest.MonkeyPatch) -> dict:
         "requests_per_level": {1: 4, 4: 4},
         "level_runs": level_runs,
         "spec_runs": [r for r in level_runs if r.mode == "spec"],
-        "natural_runs": [level(m, 4, bench.NATURAL) for m in ("spec", "plain")],
+        "natural_runs": [level(m, 4, bench._NATURAL) for m in ("spec", "plain")],
         "results": bench.results_frame(level_runs),
         "reply": {"choices": [{"message": {"role": "assistant", "content": "{}"}}]},
     }
@@ -94,6 +94,6 @@ def test_acceptance_cells_fall_back_to_the_counters(
     assert not ns["reconciled"].equal.any()  # nothing to reconcile, and it says so
     tau = ns["taus"][4]
     assert tau.estimate == pytest.approx(1 + 90 / 40) and not tau.bounded
-    assert "no intervals from this vLLM" in out
+    assert "no intervals (no per-request acceptance" in out
     assert ns["acceptance"].tau_ci_low.isna().all() and ns["acceptance"].requests.eq(0).all()
     assert not ns["natural_tau"].bounded

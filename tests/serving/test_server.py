@@ -36,16 +36,16 @@ from helpers.serving.clients import (
     stream_chat,
 )
 from helpers.serving.server import (
-    MODULE_ENTRY,
+    _MODULE_ENTRY,
     VllmServer,
-    engine_flags,
-    entry_point_argv,
-    free_port,
+    _engine_flags,
+    _entry_point_argv,
+    _free_port,
+    _port_in_use,
+    _serve_command,
+    _start_server,
     launch_command,
-    port_in_use,
-    serve_command,
     serve_command_text,
-    start_server,
     stop_all,
 )
 
@@ -75,12 +75,12 @@ MESSAGES = [
 def test_documents_command_from_the_qwen_profile() -> None:
     profile = load_profile("qwen3-30b-a3b")
     assert profile.engine["tensor_parallel_size"] == 1  # `-tp 1` comes from here
-    assert serve_command(profile) == shlex.split(DOCUMENTS_COMMAND)
+    assert _serve_command(profile) == shlex.split(DOCUMENTS_COMMAND)
     assert serve_command_text(profile) == DOCUMENTS_COMMAND
 
 
 def test_tiny_long_form() -> None:
-    argv = serve_command(load_profile("tiny"))
+    argv = _serve_command(load_profile("tiny"))
     assert argv[:5] == ["vllm", "serve", "data/tiny-qwen3-moe", "-tp", "1"]
     assert json.loads(argv[argv.index("--speculative-config") + 1]) == {
         "model": "data/tiny-qwen3-moe-eagle3",
@@ -91,8 +91,8 @@ def test_tiny_long_form() -> None:
 
 def test_k_zero_is_plain_and_k_overrides() -> None:
     tiny = load_profile("tiny")
-    assert "--speculative-config" not in serve_command(tiny, k=0)
-    argv = serve_command(tiny, k=5, port=8123, extra=["--seed", "0"])
+    assert "--speculative-config" not in _serve_command(tiny, k=0)
+    argv = _serve_command(tiny, k=5, port=8123, extra=["--seed", "0"])
     assert json.loads(argv[argv.index("--speculative-config") + 1])["num_speculative_tokens"] == 5
     assert argv[-4:] == ["--port", "8123", "--seed", "0"]
 
@@ -102,39 +102,39 @@ def test_short_form_hub_profile() -> None:
         serve_command_text(load_profile("qwen3-30b-a3b"), short_form=True)
         == "vllm serve RedHatAI/Qwen3-30B-A3B-Instruct-2507-speculator.eagle3 -tp 1"
     )
-    argv = serve_command(load_profile("qwen3-30b-a3b"), k=5, short_form=True)
+    argv = _serve_command(load_profile("qwen3-30b-a3b"), k=5, short_form=True)
     assert json.loads(argv[-1]) == {"num_speculative_tokens": 5}
     with pytest.raises(ValueError, match="always speculative"):
-        serve_command(load_profile("qwen3-30b-a3b"), k=0, short_form=True)
+        _serve_command(load_profile("qwen3-30b-a3b"), k=0, short_form=True)
 
 
 @needs_tiny
 def test_short_form_tiny_reads_k_from_the_drafter() -> None:
     tiny = load_profile("tiny")
-    assert serve_command(tiny, short_form=True) == [
+    assert _serve_command(tiny, short_form=True) == [
         "vllm",
         "serve",
         "data/tiny-qwen3-moe-eagle3",
         "-tp",
         "1",
     ]
-    argv = serve_command(tiny, k=2, short_form=True)
+    argv = _serve_command(tiny, k=2, short_form=True)
     assert json.loads(argv[argv.index("--speculative-config") + 1]) == {"num_speculative_tokens": 2}
 
 
 def test_cpu_engine_flags() -> None:
-    flags = " ".join(engine_flags(load_profile("tiny"), gpu=False))
+    flags = " ".join(_engine_flags(load_profile("tiny"), gpu=False))
     assert (
         flags
         == "--dtype float32 --enforce-eager --kv-cache-memory-bytes 536870912 --max-model-len 1024 --seed 0"
     )
-    assert "--enforce-eager" not in engine_flags(load_profile("qwen3-30b-a3b"), gpu=True)
+    assert "--enforce-eager" not in _engine_flags(load_profile("qwen3-30b-a3b"), gpu=True)
 
 
 @pytest.mark.usefixtures("qwen3_built")
 def test_shape_profile_serves_random_weights_with_qwens_tokenizer() -> None:
     shape = load_profile("qwen3-30b-a3b-shape")
-    flags = " ".join(engine_flags(shape, gpu=True))
+    flags = " ".join(_engine_flags(shape, gpu=True))
     assert "--load-format dummy" in flags and "--dtype auto" in flags
     assert "--kv-cache-memory-bytes 2147483648" in flags and "--enforce-eager" not in flags
     # The verifier folder has config.json only; the tokenizer is Qwen3's, built by make venv.
@@ -172,7 +172,7 @@ def test_spec_extra_and_engine_overrides_reach_the_command() -> None:
     assert config["disable_eagle_block_drop"] is True and config["num_speculative_tokens"] == 3
     assert argv[argv.index("--kv-cache-memory-bytes") + 1] == "7"  # the override, not 512 MiB
     assert argv.count("--kv-cache-memory-bytes") == 1
-    short = serve_command(tiny, short_form=True, spec_extra={"disable_eagle_block_drop": True})
+    short = _serve_command(tiny, short_form=True, spec_extra={"disable_eagle_block_drop": True})
     assert json.loads(short[short.index("--speculative-config") + 1]) == {
         "disable_eagle_block_drop": True
     }
@@ -180,11 +180,11 @@ def test_spec_extra_and_engine_overrides_reach_the_command() -> None:
 
 def test_entry_point_translation() -> None:
     argv = ["vllm", "serve", "data/tiny-qwen3-moe", "-tp", "1", "--port", "9"]
-    module = entry_point_argv(argv, use_console_script=False)
+    module = _entry_point_argv(argv, use_console_script=False)
     assert module == [
         sys.executable,
         "-m",
-        MODULE_ENTRY,
+        _MODULE_ENTRY,
         "--model",
         "data/tiny-qwen3-moe",
         "-tp",
@@ -192,10 +192,10 @@ def test_entry_point_translation() -> None:
         "--port",
         "9",
     ]
-    script = entry_point_argv(argv, use_console_script=True)
+    script = _entry_point_argv(argv, use_console_script=True)
     assert Path(script[0]).name == "vllm" and script[1:] == argv[1:]
     with pytest.raises(ValueError, match="vllm serve MODEL"):
-        entry_point_argv(["python", "x.py"])
+        _entry_point_argv(["python", "x.py"])
 
 
 # ---------------------------------------------------------------- lifecycle with stand-in processes (no vLLM)
@@ -211,8 +211,8 @@ def listening_port() -> Iterator[int]:
 
 
 def test_free_port_and_port_in_use(listening_port: int) -> None:
-    assert port_in_use(listening_port)
-    assert not port_in_use(free_port())
+    assert _port_in_use(listening_port)
+    assert not _port_in_use(_free_port())
 
 
 def test_busy_port_gives_a_one_line_error(listening_port: int) -> None:
@@ -226,7 +226,7 @@ def test_busy_port_gives_a_one_line_error(listening_port: int) -> None:
 
 def test_early_death_raises_with_the_log_tail() -> None:
     argv = [sys.executable, "-c", "print('model folder missing, say so'); raise SystemExit(3)"]
-    server = VllmServer(argv, free_port(), "early-death-test", "m")
+    server = VllmServer(argv, _free_port(), "early-death-test", "m")
     with pytest.raises(RuntimeError, match="exited with code 3") as err:
         server.start(timeout=30, progress=False)
     assert "model folder missing, say so" in str(err.value)
@@ -235,7 +235,7 @@ def test_early_death_raises_with_the_log_tail() -> None:
 
 def test_timeout_kills_the_whole_group() -> None:
     argv = ["sh", "-c", "sleep 60 & sleep 60"]  # never healthy; leaves a child in the group
-    server = VllmServer(argv, free_port(), "timeout-test", "m")
+    server = VllmServer(argv, _free_port(), "timeout-test", "m")
     with pytest.raises(TimeoutError, match="not healthy after 2 s"):
         server.start(timeout=2, progress=False)
     assert server.group_processes() == [] and not server.alive
@@ -243,7 +243,7 @@ def test_timeout_kills_the_whole_group() -> None:
 
 def test_start_stop_and_atexit_hook_with_a_stand_in_server(tmp_path: Path) -> None:
     (tmp_path / "health").write_text("ok")  # http.server answers GET /health with 200
-    port = free_port()
+    port = _free_port()
     argv = [
         sys.executable,
         "-m",
@@ -259,7 +259,7 @@ def test_start_stop_and_atexit_hook_with_a_stand_in_server(tmp_path: Path) -> No
     stop_all()  # what atexit runs
     assert (
         server.group_processes() == []
-        and not port_in_use(port)
+        and not _port_in_use(port)
         and server not in srv_mod.running_servers()
     )
 
@@ -267,7 +267,7 @@ def test_start_stop_and_atexit_hook_with_a_stand_in_server(tmp_path: Path) -> No
 def stand_in(tmp_path: Path, name: str) -> VllmServer:
     """A server stand-in: http.server answering GET /health from tmp_path."""
     (tmp_path / "health").write_text("ok")
-    port = free_port()
+    port = _free_port()
     argv = [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1"]
     return VllmServer([*argv, "--directory", str(tmp_path)], port, name, "m")
 
@@ -280,12 +280,12 @@ def test_start_together_starts_all_or_stops_all(tmp_path: Path) -> None:
     finally:
         stop_all()
     dying = VllmServer(
-        [sys.executable, "-c", "raise SystemExit(4)"], free_port(), "together-x", "m"
+        [sys.executable, "-c", "raise SystemExit(4)"], _free_port(), "together-x", "m"
     )
     alive = stand_in(tmp_path, "together-c")
     with pytest.raises(RuntimeError, match="exited with code 4"):
         srv_mod.start_together([alive, dying], timeout=30, progress=False)
-    assert not alive.alive and alive.group_processes() == [] and not port_in_use(alive.port)
+    assert not alive.alive and alive.group_processes() == [] and not _port_in_use(alive.port)
 
 
 def test_an_interrupt_while_starting_together_stops_them_all() -> None:
@@ -293,7 +293,7 @@ def test_an_interrupt_while_starting_together_stops_them_all() -> None:
     import threading
 
     never = [
-        VllmServer([sys.executable, "-c", "import time; time.sleep(120)"], free_port(), n, "m")
+        VllmServer([sys.executable, "-c", "import time; time.sleep(120)"], _free_port(), n, "m")
         for n in ("interrupted-a", "interrupted-b")
     ]
     main = threading.main_thread().ident
@@ -315,7 +315,7 @@ def test_a_server_keeps_its_processes_when_the_notebook_engine_is_in_process(
 ) -> None:
     monkeypatch.setenv(IN_PROCESS_ENV, "0")  # what start_engine sets on a CPU
     (tmp_path / "health").write_text("ok")
-    port = free_port()
+    port = _free_port()
     code = (
         "import os, sys, http.server, functools; "
         f"open({str(tmp_path / 'env')!r}, 'w').write(os.environ.get({IN_PROCESS_ENV!r}, 'unset')); "
@@ -333,18 +333,18 @@ def test_a_server_keeps_its_processes_when_the_notebook_engine_is_in_process(
 def test_a_server_runs_under_its_guard_and_records_its_owner(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(srv_mod, "SERVERS_DIR", tmp_path / "servers")
+    monkeypatch.setattr(srv_mod, "_SERVERS_DIR", tmp_path / "servers")
     server = stand_in(tmp_path, "guarded-test").start(timeout=30, progress=False)
     try:
         guard_proc = psutil.Process(server.pgid)
-        assert str(srv_mod.GUARD_FILE) in guard_proc.cmdline()
+        assert str(srv_mod._GUARD_FILE) in guard_proc.cmdline()
         assert server.pgid not in [p.pid for p in server.group_processes()], (
             "the guard is no server"
         )
         assert [p.ppid() for p in server.group_processes()] == [server.pgid]
-        [(path, record)] = srv_mod.read_records()
+        [(path, record)] = srv_mod._read_records()
         assert record["owner_pid"] == os.getpid() and record["pgid"] == server.pgid
-        assert srv_mod.owner_alive(record) and srv_mod.sweep_orphans() == []
+        assert srv_mod._owner_alive(record) and srv_mod.sweep_orphans() == []
         assert server.healthy(), "a sweep leaves a live owner's server alone"
     finally:
         server.stop()
@@ -375,7 +375,7 @@ def test_a_reused_group_id_is_not_swept(tmp_path: Path) -> None:
     other = subprocess.Popen(["sleep", "60"], start_new_session=True)
     try:
         record = {"pgid": other.pid, "owner_pid": 0, "group_started": time.time() + 60}
-        assert srv_mod.record_processes(record) == []
+        assert srv_mod._record_processes(record) == []
         (tmp_path / "x.json").write_text(json.dumps(record))
         assert srv_mod.sweep_orphans(tmp_path) == [] and other.poll() is None
     finally:
@@ -393,7 +393,7 @@ def test_stop_all_stops_every_server_at_once(tmp_path: Path) -> None:
     )
     servers = []
     for name in ("stubborn-a", "stubborn-b"):
-        port = free_port()
+        port = _free_port()
         servers.append(
             VllmServer([sys.executable, "-c", code, str(port), str(tmp_path)], port, name, "m")
         )
@@ -401,7 +401,7 @@ def test_stop_all_stops_every_server_at_once(tmp_path: Path) -> None:
     t0 = time.monotonic()
     stop_all(grace=1.0)
     assert time.monotonic() - t0 < 1.0 + 4.0, "one grace for all, then SIGKILL"
-    assert all(s.group_processes() == [] and not port_in_use(s.port) for s in servers)
+    assert all(s.group_processes() == [] and not _port_in_use(s.port) for s in servers)
 
 
 # ---------------------------------------------------------------- serving_bench arithmetic (no server)
@@ -415,16 +415,16 @@ def spec_server() -> Iterator[VllmServer]:
     """The tiny profile's speculative server (long form), started once for this module."""
     if not TINY_READY:
         pytest.skip("the tiny pair is not in data/: run `make tiny-models`")
-    server = start_server(load_profile("tiny"), name="test-spec", progress=False)
+    server = _start_server(load_profile("tiny"), name="test-spec", progress=False)
     yield server
     server.stop()
-    assert server.group_processes() == [] and not port_in_use(server.port)
+    assert server.group_processes() == [] and not _port_in_use(server.port)
 
 
 @pytest.mark.vllm
 def test_speculative_sampling_at_t07_through_the_server(spec_server: VllmServer) -> None:
     """vLLM issue #55005 is fixed in the server's processes too (the plugin loads there)."""
-    from helpers.analytics.text_quality import distinct_ngram_ratio
+    from helpers.analytics.text_quality import _distinct_ngram_ratio
     from helpers.common.prompts import as_messages, load_prompts
 
     prompts = [p for items in load_prompts(2).values() for p in items]
@@ -442,7 +442,7 @@ def test_speculative_sampling_at_t07_through_the_server(spec_server: VllmServer)
     ]
     drafts = (scrape_spec_counters(spec_server.base_url) - before).num_drafts
     finished = sum(r["choices"][0]["finish_reason"] == "stop" for r in replies) / len(replies)
-    distinct = min(distinct_ngram_ratio(answer_text(r).split()) for r in replies)
+    distinct = min(_distinct_ngram_ratio(answer_text(r).split()) for r in replies)
     print(f"finished naturally {finished:.0%}, lowest distinct-4-gram ratio {distinct:.2f}")
     assert drafts > 0 and finished >= 0.75 and distinct >= 0.5, (drafts, finished, distinct)
 
@@ -495,7 +495,7 @@ def test_bad_requests_get_4xx_and_the_server_keeps_serving(spec_server: VllmServ
 @pytest.mark.vllm
 def test_second_server_on_a_busy_port_fails_clearly(spec_server: VllmServer) -> None:
     with pytest.raises(RuntimeError, match="already in use"):
-        start_server(load_profile("tiny"), port=spec_server.port, name="test-busy", progress=False)
+        _start_server(load_profile("tiny"), port=spec_server.port, name="test-busy", progress=False)
     assert spec_server.healthy()
 
 
@@ -503,7 +503,7 @@ def test_second_server_on_a_busy_port_fails_clearly(spec_server: VllmServer) -> 
 @needs_tiny
 def test_short_form_serves_the_drafter_dir_and_stops_cleanly() -> None:
     # k=2 differs from the drafter's own k=3: the short form passes it as a --speculative-config override.
-    server = start_server(
+    server = _start_server(
         load_profile("tiny"), k=2, short_form=True, name="test-short", progress=False
     )
     try:
@@ -521,7 +521,7 @@ def test_short_form_serves_the_drafter_dir_and_stops_cleanly() -> None:
         assert server.group_processes()
     finally:
         server.stop()
-    assert server.group_processes() == [] and not port_in_use(server.port) and not server.alive
+    assert server.group_processes() == [] and not _port_in_use(server.port) and not server.alive
 
 
 @pytest.mark.vllm
@@ -534,11 +534,11 @@ def test_per_request_acceptance_adds_up_to_the_counter_delta(spec_server: VllmSe
 
     from helpers.common.counters import counters_of
     from helpers.common.prompts import as_messages
-    from helpers.serving.bench import bench_prompts, reconcile_per_request, run_level
+    from helpers.serving.bench import _run_level, bench_prompts, reconcile_per_request
     from helpers.serving.clients import response_acceptance
 
     prompts = bench_prompts(4)
-    run = run_level(spec_server.base_url, spec_server.model, prompts, 4, 4, max_tokens=32)
+    run = _run_level(spec_server.base_url, spec_server.model, prompts, 4, 4, max_tokens=32)
     row = reconcile_per_request([run]).iloc[0]
     assert row.with_acceptance == 4 and row.drafts_counters > 0
     assert row.equal and row.per_position_equal, row

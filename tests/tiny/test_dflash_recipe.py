@@ -11,8 +11,8 @@ from safetensors.torch import load_file
 from helpers.common.paths import DATA_DIR
 from helpers.tiny import dflash_recipe as recipe
 
-SHIPPED = DATA_DIR / recipe.DFLASH_NAME
-LOG = DATA_DIR / recipe.DFLASH_LOG
+SHIPPED = DATA_DIR / recipe._DFLASH_NAME
+LOG = DATA_DIR / recipe._DFLASH_LOG
 needs_shipped = pytest.mark.skipif(
     not (SHIPPED / "model.safetensors").is_file(), reason="needs the shipped DFlash drafter"
 )
@@ -23,9 +23,9 @@ def test_the_shipped_drafter_is_what_the_recipe_says() -> None:
     log = json.loads(LOG.read_text())
     cfg = recipe.DFlashRecipe(**log["config"])
     shipped = json.loads((SHIPPED / "config.json").read_text())
-    assert shipped == recipe.recipe_config(DATA_DIR / recipe.VERIFIER_NAME, cfg)
-    assert recipe.weights_sha256(SHIPPED) == log["drafter"]["sha256"]
-    assert (SHIPPED / "README.md").read_text() == recipe.card(log)
+    assert shipped == recipe._recipe_config(DATA_DIR / recipe.VERIFIER_NAME, cfg)
+    assert recipe._weights_sha256(SHIPPED) == log["drafter"]["sha256"]
+    assert (SHIPPED / "README.md").read_text() == recipe._card(log)
     assert recipe.drafter_for(DATA_DIR / recipe.VERIFIER_NAME) == SHIPPED
 
 
@@ -57,8 +57,8 @@ def test_smoke_recipe_writes_a_drafter_vllm_drafts_with(tmp_path) -> None:
 
     (tmp_path / recipe.VERIFIER_NAME).symlink_to(DATA_DIR / recipe.VERIFIER_NAME)
     log = recipe.build_dflash(tmp_path, recipe.SMOKE)
-    out = tmp_path / recipe.DFLASH_NAME
-    assert recipe.weights_sha256(out) == log["drafter"]["sha256"]
+    out = tmp_path / recipe._DFLASH_NAME
+    assert recipe._weights_sha256(out) == log["drafter"]["sha256"]
     spec = {"model": str(out), "method": "dflash", "num_speculative_tokens": recipe.SMOKE.k}
     with open_engine(**engine_kwargs(load_profile("tiny"), k=3, speculative_config=spec)) as llm:
         run = run_prompts(llm, ["Write one line about rain."], sampling(8))

@@ -15,7 +15,7 @@ from helpers.engine.pairing import validate_pair
 from helpers.tiny import lab as drafter_lab
 from helpers.tiny.lab import (
     CheckpointSaver,
-    TauResult,
+    _TauResult,
     compare_verifiers,
     distill_examples,
     eagle3_shape_table,
@@ -116,8 +116,8 @@ def test_validator_cannot_see_random_weights(tiny_pair, tmp_path: Path) -> None:
     assert validate_pair(same_name, tiny_pair.drafter).problems == []
 
 
-def _result(label: str, tau: float) -> TauResult:
-    return TauResult(
+def _result(label: str, tau: float) -> _TauResult:
+    return _TauResult(
         label,
         tau,
         [tau - 1, (tau - 1) / 2, 0.1],
@@ -133,7 +133,7 @@ def test_tau_table_and_learning_curve_plot() -> None:
     table = tau_table(taus)
     assert list(table.columns[:4]) == ["drafter", "tau", "accept@1", "accept@2"]
     assert "tau code" in tau_table(
-        {"x": TauResult("x", 2.0, [], 1, 1, 1, 1.0, {"code": 2.0})}, by_category=True
+        {"x": _TauResult("x", 2.0, [], 1, 1, 1, 1.0, {"code": 2.0})}, by_category=True
     )
     hist = DrafterHistory(loss=[5.0, 4.0, 3.0], agreement=[[0.1, 0.0], [0.3, 0.1], [0.5, 0.2]])
     fig = plot_learning_curve(taus, hist, _result("shipped", 2.2))
@@ -165,11 +165,11 @@ def test_evaluate_tau_on_the_shipped_pair() -> None:
 def test_tau_table_shows_intervals_when_vllm_kept_requests() -> None:
     from helpers.common.counters import RequestAcceptance, counters_of
     from helpers.engine.runs import CategoryRun
-    from helpers.tiny.lab import TauResult, tau_table
+    from helpers.tiny.lab import _TauResult, tau_table
 
     reqs = [RequestAcceptance((1, 1, 2, 4), 24), RequestAcceptance((0, 2, 2, 2), 18)]
     run = CategoryRun([[1], [2]], ["a", "b"], 1.0, counters_of(reqs), requests=reqs)
-    result = TauResult("x", 3.0, [], 14, 0, 2, 1.0, {"code": 3.0}, runs={"code": run})
+    result = _TauResult("x", 3.0, [], 14, 0, 2, 1.0, {"code": 3.0}, runs={"code": run})
     assert result.interval is not None and result.interval.n == 2
     assert tau_table({"x": result}).iloc[0]["accept@3 95% CI"].startswith("[")
     row = tau_table({"x": result}, by_category=True).iloc[0]

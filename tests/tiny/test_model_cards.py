@@ -6,7 +6,7 @@ import json
 
 from helpers.common.paths import DATA_DIR
 from helpers.common.prompts import CATEGORIES
-from helpers.tiny.model_cards import check_targets, drafter_card, verifier_card
+from helpers.tiny.model_cards import _drafter_card, _verifier_card, check_targets
 from helpers.tiny.recipe import DRAFTER_NAME, RECIPE_LOG, VERIFIER_NAME
 
 
@@ -37,5 +37,5 @@ def test_targets_met_and_missed() -> None:
 def test_shipped_cards_are_rendered_from_the_shipped_measurements() -> None:
     res = json.loads((DATA_DIR / "tiny-pair-bench.json").read_text())
     log = json.loads((DATA_DIR / RECIPE_LOG).read_text())
-    assert (DATA_DIR / VERIFIER_NAME / "README.md").read_text() == verifier_card(res, log)
-    assert (DATA_DIR / DRAFTER_NAME / "README.md").read_text() == drafter_card(res, log)
+    assert (DATA_DIR / VERIFIER_NAME / "README.md").read_text() == _verifier_card(res, log)
+    assert (DATA_DIR / DRAFTER_NAME / "README.md").read_text() == _drafter_card(res, log)

@@ -5,20 +5,20 @@ from __future__ import annotations
 from transformers import AutoTokenizer
 
 from helpers.tiny.tokenizer import (
-    CHAT_TEMPLATE,
-    SPECIAL_TOKENS,
+    _CHAT_TEMPLATE,
+    _SPECIAL_TOKENS,
+    _VOCAB_SIZE,
     TOKENIZER_DIR,
-    VOCAB_SIZE,
-    train_bpe,
-    wrap_for_transformers,
+    _train_bpe,
+    _wrap_for_transformers,
 )
 
 
 def test_shipped_tokenizer_loads_offline_with_qwen_markers() -> None:
     tok = AutoTokenizer.from_pretrained(TOKENIZER_DIR)
-    assert len(tok) == VOCAB_SIZE
+    assert len(tok) == _VOCAB_SIZE
     assert tok.eos_token == "<|im_end|>" and tok.pad_token == "<|endoftext|>"
-    for special in SPECIAL_TOKENS:
+    for special in _SPECIAL_TOKENS:
         assert len(tok(special, add_special_tokens=False)["input_ids"]) == 1
 
 
@@ -36,7 +36,7 @@ def test_builder_makes_byte_level_bpe_that_round_trips() -> None:
         "def add(a, b):\n    return a + b\n",
         "The quick brown fox jumps over the lazy dog. " * 20,
     ]
-    tok = wrap_for_transformers(train_bpe(iter(texts), vocab_size=300))
-    assert tok.chat_template == CHAT_TEMPLATE
+    tok = _wrap_for_transformers(_train_bpe(iter(texts), vocab_size=300))
+    assert tok.chat_template == _CHAT_TEMPLATE
     sample = "naïve café → 日本 <|im_start|>user\n"
     assert tok.decode(tok(sample, add_special_tokens=False)["input_ids"]) == sample

@@ -6,12 +6,12 @@ from transformers import AutoTokenizer
 
 from helpers.common.paths import DATA_DIR
 from helpers.tiny.corpus import make_examples
-from helpers.tiny.verifier import VerifierShape, encode_examples, verifier_config
+from helpers.tiny.verifier import _verifier_config, _VerifierShape, encode_examples
 
 
 def test_config_is_qwen3_moe_with_im_end_as_eos() -> None:
     tok = AutoTokenizer.from_pretrained(DATA_DIR / "tiny-tokenizer")
-    config = verifier_config(tok, VerifierShape())
+    config = _verifier_config(tok, _VerifierShape())
     assert config.model_type == "qwen3_moe" and config.num_experts == 8
     assert config.eos_token_id == tok.convert_tokens_to_ids("<|im_end|>")
     assert config.vocab_size == len(tok)

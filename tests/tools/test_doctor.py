@@ -26,7 +26,7 @@ from helpers.common.counters import SpecCounters
 from helpers.common.paths import REPO_ROOT
 from helpers.engine.runs import CategoryRun
 from helpers.tools import doctor
-from helpers.tools.doctor import OK, PROBLEM, SKIPPED, Row
+from helpers.tools.doctor import _OK, _PROBLEM, _SKIPPED, _Row
 from tests.support import load_script, run_module
 
 #: Seconds the stage-one CLI may take against a fake .venv on a busy 2-core machine (~0.3 s idle).
@@ -54,14 +54,14 @@ def fake_venv(tmp_path: Path) -> Path:
 
 def run_doctor_cli(*args: str, **env: str) -> tuple[subprocess.CompletedProcess, float]:
     """`python -m helpers.tools.doctor ARGS` as the Makefile runs it (PYTHONPATH=src); (result, seconds)."""
-    full_env = {k: v for k, v in os.environ.items() if not k.startswith(doctor.ENV_PREFIX)}
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith(doctor._ENV_PREFIX)}
     full_env.update({"PYTHONPATH": str(REPO_ROOT / "src"), **env})
     return run_module("helpers.tools.doctor", list(args), full_env, timeout=300)
 
 
 def problem_lines(output: str) -> list[str]:
     """The table's PROBLEM lines."""
-    return [line for line in output.splitlines() if line.split()[1:2] == [PROBLEM]]
+    return [line for line in output.splitlines() if line.split()[1:2] == [_PROBLEM]]
 
 
 def assert_actionable(detail: str) -> None:
@@ -75,78 +75,78 @@ def assert_actionable(detail: str) -> None:
 
 def test_required_python_is_pyprojects_and_setup_envs() -> None:
     setup_env = load_script("setup_env")
-    assert doctor.required_python() == setup_env.MIN_PYTHON == (3, 10)
+    assert doctor._required_python() == setup_env.MIN_PYTHON == (3, 10)
 
 
 def test_required_python_needs_the_line(tmp_path: Path) -> None:
     (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\n')
     with pytest.raises(ValueError, match="requires-python"):
-        doctor.required_python(tmp_path / "pyproject.toml")
+        doctor._required_python(tmp_path / "pyproject.toml")
 
 
 @pytest.mark.parametrize(
     ("system", "machine", "gpu", "status"),
     [
-        ("Linux", "x86_64", False, OK),
-        ("Linux", "aarch64", True, OK),
-        ("Linux", "aarch64", False, PROBLEM),
-        ("Darwin", "arm64", False, PROBLEM),
-        ("Windows", "AMD64", False, PROBLEM),
+        ("Linux", "x86_64", False, _OK),
+        ("Linux", "aarch64", True, _OK),
+        ("Linux", "aarch64", False, _PROBLEM),
+        ("Darwin", "arm64", False, _PROBLEM),
+        ("Windows", "AMD64", False, _PROBLEM),
     ],
 )
 def test_platform(system: str, machine: str, gpu: bool, status: str) -> None:
-    row = doctor.check_platform(system, machine, gpu)
+    row = doctor._check_platform(system, machine, gpu)
     assert row.status == status, row
-    if status == PROBLEM:
+    if status == _PROBLEM:
         assert_actionable(row.detail)
         assert ".devcontainer/" in row.detail and "Linux x86-64" in row.detail
 
 
 def test_cpu_needs_avx2_unless_a_gpu_runs_the_engine() -> None:
-    assert doctor.check_cpu({"avx2", "avx512f"}, gpu=False).status == OK
-    slower = doctor.check_cpu({"avx2"}, gpu=False)
-    assert slower.status == OK and "slower" in slower.detail
-    none = doctor.check_cpu({"sse4_2"}, gpu=False)
-    assert none.status == PROBLEM and "AVX2" in none.detail
+    assert doctor._check_cpu({"avx2", "avx512f"}, gpu=False).status == _OK
+    slower = doctor._check_cpu({"avx2"}, gpu=False)
+    assert slower.status == _OK and "slower" in slower.detail
+    none = doctor._check_cpu({"sse4_2"}, gpu=False)
+    assert none.status == _PROBLEM and "AVX2" in none.detail
     assert_actionable(none.detail)
-    assert doctor.check_cpu({"sse4_2"}, gpu=True).status == OK
-    assert doctor.check_cpu(None, gpu=False).status == SKIPPED
+    assert doctor._check_cpu({"sse4_2"}, gpu=True).status == _OK
+    assert doctor._check_cpu(None, gpu=False).status == _SKIPPED
 
 
 def test_memory_and_disk_thresholds(tmp_path: Path) -> None:
-    assert doctor.check_memory(23.5).status == OK
-    low = doctor.check_memory(4.0)
-    assert low.status == PROBLEM and "8 GiB" in low.detail
+    assert doctor._check_memory(23.5).status == _OK
+    low = doctor._check_memory(4.0)
+    assert low.status == _PROBLEM and "8 GiB" in low.detail
     assert_actionable(low.detail)
-    assert doctor.check_disk(tmp_path, 2.0, free_gib=70.0).status == OK
-    full = doctor.check_disk(tmp_path, 8.0, free_gib=3.5)
-    assert full.status == PROBLEM and "3.5 GiB" in full.detail and "8 GiB" in full.detail
+    assert doctor._check_disk(tmp_path, 2.0, free_gib=70.0).status == _OK
+    full = doctor._check_disk(tmp_path, 8.0, free_gib=3.5)
+    assert full.status == _PROBLEM and "3.5 GiB" in full.detail and "8 GiB" in full.detail
     assert_actionable(full.detail)
 
 
 def test_python_and_venv_versions() -> None:
     need = (3, 10)
-    assert doctor.check_python("python3", need, (3, 11, 7)).status == OK
-    old = doctor.check_python("python3.8", need, (3, 8, 18))
-    assert old.status == PROBLEM and "3.8.18" in old.detail and "make venv PYTHON=" in old.detail
-    gone = doctor.check_python("python9", need, "cannot run it (FileNotFoundError)")
-    assert gone.status == PROBLEM
-    none = doctor.check_venv(Path(".venv"), need, None)
-    assert none.status == PROBLEM and "`make venv`" in none.detail
-    broken = doctor.check_venv(
+    assert doctor._check_python("python3", need, (3, 11, 7)).status == _OK
+    old = doctor._check_python("python3.8", need, (3, 8, 18))
+    assert old.status == _PROBLEM and "3.8.18" in old.detail and "make venv PYTHON=" in old.detail
+    gone = doctor._check_python("python9", need, "cannot run it (FileNotFoundError)")
+    assert gone.status == _PROBLEM
+    none = doctor._check_venv(Path(".venv"), need, None)
+    assert none.status == _PROBLEM and "`make venv`" in none.detail
+    broken = doctor._check_venv(
         Path(".venv"), need, "it exited with code 127 instead of printing its version"
     )
-    assert broken.status == PROBLEM and "rm -rf .venv" in broken.detail
-    assert doctor.check_venv(Path(".venv"), need, (3, 9, 1)).status == PROBLEM
-    assert doctor.check_venv(Path(".venv"), need, (3, 11, 7)).status == OK
+    assert broken.status == _PROBLEM and "rm -rf .venv" in broken.detail
+    assert doctor._check_venv(Path(".venv"), need, (3, 9, 1)).status == _PROBLEM
+    assert doctor._check_venv(Path(".venv"), need, (3, 11, 7)).status == _OK
     for row in (old, gone, none, broken):
         assert_actionable(row.detail)
 
 
 def test_python_version_of_an_interpreter(tmp_path: Path) -> None:
-    assert doctor.python_version(sys.executable) == tuple(sys.version_info[:3])
-    assert doctor.python_version(str(fake_python(tmp_path / "py", "3.8.18"))) == (3, 8, 18)
-    assert isinstance(doctor.python_version(str(tmp_path / "missing")), str)
+    assert doctor._python_version(sys.executable) == tuple(sys.version_info[:3])
+    assert doctor._python_version(str(fake_python(tmp_path / "py", "3.8.18"))) == (3, 8, 18)
+    assert isinstance(doctor._python_version(str(tmp_path / "missing")), str)
 
 
 def test_stage_one_parses_as_python_3_7() -> None:
@@ -159,7 +159,7 @@ def test_stage_one_parses_as_python_3_7() -> None:
 
 def test_parse_rows_reads_rows_between_log_lines() -> None:
     out = 'INFO noise\n@@doctor-row {"check": "a", "status": "ok", "detail": "d"}\n(EngineCore) @@doctor-row {"check": "b", "status": "PROBLEM", "detail": "x."}\n'
-    assert doctor.parse_rows(out) == [Row("a", OK, "d"), Row("b", PROBLEM, "x.")]
+    assert doctor._parse_rows(out) == [_Row("a", _OK, "d"), _Row("b", _PROBLEM, "x.")]
 
 
 def test_venv_stage_timeout_kills_its_process_group(tmp_path: Path) -> None:
@@ -168,14 +168,14 @@ def test_venv_stage_timeout_kills_its_process_group(tmp_path: Path) -> None:
         stage=f"{FAKE_STAGE}; sleep 60 & echo $! > {tmp_path}/child; wait",
     )
     t0 = time.perf_counter()
-    rows = doctor.run_venv_stage(
+    rows = doctor._run_venv_stage(
         python, "tiny", engine=True, timeout=2, log=tmp_path / "doctor.log"
     )
     assert time.perf_counter() - t0 < 30
-    assert rows[0] == Row("packages", OK, "fake")
+    assert rows[0] == _Row("packages", _OK, "fake")
     assert (
         rows[-1].check == "engine"
-        and rows[-1].status == PROBLEM
+        and rows[-1].status == _PROBLEM
         and "within 2 s" in rows[-1].detail
     )
     assert_actionable(rows[-1].detail)
@@ -189,8 +189,8 @@ def test_venv_stage_timeout_kills_its_process_group(tmp_path: Path) -> None:
 
 def test_venv_stage_crash_is_one_line(tmp_path: Path) -> None:
     python = fake_python(tmp_path / "bin" / "python", stage="echo Segmentation fault; exit 139")
-    rows = doctor.run_venv_stage(python, "tiny", engine=False, timeout=30)
-    assert [r.status for r in rows] == [PROBLEM]
+    rows = doctor._run_venv_stage(python, "tiny", engine=False, timeout=30)
+    assert [r.status for r in rows] == [_PROBLEM]
     assert "exit 139" in rows[0].detail
     assert_actionable(rows[0].detail)
 
@@ -204,7 +204,7 @@ def test_stale_venv_is_a_problem_before_vllm_is_imported(monkeypatch: pytest.Mon
     )
     monkeypatch.setattr(doctor, "_load_setup_env", lambda: fake)
     row = doctor._packages_row()
-    assert row.status == PROBLEM and "`make venv`" in row.detail
+    assert row.status == _PROBLEM and "`make venv`" in row.detail
     assert_actionable(row.detail)
 
 
@@ -217,17 +217,17 @@ def test_venv_stage_in_this_venv() -> None:
         text=True,
         timeout=300,
     )
-    rows = doctor.parse_rows(done.stdout)
+    rows = doctor._parse_rows(done.stdout)
     assert done.returncode == 0, done.stderr[-2000:]
     built = all(
         qwen_tokenizer.status(f) is None
         for f in (qwen_tokenizer.TOKENIZER_DIR, qwen_tokenizer.PADDED_DIR)
     )
-    tokenizer = ("tokenizer", OK if built else PROBLEM)
+    tokenizer = ("tokenizer", _OK if built else _PROBLEM)
     assert [(r.check, r.status) for r in rows] == [
-        ("packages", OK),
+        ("packages", _OK),
         tokenizer,
-        ("preflight", OK),
+        ("preflight", _OK),
     ], rows
 
 
@@ -236,7 +236,7 @@ def test_tokenizer_row_missing_is_an_actionable_problem(
 ) -> None:
     monkeypatch.setattr(qwen_tokenizer, "TOKENIZER_DIR", tmp_path / "qwen3-tokenizer")
     row = doctor._tokenizer_row()
-    assert row.check == "tokenizer" and row.status == PROBLEM
+    assert row.check == "tokenizer" and row.status == _PROBLEM
     assert "is not built: `make venv` builds it" in row.detail and "toy tokenizer" in row.detail
     assert_actionable(row.detail)
 
@@ -244,11 +244,11 @@ def test_tokenizer_row_missing_is_an_actionable_problem(
 @pytest.mark.usefixtures("qwen3_built")
 def test_tokenizer_row_verifies_the_built_folders() -> None:
     row = doctor._tokenizer_row()
-    assert row.status == OK and "verified against qwen.tiktoken" in row.detail, row
+    assert row.status == _OK and "verified against qwen.tiktoken" in row.detail, row
 
 
 @contextlib.contextmanager
-def _fake_engine(**kwargs: object):  # noqa: ANN202
+def _fake_engine(**kwargs: object):
     """open_engine's stand-in: no vLLM."""
     yield object()
 
@@ -260,7 +260,7 @@ def _mock_engine(monkeypatch: pytest.MonkeyPatch, run: CategoryRun | Exception) 
     def fake_run(llm: object, prompts: list[str], params: object) -> CategoryRun:
         if isinstance(run, Exception):
             raise run
-        assert len(prompts) == doctor.SMOKE_PROMPTS
+        assert len(prompts) == doctor._SMOKE_PROMPTS
         return run
 
     monkeypatch.setattr(lifecycle, "open_engine", _fake_engine)
@@ -271,18 +271,18 @@ def _mock_engine(monkeypatch: pytest.MonkeyPatch, run: CategoryRun | Exception) 
 def test_engine_row_ok(monkeypatch: pytest.MonkeyPatch) -> None:
     counters = SpecCounters(num_drafts=10, num_draft_tokens=30, num_accepted_tokens=24)
     _mock_engine(monkeypatch, CategoryRun([[1] * 16] * 4, ["x"] * 4, 0.5, counters))
-    row = doctor.engine_row()
-    assert row.status == OK and "64 tokens" in row.detail and "tau 3.40" in row.detail, row
+    row = doctor._engine_row()
+    assert row.status == _OK and "64 tokens" in row.detail and "tau 3.40" in row.detail, row
 
 
 def test_engine_row_problems(monkeypatch: pytest.MonkeyPatch) -> None:
     _mock_engine(monkeypatch, CategoryRun([[1] * 16] * 4, ["x"] * 4, 0.5, SpecCounters()))
-    idle = doctor.engine_row()
-    assert idle.status == PROBLEM and "drafter never proposed" in idle.detail
+    idle = doctor._engine_row()
+    assert idle.status == _PROBLEM and "drafter never proposed" in idle.detail
     _mock_engine(monkeypatch, RuntimeError("Engine core initialization failed\nsee above"))
-    dead = doctor.engine_row()
+    dead = doctor._engine_row()
     assert (
-        dead.status == PROBLEM and "RuntimeError: Engine core initialization failed" in dead.detail
+        dead.status == _PROBLEM and "RuntimeError: Engine core initialization failed" in dead.detail
     )
     for row in (idle, dead):
         assert_actionable(row.detail)
@@ -323,10 +323,10 @@ def test_each_simulated_problem_is_one_line(
         base += ["--min-free-gib", "0"]
     done, seconds = run_doctor_cli(*base, *args, **env)
     problems = problem_lines(done.stdout)
-    assert done.returncode == doctor.EXIT_FAIL, done.stdout + done.stderr
+    assert done.returncode == doctor._EXIT_FAIL, done.stdout + done.stderr
     assert len(problems) == 1 and problems[0].startswith(check), done.stdout
     assert words in problems[0], problems[0]
-    assert_actionable(problems[0].split(PROBLEM, 1)[1].strip())
+    assert_actionable(problems[0].split(_PROBLEM, 1)[1].strip())
     assert done.stdout.splitlines()[-1].startswith("doctor: 1 problem")
     assert "Traceback" not in done.stdout + done.stderr
     assert seconds < STAGE_ONE_LIMIT
@@ -337,7 +337,7 @@ def test_no_venv_skips_the_venv_stage(tmp_path: Path) -> None:
         "--venv", str(tmp_path / "none"), "--min-free-gib", "0", "--min-ram-gib", "0"
     )
     lines = done.stdout.splitlines()
-    assert any(line.startswith("engine") and SKIPPED in line for line in lines), lines
+    assert any(line.startswith("engine") and _SKIPPED in line for line in lines), lines
     assert not (tmp_path / "none").exists(), "the doctor must not create the venv"
 
 
@@ -417,8 +417,8 @@ def test_devcontainer_is_linux_x86_64_set_up_by_make_venv() -> None:
     assert config["postCreateCommand"] == "make venv"  # what CI runs first (make test -> venv)
     assert "--platform=linux/amd64" in config["runArgs"]
     version = config["image"].split(":")[-1].split("-")[1]
-    assert tuple(map(int, version.split("."))) >= doctor.required_python(), config["image"]
-    assert int(config["hostRequirements"]["memory"].removesuffix("gb")) >= doctor.MIN_RAM_GIB
+    assert tuple(map(int, version.split("."))) >= doctor._required_python(), config["image"]
+    assert int(config["hostRequirements"]["memory"].removesuffix("gb")) >= doctor._MIN_RAM_GIB
 
 
 # --------------------------------------------------------------------------- the real thing
@@ -430,11 +430,11 @@ def test_doctor_passes_on_this_machine() -> None:
     if not (REPO_ROOT / ".venv").is_dir():
         # Tests run from another environment (the GPU test stack on the lent H200 had none): the
         # doctor checks the .venv that `make venv` builds, so its one problem must be that.
-        problems = [line for line in done.stdout.splitlines() if line.split()[1:2] == [PROBLEM]]
+        problems = [line for line in done.stdout.splitlines() if line.split()[1:2] == [_PROBLEM]]
         assert done.returncode == 2 and len(problems) == 1, done.stdout
         assert problems[0].startswith("venv"), done.stdout
         return
     assert done.returncode == 0, done.stdout + done.stderr
     engine = [line for line in done.stdout.splitlines() if line.startswith("engine")]
-    assert engine and OK in engine[0] and "tau" in engine[0], done.stdout
-    assert seconds < doctor.ENGINE_TIMEOUT_S
+    assert engine and _OK in engine[0] and "tau" in engine[0], done.stdout
+    assert seconds < doctor._ENGINE_TIMEOUT_S

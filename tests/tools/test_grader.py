@@ -12,18 +12,18 @@ from helpers.tools import grader
 
 
 @pytest.fixture(scope="module")
-def tiny(_tiny_pair_source) -> grader.TinyPair:
-    return grader.TinyPair(_tiny_pair_source.verifier, _tiny_pair_source.drafter)
+def tiny(_tiny_pair_source) -> grader._TinyPair:
+    return grader._TinyPair(_tiny_pair_source.verifier, _tiny_pair_source.drafter)
 
 
-def test_the_reference_solutions_pass_every_check(tiny: grader.TinyPair) -> None:
-    results = grader.grade_all(None, tiny=tiny)
-    assert results == {e.name: None for e in grader.EXERCISES}, results
+def test_the_reference_solutions_pass_every_check(tiny: grader._TinyPair) -> None:
+    results = grader._grade_all(None, tiny=tiny)
+    assert results == {e.name: None for e in grader._EXERCISES}, results
 
 
-def test_every_starter_fails_in_one_line(tiny: grader.TinyPair) -> None:
-    results = grader.grade_all(grader.EXERCISES_DIR, tiny=tiny)
-    assert set(results) == {e.name for e in grader.EXERCISES}
+def test_every_starter_fails_in_one_line(tiny: grader._TinyPair) -> None:
+    results = grader._grade_all(grader._EXERCISES_DIR, tiny=tiny)
+    assert set(results) == {e.name for e in grader._EXERCISES}
     for name, hint in results.items():
         assert hint is not None and "\n" not in hint and "NotImplementedError" in hint, (name, hint)
 
@@ -34,9 +34,9 @@ def test_the_starters_declare_the_reference_parameters() -> None:
     def params(fn) -> list[tuple[str, object]]:
         return [(p.name, p.default) for p in inspect.signature(fn).parameters.values()]
 
-    for exercise in grader.EXERCISES:
-        ref = grader.reference_functions(exercise)
-        mine = grader.load_functions(exercise, grader.EXERCISES_DIR)
+    for exercise in grader._EXERCISES:
+        ref = grader._reference_functions(exercise)
+        mine = grader._load_functions(exercise, grader._EXERCISES_DIR)
         for name in exercise.functions:
             assert params(getattr(mine, name)) == params(getattr(ref, name)), name
 
@@ -122,13 +122,13 @@ WRONG = {
 def test_a_typical_mistake_gets_its_hint(name: str, tmp_path: Path, tiny) -> None:
     code, expected = WRONG[name]
     (tmp_path / f"{name}.py").write_text(textwrap.dedent(code))
-    hint = grader.grade_all(tmp_path, [name], tiny)[name]
+    hint = grader._grade_all(tmp_path, [name], tiny)[name]
     assert hint is not None and "\n" not in hint and expected in hint, hint
 
 
 def test_a_file_that_does_not_import_is_one_line(tmp_path: Path, tiny) -> None:
     (tmp_path / "accept_greedy.py").write_text("def accept_greedy(:\n")
-    hint = grader.grade_all(tmp_path, ["accept_greedy"], tiny)["accept_greedy"]
+    hint = grader._grade_all(tmp_path, ["accept_greedy"], tiny)["accept_greedy"]
     assert hint.startswith("accept_greedy.py does not import: SyntaxError"), hint
 
 
@@ -151,7 +151,7 @@ def test_the_notebooks_and_the_makefile_point_to_the_exercises() -> None:
         for c in nbformat.read(str(NOTEBOOKS_DIR / nb), as_version=4).cells
         if c.cell_type == "markdown"
     )
-    for exercise in grader.EXERCISES:
+    for exercise in grader._EXERCISES:
         assert f"exercises/{exercise.file}" in text, exercise.file
     assert "make check-exercises" in text
     assert "check-exercises:" in (REPO_ROOT / "Makefile").read_text()

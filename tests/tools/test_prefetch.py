@@ -52,9 +52,9 @@ def fake_hub(monkeypatch: pytest.MonkeyPatch, cache: Path, sources: dict[str, Pa
         return cache_model(Path(cache_dir), repo, sources[repo])
 
     monkeypatch.setattr(prefetch, "hub_reachable", lambda timeout: True)
-    monkeypatch.setattr(prefetch, "bytes_to_fetch", lambda repo, cache_dir=None: 3 * GIB)
-    monkeypatch.setattr(prefetch, "disk_problem", lambda need, where: None)
-    monkeypatch.setattr(prefetch, "download", fake_download)
+    monkeypatch.setattr(prefetch, "_bytes_to_fetch", lambda repo, cache_dir=None: 3 * GIB)
+    monkeypatch.setattr(prefetch, "_disk_problem", lambda need, where: None)
+    monkeypatch.setattr(prefetch, "_download", fake_download)
     return downloads
 
 
@@ -65,14 +65,14 @@ def output_lines(capsys: pytest.CaptureFixture[str]) -> list[str]:
 
 
 def test_tiny_has_nothing_to_prefetch(capsys: pytest.CaptureFixture[str]) -> None:
-    assert prefetch.run_prefetch("tiny") == prefetch.EXIT_OK
+    assert prefetch._run_prefetch("tiny") == prefetch.EXIT_OK
     lines = output_lines(capsys)
     assert len(lines) == 1 and "nothing to prefetch" in lines[0], lines
 
 
 @pytest.mark.usefixtures("qwen3_built")
 def test_the_shape_names_its_tokenizer(capsys: pytest.CaptureFixture[str]) -> None:
-    assert prefetch.run_prefetch("qwen3-30b-a3b-shape") == prefetch.EXIT_OK
+    assert prefetch._run_prefetch("qwen3-30b-a3b-shape") == prefetch.EXIT_OK
     lines = output_lines(capsys)
     assert len(lines) == 2 and "built and verified by `make venv`" in lines[1], lines
 
@@ -86,7 +86,7 @@ def test_offline_without_the_models_is_one_line(
     var: str,
 ) -> None:
     monkeypatch.setenv(var, "1")  # only this one (make test exports both for the tiny profile)
-    assert prefetch.run_prefetch(PROFILE, cache_dir=tmp_path) == prefetch.EXIT_FAIL
+    assert prefetch._run_prefetch(PROFILE, cache_dir=tmp_path) == prefetch.EXIT_FAIL
     lines = output_lines(capsys)
     assert len(lines) == 1 and var in lines[0] and "Qwen/Qwen3-30B-A3B" in lines[0], lines
     assert f"make prefetch PROFILE={PROFILE}" in lines[0]
@@ -99,7 +99,7 @@ def test_unreachable_hub_is_one_line(
     hub_env: None,
 ) -> None:
     monkeypatch.setattr(prefetch, "hub_reachable", lambda timeout: False)
-    assert prefetch.run_prefetch(PROFILE, cache_dir=tmp_path) == prefetch.EXIT_FAIL
+    assert prefetch._run_prefetch(PROFILE, cache_dir=tmp_path) == prefetch.EXIT_FAIL
     lines = output_lines(capsys)
     assert len(lines) == 1 and "unreachable" in lines[0], lines
 
@@ -116,7 +116,7 @@ def test_offline_cli_as_make_runs_it(tmp_path: Path) -> None:
 
 def test_download_then_validate_the_cached_pair(
     tmp_path: Path,
-    tiny_pair,  # noqa: ANN001 - conftest's TinyPair
+    tiny_pair,
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
     hub_env: None,
@@ -125,7 +125,7 @@ def test_download_then_validate_the_cached_pair(
     cache = tmp_path / "hub"
     sources = {profile.verifier: tiny_pair.verifier, profile.drafter: tiny_pair.drafter}
     downloads = fake_hub(monkeypatch, cache, sources)
-    assert prefetch.run_prefetch(PROFILE, cache_dir=cache) == prefetch.EXIT_OK
+    assert prefetch._run_prefetch(PROFILE, cache_dir=cache) == prefetch.EXIT_OK
     lines = output_lines(capsys)
     assert downloads == [profile.verifier, profile.drafter]
     assert any("3.00 GiB to download" in line for line in lines), lines
@@ -136,7 +136,7 @@ def test_download_then_validate_the_cached_pair(
 
 def test_offline_with_both_models_cached_validates_only(
     tmp_path: Path,
-    tiny_pair,  # noqa: ANN001
+    tiny_pair,
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -145,15 +145,15 @@ def test_offline_with_both_models_cached_validates_only(
     cache_model(cache, profile.verifier, tiny_pair.verifier)
     cache_model(cache, profile.drafter, tiny_pair.drafter)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setattr(prefetch, "download", lambda *a, **k: pytest.fail("no download offline"))
-    assert prefetch.run_prefetch(PROFILE, cache_dir=cache) == prefetch.EXIT_OK
+    monkeypatch.setattr(prefetch, "_download", lambda *a, **k: pytest.fail("no download offline"))
+    assert prefetch._run_prefetch(PROFILE, cache_dir=cache) == prefetch.EXIT_OK
     lines = output_lines(capsys)
     assert "validating only" in lines[0] and lines[-1].startswith(f"prefetch {PROFILE}: OK"), lines
 
 
 def test_a_broken_cached_pair_fails_with_the_validators_lines(
     tmp_path: Path,
-    tiny_pair,  # noqa: ANN001
+    tiny_pair,
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
     hub_env: None,
@@ -162,7 +162,7 @@ def test_a_broken_cached_pair_fails_with_the_validators_lines(
     wrong = edited_copy(tiny_pair.verifier, tmp_path / "wrong-verifier", hidden_size=256)
     sources = {profile.verifier: wrong, profile.drafter: tiny_pair.drafter}
     fake_hub(monkeypatch, tmp_path / "hub", sources)
-    assert prefetch.run_prefetch(PROFILE, cache_dir=tmp_path / "hub") == prefetch.EXIT_FAIL
+    assert prefetch._run_prefetch(PROFILE, cache_dir=tmp_path / "hub") == prefetch.EXIT_FAIL
     errors = [line for line in output_lines(capsys) if "pairing error" in line]
     assert errors and all(line.startswith(f"prefetch {PROFILE}: pairing error") for line in errors)
 
@@ -178,18 +178,18 @@ def test_a_failed_download_is_one_line(
     def refused(repo: str, cache_dir: Path | None = None) -> Path:
         raise OSError("401 Client Error: Unauthorized\nmore detail")
 
-    monkeypatch.setattr(prefetch, "download", refused)
-    assert prefetch.run_prefetch(PROFILE, cache_dir=tmp_path) == prefetch.EXIT_FAIL
+    monkeypatch.setattr(prefetch, "_download", refused)
+    assert prefetch._run_prefetch(PROFILE, cache_dir=tmp_path) == prefetch.EXIT_FAIL
     lines = output_lines(capsys)
     assert "OSError: 401 Client Error: Unauthorized" in lines[-1] and "HF_TOKEN" in lines[-1]
     assert "more detail" not in "\n".join(lines)
 
 
 def test_disk_problem(tmp_path: Path) -> None:
-    assert prefetch.disk_problem(10 * GIB, tmp_path, free_bytes=100 * GIB) is None
-    line = prefetch.disk_problem(61 * GIB, tmp_path / "not" / "yet", free_bytes=20 * GIB)
+    assert prefetch._disk_problem(10 * GIB, tmp_path, free_bytes=100 * GIB) is None
+    line = prefetch._disk_problem(61 * GIB, tmp_path / "not" / "yet", free_bytes=20 * GIB)
     assert line and "61.0 GiB" in line and "20.0 GiB" in line and "HF_HOME" in line
-    assert prefetch.disk_problem(1, tmp_path / "not" / "yet") is None  # walks up to what exists
+    assert prefetch._disk_problem(1, tmp_path / "not" / "yet") is None  # walks up to what exists
 
 
 def test_bytes_to_fetch_counts_only_missing_files(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -206,8 +206,8 @@ def test_bytes_to_fetch_counts_only_missing_files(monkeypatch: pytest.MonkeyPatc
         ]
 
     monkeypatch.setattr(huggingface_hub, "snapshot_download", dry_run)
-    assert prefetch.bytes_to_fetch("org/model") == 5 * GIB
-    assert seen["dry_run"] is True and seen["allow_patterns"] == list(prefetch.ALLOW_PATTERNS)
+    assert prefetch._bytes_to_fetch("org/model") == 5 * GIB
+    assert seen["dry_run"] is True and seen["allow_patterns"] == list(prefetch._ALLOW_PATTERNS)
 
 
 def test_allow_patterns_cover_what_vllm_loads() -> None:
@@ -226,5 +226,5 @@ def test_allow_patterns_cover_what_vllm_loads() -> None:
         "original/consolidated.pth",
         "README.md",
     ]
-    kept = set(filter_repo_objects(files, allow_patterns=list(prefetch.ALLOW_PATTERNS)))
+    kept = set(filter_repo_objects(files, allow_patterns=list(prefetch._ALLOW_PATTERNS)))
     assert kept == set(files[:8])

@@ -21,7 +21,7 @@ import yaml
 from helpers.common.envinfo import GpuInfo
 from helpers.common.paths import DATA_DIR, REPO_ROOT
 from helpers.common.profiles import Profile, load_profile
-from helpers.serving.server import serve_command, serve_command_text
+from helpers.serving.server import _serve_command, serve_command_text
 from helpers.tools import preflight
 from tests.support import run_module
 
@@ -109,7 +109,7 @@ def test_timeout_token_and_triggers(workflow: dict) -> None:
 
 
 def test_serve_command_is_the_documented_one() -> None:
-    ours = serve_command(load_profile("qwen3-30b-a3b"))
+    ours = _serve_command(load_profile("qwen3-30b-a3b"))
     documented = shlex.split(" ".join(DOCUMENTED_COMMAND.split()))
     spec_at = documented.index("--speculative-config") + 1
     assert ours[:spec_at] == documented[:spec_at]
@@ -194,7 +194,7 @@ def test_make_runs_preflight_first(target: str) -> None:
 def no_network(monkeypatch: pytest.MonkeyPatch) -> None:
     """Any connection attempt fails the test."""
 
-    def refuse(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+    def refuse(*args, **kwargs):
         raise AssertionError("preflight tried the network while offline")
 
     monkeypatch.setattr(socket.socket, "connect", refuse)
@@ -217,7 +217,7 @@ def test_offline_with_cached_models_continues(
 ) -> None:
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setattr(preflight, "cached_model_complete", lambda repo: True)
-    failure, note = preflight.check_hub(load_profile("qwen3-30b-a3b"))
+    failure, note = preflight._check_hub(load_profile("qwen3-30b-a3b"))
     assert failure is None and "local cache" in note
 
 
@@ -285,7 +285,7 @@ def test_unreachable_hub_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
     ],
 )
 def test_gpu_shortfalls_are_one_line_each(gpus: list[GpuInfo] | str, fragment: str) -> None:
-    failures, _ = preflight.check_gpus(load_profile("qwen3-30b-a3b"), gpus)
+    failures, _ = preflight._check_gpus(load_profile("qwen3-30b-a3b"), gpus)
     assert (
         len(failures) == 1
         and fragment in failures[0]
@@ -294,17 +294,17 @@ def test_gpu_shortfalls_are_one_line_each(gpus: list[GpuInfo] | str, fragment: s
 
 
 def test_gpu_requirements_met_on_80gb_cards(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(preflight, "flashinfer_installed", lambda: True)
-    assert preflight.check_gpus(load_profile("qwen3-30b-a3b"), [H100]) == ([], [])
-    assert preflight.check_gpus(load_profile("qwen3-235b-a22b"), [H100] * 4) == ([], [])
-    failures, _ = preflight.check_gpus(load_profile("qwen3-235b-a22b"), [H100] * 2)
+    monkeypatch.setattr(preflight, "_flashinfer_installed", lambda: True)
+    assert preflight._check_gpus(load_profile("qwen3-30b-a3b"), [H100]) == ([], [])
+    assert preflight._check_gpus(load_profile("qwen3-235b-a22b"), [H100] * 4) == ([], [])
+    failures, _ = preflight._check_gpus(load_profile("qwen3-235b-a22b"), [H100] * 2)
     assert failures and "needs 4 CUDA GPUs" in failures[0] and "this machine has 2" in failures[0]
 
 
 def test_gpu_warnings_fp8_capability_and_flashinfer(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(preflight, "flashinfer_installed", lambda: False)
+    monkeypatch.setattr(preflight, "_flashinfer_installed", lambda: False)
     a100 = [GpuInfo(i, "NVIDIA A100-SXM4-80GB", 79.3, (8, 0)) for i in range(4)]
-    failures, warnings = preflight.check_gpus(load_profile("qwen3-235b-a22b"), a100)
+    failures, warnings = preflight._check_gpus(load_profile("qwen3-235b-a22b"), a100)
     assert failures == []
     assert any("compute capability >= 8.9" in w for w in warnings)
     assert any("flashinfer" in w for w in warnings)
@@ -322,10 +322,10 @@ def test_gpu_notice_only_for_tiny_on_a_gpu() -> None:
 
 def test_hub_profile_preflight_end_to_end_on_a_local_pair(
     monkeypatch: pytest.MonkeyPatch, tiny_pair
-) -> None:  # noqa: ANN001
+) -> None:
     """The whole hub path (hub -> GPUs -> pairing) on the stand-in pair, as if served from the hub."""
-    monkeypatch.setattr(preflight, "check_hub", lambda profile, timeout: (None, "hub reachable"))
-    monkeypatch.setattr(preflight, "flashinfer_installed", lambda: True)
+    monkeypatch.setattr(preflight, "_check_hub", lambda profile, timeout: (None, "hub reachable"))
+    monkeypatch.setattr(preflight, "_flashinfer_installed", lambda: True)
     profile = Profile(
         name="fake-hub",
         description="",
@@ -371,8 +371,8 @@ def test_tiny_without_models_points_to_make_tiny_models(tmp_path: Path) -> None:
     )
 
 
-def test_tiny_on_a_gpu_passes_with_the_notice(monkeypatch: pytest.MonkeyPatch, tiny_pair) -> None:  # noqa: ANN001
-    monkeypatch.setattr(preflight, "flashinfer_installed", lambda: True)
+def test_tiny_on_a_gpu_passes_with_the_notice(monkeypatch: pytest.MonkeyPatch, tiny_pair) -> None:
+    monkeypatch.setattr(preflight, "_flashinfer_installed", lambda: True)
     profile = Profile(
         name="tiny-copy",
         description="",
@@ -383,7 +383,7 @@ def test_tiny_on_a_gpu_passes_with_the_notice(monkeypatch: pytest.MonkeyPatch, t
         needs={"hub": False},
     )
     on_gpu = preflight.run_preflight(profile, gpus=[H100])
-    assert on_gpu.exit_code == 0 and on_gpu.warnings == [preflight.tiny_gpu_notice()]
+    assert on_gpu.exit_code == 0 and on_gpu.warnings == [preflight._tiny_gpu_notice()]
     on_cpu = preflight.run_preflight(profile, gpus="torch is a CPU build")
     assert on_cpu.exit_code == 0 and on_cpu.warnings == [] and len(on_cpu.lines()) == 1
 
@@ -399,7 +399,7 @@ def test_notice_quotes_the_recorded_break_even() -> None:
         for r in record["tiny_pair_on_gpu"].values()
         if isinstance(r, dict)
     ]
-    notice = preflight.tiny_gpu_notice()
+    notice = preflight._tiny_gpu_notice()
     assert f"tau > {break_even:.2f}" in notice
     assert f"{min(tiny):.2f}-{max(tiny):.2f}x" in notice
     assert path.relative_to(REPO_ROOT).as_posix() in notice and "\n" not in notice
@@ -417,21 +417,21 @@ def test_notice_follows_the_record(monkeypatch: pytest.MonkeyPatch, tmp_path: Pa
     monkeypatch.setattr(speedup, "H200_FILE", moved)
     monkeypatch.setattr(preflight, "REPO_ROOT", tmp_path)
     plain = record["qwen3_30b_a3b_real_shape"]["steps_per_s"]["plain"]["bs1"]
-    assert f"tau > {plain / 100.0:.2f}" in preflight.tiny_gpu_notice()
+    assert f"tau > {plain / 100.0:.2f}" in preflight._tiny_gpu_notice()
 
 
 @pytest.mark.usefixtures("qwen3_built")
 def test_shape_profile_preflight_needs_a_gpu_and_qwens_tokenizer_not_weights(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(preflight, "flashinfer_installed", lambda: True)
+    monkeypatch.setattr(preflight, "_flashinfer_installed", lambda: True)
     shape = load_profile("qwen3-30b-a3b-shape")
-    assert preflight.check_local_files(shape) is None, "config.json is all a shape needs"
+    assert preflight._check_local_files(shape) is None, "config.json is all a shape needs"
     on_cpu = preflight.run_preflight(shape, gpus="no nvidia-smi on PATH")
     assert len(on_cpu.failures) == 1 and "needs 1 CUDA GPU" in on_cpu.failures[0]
     on_h100 = preflight.run_preflight(shape, gpus=[H100])
     assert on_h100.ok, on_h100.failures
-    assert preflight.tiny_gpu_notice() not in on_h100.warnings
+    assert preflight._tiny_gpu_notice() not in on_h100.warnings
     assert "Qwen3 tokenizer verified" in on_h100.passed
 
 
@@ -456,7 +456,7 @@ def test_235b_shape_is_refused_in_one_line_below_four_gpus(
 
 @pytest.mark.usefixtures("qwen3_built")
 def test_235b_shape_passes_on_four_h200s(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(preflight, "flashinfer_installed", lambda: True)
+    monkeypatch.setattr(preflight, "_flashinfer_installed", lambda: True)
     h200s = [GpuInfo(i, "NVIDIA H200", 139.8, (9, 0)) for i in range(4)]
     result = preflight.run_preflight("qwen3-235b-a22b-shape", gpus=h200s)
     assert result.ok and result.warnings == [], result.lines()
@@ -480,7 +480,7 @@ def test_shape_profile_without_its_tokenizer_fails_in_one_line() -> None:
     result = preflight.run_preflight(shape, gpus=[H100])
     assert not result.ok and len(result.failures) == 1
     assert "build/nowhere is not built: `make venv` builds it" in result.failures[0]
-    assert preflight.check_tokenizer(load_profile("tiny")) is None
+    assert preflight._check_tokenizer(load_profile("tiny")) is None
 
 
 @pytest.mark.parametrize(
@@ -489,12 +489,12 @@ def test_shape_profile_without_its_tokenizer_fails_in_one_line() -> None:
 )
 def test_a_corrupt_verifier_config_is_a_pairing_line_not_a_crash(
     monkeypatch: pytest.MonkeyPatch,
-    tiny_pair,  # noqa: ANN001
+    tiny_pair,
     config: str,
     code: str,
 ) -> None:
-    monkeypatch.setattr(preflight, "check_hub", lambda profile, timeout: (None, "hub reachable"))
-    monkeypatch.setattr(preflight, "flashinfer_installed", lambda: True)
+    monkeypatch.setattr(preflight, "_check_hub", lambda profile, timeout: (None, "hub reachable"))
+    monkeypatch.setattr(preflight, "_flashinfer_installed", lambda: True)
     (tiny_pair.verifier / "config.json").write_text(config)
     profile = Profile(
         name="fake-hub",

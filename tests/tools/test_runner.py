@@ -47,7 +47,7 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int, str]:
         f"open({str(root / 'left.pid')!r}, 'w').write(str(left.pid))",
     )
     build = root / "build"
-    notebooks = [str(p) for p in runner.find_notebooks(notebooks_dir=nb_dir)]
+    notebooks = [str(p) for p in runner._find_notebooks(notebooks_dir=nb_dir)]
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         code = runner.main([*notebooks, "--build-dir", str(build), "--timeout", "120"])
@@ -58,16 +58,16 @@ def test_find_notebooks_sorts_by_name(tmp_path: Path) -> None:
     for name in ("02_b.ipynb", "01_a.ipynb", "10_c.ipynb"):
         _write(tmp_path / name, "pass")
     (tmp_path / "notes.txt").write_text("not a notebook")
-    assert [p.name for p in runner.find_notebooks(notebooks_dir=tmp_path)] == [
+    assert [p.name for p in runner._find_notebooks(notebooks_dir=tmp_path)] == [
         "01_a.ipynb",
         "02_b.ipynb",
         "10_c.ipynb",
     ]
-    assert runner.find_notebooks(["10_c.ipynb"], notebooks_dir=tmp_path) == [
+    assert runner._find_notebooks(["10_c.ipynb"], notebooks_dir=tmp_path) == [
         (tmp_path / "10_c.ipynb").resolve()
     ]
     with pytest.raises(FileNotFoundError, match="nope.ipynb"):
-        runner.find_notebooks(["nope.ipynb"], notebooks_dir=tmp_path)
+        runner._find_notebooks(["nope.ipynb"], notebooks_dir=tmp_path)
 
 
 def test_exit_code_and_progress(run_dir: tuple[Path, int, str]) -> None:
@@ -146,23 +146,23 @@ def test_what_the_kernel_left_running_is_stopped(run_dir: tuple[Path, int, str])
     assert rows["a_prints.ipynb"]["leftovers"] == [f"sleep (pid {pid})"]
 
 
-def result(name: str, ok: bool, seconds: float = 1.0) -> runner.NotebookResult:
+def result(name: str, ok: bool, seconds: float = 1.0) -> runner._NotebookResult:
     """A NotebookResult without running anything."""
-    return runner.NotebookResult(name, ok, seconds, 0.1, f"{name}.ipynb", f"{name}.html")
+    return runner._NotebookResult(name, ok, seconds, 0.1, f"{name}.ipynb", f"{name}.html")
 
 
 def test_the_summary_merges_records(tmp_path: Path) -> None:
-    runner.write_summary([result("01_a.ipynb", True), result("02_b.ipynb", False)], tmp_path)
-    runner.write_summary([result("02_b.ipynb", True, seconds=7.0)], tmp_path)
+    runner._write_summary([result("01_a.ipynb", True), result("02_b.ipynb", False)], tmp_path)
+    runner._write_summary([result("02_b.ipynb", True, seconds=7.0)], tmp_path)
     summary = json.loads((tmp_path / "run-summary.json").read_text())
     assert [r["notebook"] for r in summary["notebooks"]] == ["01_a.ipynb", "02_b.ipynb"]
     assert summary["notebooks"][1]["seconds"] == 7.0 and summary["ok"] is True
-    runner.write_summary([result("00_z.ipynb", False)], tmp_path)
+    runner._write_summary([result("00_z.ipynb", False)], tmp_path)
     summary = json.loads((tmp_path / "run-summary.json").read_text())
     assert [r["notebook"] for r in summary["notebooks"]][0] == "00_z.ipynb"
     assert summary["ok"] is False and len(summary["notebooks"]) == 3
     (tmp_path / "run-summary.json").write_text("{cut sho")
-    runner.write_summary([result("03_c.ipynb", True)], tmp_path)  # unreadable: start over
+    runner._write_summary([result("03_c.ipynb", True)], tmp_path)  # unreadable: start over
     assert json.loads((tmp_path / "run-summary.json").read_text())["notebooks"][0]["notebook"] == (
         "03_c.ipynb"
     )
@@ -171,33 +171,33 @@ def test_the_summary_merges_records(tmp_path: Path) -> None:
 def test_the_last_good_copy_stays_until_a_run_passes(tmp_path: Path) -> None:
     nb, build = tmp_path / "x.ipynb", tmp_path / "build"
     _write(nb, "print('the good run')")
-    assert runner.run_notebook(nb, build_dir=build, timeout=120).ok
+    assert runner._run_notebook(nb, build_dir=build, timeout=120).ok
     _write(nb, "raise RuntimeError('a bad run')")
-    bad = runner.run_notebook(nb, build_dir=build, timeout=120)
+    bad = runner._run_notebook(nb, build_dir=build, timeout=120)
     assert not bad.ok and bad.executed == str(build / "x.failed.ipynb")
     assert "the good run" in (build / "x.html").read_text()
     assert "a bad run" in (build / "x.failed.html").read_text()
     assert "a bad run" not in (build / "x.ipynb").read_text()
     _write(nb, "print('the next good run')")
-    assert runner.run_notebook(nb, build_dir=build, timeout=120).ok
+    assert runner._run_notebook(nb, build_dir=build, timeout=120).ok
     assert "the next good run" in (build / "x.html").read_text()
     assert not (build / "x.failed.html").exists() and not (build / "x.failed.ipynb").exists()
 
 
 def test_describe_error_keeps_two_lines() -> None:
     err = RuntimeError("first\n\nsecond\nthird")
-    assert runner.describe_error(err) == "RuntimeError: first\nsecond"
+    assert runner._describe_error(err) == "RuntimeError: first\nsecond"
 
 
 def test_cell_timeout_is_remaining_budget() -> None:
-    func = runner.cell_timeout_func(time.monotonic() + 100, None)
+    func = runner._cell_timeout_func(time.monotonic() + 100, None)
     assert 98 <= func(None) <= 100
-    assert runner.cell_timeout_func(time.monotonic() + 100, 7)(None) == 7
-    assert runner.cell_timeout_func(time.monotonic() - 5, None)(None) == 1, (
+    assert runner._cell_timeout_func(time.monotonic() + 100, 7)(None) == 7
+    assert runner._cell_timeout_func(time.monotonic() - 5, None)(None) == 1, (
         "never 0 (0 means no timeout)"
     )
 
 
 def test_tree_rss_counts_this_process() -> None:
-    assert runner.tree_rss_bytes(os.getpid()) > 10 * 1024**2
-    assert runner.tree_rss_bytes(2**22 + 12345) == 0
+    assert runner._tree_rss_bytes(os.getpid()) > 10 * 1024**2
+    assert runner._tree_rss_bytes(2**22 + 12345) == 0

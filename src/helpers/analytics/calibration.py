@@ -23,23 +23,18 @@ import pandas as pd
 from helpers.common.paths import DATA_DIR
 
 __all__ = [
-    "PUBLISHED_TAU_FILE",
-    "REFERENCE",
-    "PublishedTau",
-    "published_taus",
     "published_table",
-    "reference_record",
     "rates_side_by_side",
     "calibration_sentence",
 ]
 
-PUBLISHED_TAU_FILE: Path = DATA_DIR / "published" / "real-pair-tau.json"
+_PUBLISHED_TAU_FILE: Path = DATA_DIR / "published" / "real-pair-tau.json"
 #: The record the toy is compared with: a chain with per-position rates, on nine open-chat subsets.
-REFERENCE = "speculators-610"
+_REFERENCE = "speculators-610"
 
 
 @dataclass(frozen=True)
-class PublishedTau:
+class _PublishedTau:
     """One published τ with the conditions it was measured under."""
 
     id: str
@@ -61,24 +56,25 @@ class PublishedTau:
     tau_by_subset: dict[str, float] | None = None
 
     def tau_at(self, k: int) -> float | None:
-        """τ of this drafter at k drafts from its per-position rates (None without them, or k > its k)."""
+        """τ of this drafter at k drafts from its per-position rates (None without them, or k > its
+        k)."""
         if self.per_position is None or not 1 <= k <= len(self.per_position):
             return None
         return 1.0 + sum(self.per_position[:k])
 
 
-def published_taus(path: Path = PUBLISHED_TAU_FILE) -> list[PublishedTau]:
+def _published_taus(path: Path = _PUBLISHED_TAU_FILE) -> list[_PublishedTau]:
     """Every record of the published-τ file, in file order."""
     records: list[dict[str, Any]] = json.loads(path.read_text())["records"]
     return [
-        PublishedTau(
+        _PublishedTau(
             **{**r, "per_position": tuple(r["per_position"]) if r["per_position"] else None}
         )
         for r in records
     ]
 
 
-def published_table(records: Sequence[PublishedTau] | None = None) -> pd.DataFrame:
+def published_table(records: Sequence[_PublishedTau] | None = None) -> pd.DataFrame:
     """The records as a table: source, date, pair, engine, drafting, k, T, dataset, τ."""
     rows = [
         {
@@ -92,22 +88,22 @@ def published_table(records: Sequence[PublishedTau] | None = None) -> pd.DataFra
             "dataset": r.dataset,
             "tau": r.tau,
         }
-        for r in (published_taus() if records is None else records)
+        for r in (_published_taus() if records is None else records)
     ]
     return pd.DataFrame(rows)
 
 
-def reference_record() -> PublishedTau:
+def _reference_record() -> _PublishedTau:
     """The published chain the toy is compared with (REFERENCE)."""
-    return next(r for r in published_taus() if r.id == REFERENCE)
+    return next(r for r in _published_taus() if r.id == _REFERENCE)
 
 
 def rates_side_by_side(
-    rates: Sequence[float], reference: PublishedTau | None = None
+    rates: Sequence[float], reference: _PublishedTau | None = None
 ) -> pd.DataFrame:
     """Per draft position, this run's acceptance rate next to the published chain's, and the τ
     both give at this run's k (NaN past the published chain's k)."""
-    ref = reference or reference_record()
+    ref = reference or _reference_record()
     published = list(ref.per_position or ())[: len(rates)]
     published += [math.nan] * (len(rates) - len(published))
     column = f"published: {ref.verifier}, T = {ref.temperature}"
@@ -125,11 +121,11 @@ def calibration_sentence(
     k: int,
     vocab_size: int,
     tasks: int,
-    reference: PublishedTau | None = None,
+    reference: _PublishedTau | None = None,
 ) -> str:
     """One sentence: this run's τ and first-draft acceptance against a published real chain's at
     the same k, and what differs (a narrow synthetic corpus at T = 0 vs open chat)."""
-    ref = reference or reference_record()
+    ref = reference or _reference_record()
     real_k = min(k, ref.k)
     at_k = ref.tau_at(real_k)
     if at_k is None or ref.per_position is None or not rates:

@@ -27,26 +27,21 @@ import numpy as np
 from helpers.common.counters import SpecCounters
 
 __all__ = [
-    "tvd",
-    "TestResult",
     "permutation_test",
-    "Draws",
-    "tokens_at",
     "position_tests",
     "rejects_any",
-    "LosslessTest",
     "lossless_test",
 ]
 
 
-def tvd(a: Sequence[Hashable], b: Sequence[Hashable]) -> float:
+def _tvd(a: Sequence[Hashable], b: Sequence[Hashable]) -> float:
     """Total variation distance between the empirical distributions of two samples."""
     ca, cb = Counter(a), Counter(b)
     return 0.5 * sum(abs(ca[x] / len(a) - cb[x] / len(b)) for x in set(ca) | set(cb))
 
 
 @dataclass(frozen=True)
-class TestResult:
+class _TestResult:
     """The observed TVD, the permutation p-value, and the sample sizes."""
 
     tvd: float
@@ -65,7 +60,7 @@ class TestResult:
 
 def permutation_test(
     a: Sequence[Hashable], b: Sequence[Hashable], permutations: int = 2000, seed: int = 0
-) -> TestResult:
+) -> _TestResult:
     """TVD of a vs b and its permutation p-value (with the +1 correction, never exactly 0)."""
     labels = {x: i for i, x in enumerate(sorted(set(a) | set(b), key=repr))}
     pooled = np.array([labels[x] for x in (*a, *b)])
@@ -79,14 +74,14 @@ def permutation_test(
     observed = distance(pooled)
     rng = np.random.default_rng(seed)
     hits = sum(distance(rng.permutation(pooled)) >= observed - 1e-12 for _ in range(permutations))
-    return TestResult(observed, (hits + 1) / (permutations + 1), n_a, len(b))
+    return _TestResult(observed, (hits + 1) / (permutations + 1), n_a, len(b))
 
 
 #: Draws of one side: [prompt][sample] -> the generated token ids of that sample.
-Draws = Sequence[Sequence[Sequence[int]]]
+_Draws = Sequence[Sequence[Sequence[int]]]
 
 
-def tokens_at(draws: Draws, position: int) -> list[tuple[int, int]]:
+def _tokens_at(draws: _Draws, position: int) -> list[tuple[int, int]]:
     """(prompt, token at `position`) of every draw that reached it."""
     return [
         (i, ids[position])
@@ -97,25 +92,25 @@ def tokens_at(draws: Draws, position: int) -> list[tuple[int, int]]:
 
 
 def position_tests(
-    a: Draws, b: Draws, positions: Sequence[int], permutations: int = 2000
-) -> dict[int, TestResult]:
+    a: _Draws, b: _Draws, positions: Sequence[int], permutations: int = 2000
+) -> dict[int, _TestResult]:
     """A permutation test of a vs b at each position (the token's distribution per prompt)."""
     return {
-        p: permutation_test(tokens_at(a, p), tokens_at(b, p), permutations, seed=p)
+        p: permutation_test(_tokens_at(a, p), _tokens_at(b, p), permutations, seed=p)
         for p in positions
     }
 
 
-def rejects_any(tests: Mapping[int, TestResult], alpha: float) -> bool:
+def rejects_any(tests: Mapping[int, _TestResult], alpha: float) -> bool:
     """True when some position rejects at the Bonferroni level alpha / number of positions."""
     return any(t.rejects(alpha / len(tests)) for t in tests.values())
 
 
 @dataclass(frozen=True)
-class LosslessTest:
+class _LosslessTest:
     """Speculative vs plain sampling, position by position, and whether drafting was exercised."""
 
-    tests: dict[int, TestResult]
+    tests: dict[int, _TestResult]
     alpha: float
     drafts: int
     accepted: int
@@ -144,16 +139,16 @@ class LosslessTest:
 
 
 def lossless_test(
-    spec: Draws,
-    plain: Draws,
+    spec: _Draws,
+    plain: _Draws,
     counters: SpecCounters,
     positions: Sequence[int],
     alpha: float,
     permutations: int = 2000,
-) -> LosslessTest:
+) -> _LosslessTest:
     """Test speculative draws against plain ones at `positions`, with the engine's counter delta
     over the speculative sampling (a run without drafts cannot pass)."""
-    return LosslessTest(
+    return _LosslessTest(
         position_tests(spec, plain, positions, permutations),
         alpha,
         counters.num_drafts,

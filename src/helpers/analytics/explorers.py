@@ -1,4 +1,5 @@
-"""Explorers: small ipywidgets apps a learner moves to watch an answer change (notebooks 01, 03, 06).
+"""Explorers: small ipywidgets apps a learner moves to watch an answer change (notebooks 01, 03,
+06).
 
 Each explorer is a pure `*_state(...)` function (numbers in, numbers and a figure out; tested and
 asserted in the notebooks) wired to sliders by `Explorer`. An explorer is a `VBox` with the CSS
@@ -32,16 +33,9 @@ from helpers.common.tables import K_COLUMN
 from helpers.eagle3.decode import ReferencePair, chat_prompt_ids, speculative_generate
 
 __all__ = [
-    "ExplorerState",
-    "Explorer",
-    "speedup_state",
     "speedup_explorer",
-    "union_state",
-    "union_explorer",
     "acceptance_long_table",
-    "acceptance_state",
     "acceptance_explorer",
-    "prompt_state",
     "prompt_explorer",
 ]
 
@@ -53,7 +47,7 @@ CSS_EXPLORER, CSS_CONTROL, CSS_RESULT = (
 
 
 @dataclass
-class ExplorerState:
+class _ExplorerState:
     """What an explorer shows for one setting: its numbers, a one-line summary, a view."""
 
     values: dict[str, Any]
@@ -63,14 +57,14 @@ class ExplorerState:
 
 
 @dataclass
-class Explorer:
+class _Explorer:
     """Controls wired to a state function; the result line and view follow every move."""
 
     title: str
     controls: dict[str, Any]
-    compute: Callable[..., ExplorerState]
-    on_change: Callable[[Explorer, str], None] | None = None
-    state: ExplorerState = field(init=False)
+    compute: Callable[..., _ExplorerState]
+    on_change: Callable[[_Explorer, str], None] | None = None
+    state: _ExplorerState = field(init=False)
 
     def __post_init__(self) -> None:
         import ipywidgets as w
@@ -96,7 +90,7 @@ class Explorer:
             self.on_change(self, name)
         self.refresh()
 
-    def refresh(self) -> ExplorerState:
+    def refresh(self) -> _ExplorerState:
         """Recompute from the controls and redraw the result line and the view."""
         from IPython.display import HTML, clear_output, display
 
@@ -123,14 +117,14 @@ class Explorer:
 # --------------------------------------------------------------------------- the speed-up model
 
 
-def speedup_state(
+def _speedup_state(
     tau: float,
     k: int,
     batch: int,
     c: float,
     lab: pd.DataFrame | None = None,
     published: pd.DataFrame | None = None,
-) -> ExplorerState:
+) -> _ExplorerState:
     """Speed-up τ / c and break-even τ = c, beside the recorded c(k, batch) and published runs."""
     tau = min(max(tau, 1.0), k + 1.0)
     values: dict[str, Any] = {
@@ -186,7 +180,7 @@ def speedup_state(
         f"τ {tau:.2f}, c {c:.2f} → speed-up {tau / c:.2f}× ({verdict}; break-even τ "
         f"{c:.2f}, ceiling k + 1 = {k + 1}){recorded}"
     )
-    return ExplorerState(values, summary, fig)
+    return _ExplorerState(values, summary, fig)
 
 
 def speedup_explorer(
@@ -196,7 +190,7 @@ def speedup_explorer(
     k: int = 3,
     batch: int = 1,
     c: float = 1.8,
-) -> Explorer:
+) -> _Explorer:
     """Sliders for τ, k, batch and the step-cost ratio c over the speed-up model."""
     import ipywidgets as w
 
@@ -207,14 +201,14 @@ def speedup_explorer(
         "c": w.FloatSlider(value=c, min=0.8, max=4.0, step=0.05, description="c(k, batch)"),
     }
 
-    def clamp_tau(ex: Explorer, name: str) -> None:
+    def clamp_tau(ex: _Explorer, name: str) -> None:
         if name == "k":
             ex.controls["tau"].max = ex.controls["k"].value + 1.0
 
-    return Explorer(
+    return _Explorer(
         "Speed-up model: does speculation pay?",
         controls,
-        lambda **v: speedup_state(**v, lab=lab, published=published),
+        lambda **v: _speedup_state(**v, lab=lab, published=published),
         clamp_tau,
     )
 
@@ -222,10 +216,11 @@ def speedup_explorer(
 # --------------------------------------------------------------------------- the expert union
 
 
-def union_state(
+def _union_state(
     shape: MoeShape, positions: int, batch: int = 1, rho: float = 0.0, context: int = 512
-) -> ExplorerState:
-    """Distinct experts per layer and verify-step bytes for `positions` per sequence, vs one token."""
+) -> _ExplorerState:
+    """Distinct experts per layer and verify-step bytes for `positions` per sequence, vs one
+    token."""
     union = union_with_correlation(shape.experts, shape.active, batch, positions, rho)
     one = union_with_correlation(shape.experts, shape.active, batch, 1, rho)
     verify = step_bytes(shape, batch, union, context)
@@ -258,12 +253,12 @@ def union_state(
         f"{shape.experts} experts per layer (one token: {one:.1f}); verify step "
         f"{verify / 1e9:.2f} GB vs {plain / 1e9:.2f} GB, {verify / plain:.2f}× the bytes"
     )
-    return ExplorerState(values, summary, fig)
+    return _ExplorerState(values, summary, fig)
 
 
-def union_explorer(
+def _union_explorer(
     tiny: MoeShape, positions: int = 4, batch: int = 1, rho: float = 0.0
-) -> Explorer:
+) -> _Explorer:
     """Pick a shape, positions, batch and routing correlation; see the union and step bytes."""
     import ipywidgets as w
 
@@ -274,10 +269,10 @@ def union_explorer(
         "batch": w.SelectionSlider(options=[1, 4, 16, 64], value=batch, description="batch"),
         "rho": w.FloatSlider(value=rho, min=0.0, max=1.0, step=0.05, description="ρ"),
     }
-    return Explorer(
+    return _Explorer(
         "Expert union: what a verify pass reads",
         controls,
-        lambda shape, **v: union_state(shapes[shape], **v),
+        lambda shape, **v: _union_state(shapes[shape], **v),
     )
 
 
@@ -287,7 +282,8 @@ def union_explorer(
 def acceptance_long_table(
     by_category: pd.DataFrame, by_k: pd.DataFrame, by_temperature: pd.DataFrame, main_k: int
 ) -> pd.DataFrame:
-    """Every measured (k, temperature, task) of a sweep in one table (task 'all' pools the tasks)."""
+    """Every measured (k, temperature, task) of a sweep in one table (task 'all' pools the
+    tasks)."""
     frames = [
         by_category.assign(temperature=0.0, task=by_category.category),
         by_k.assign(temperature=0.0, task="all"),
@@ -300,7 +296,7 @@ def acceptance_long_table(
     return df.drop_duplicates([K_COLUMN, "temperature", "task"], keep="last")
 
 
-def acceptance_state(table: pd.DataFrame, k: int, temperature: float, task: str) -> ExplorerState:
+def _acceptance_state(table: pd.DataFrame, k: int, temperature: float, task: str) -> _ExplorerState:
     """τ of one (k, temperature, task) of the run, if it was measured, with the tasks beside it."""
     hit = table[(table[K_COLUMN] == k) & (table.temperature == temperature) & (table.task == task)]
     values: dict[str, Any] = {
@@ -343,10 +339,10 @@ def acceptance_state(table: pd.DataFrame, k: int, temperature: float, task: str)
         ax.scatter([k], [values["tau"]], color="black", zorder=4, label="your selection")
     ax.set(xlabel="k", ylabel="τ (95 % interval)", title="τ against k, from this run")
     ax.legend(fontsize=7)
-    return ExplorerState(values, summary, fig)
+    return _ExplorerState(values, summary, fig)
 
 
-def acceptance_explorer(table: pd.DataFrame, k: int, temperature: float = 0.0) -> Explorer:
+def acceptance_explorer(table: pd.DataFrame, k: int, temperature: float = 0.0) -> _Explorer:
     """Browse the run's τ by k, temperature and task (no engine restarts: the run's own table)."""
     import ipywidgets as w
 
@@ -358,13 +354,13 @@ def acceptance_explorer(table: pd.DataFrame, k: int, temperature: float = 0.0) -
         "temperature": w.SelectionSlider(options=temps, value=temperature, description="T"),
         "task": w.Dropdown(options=tasks, value="all", description="task"),
     }
-    return Explorer("Acceptance of this run", controls, lambda **v: acceptance_state(table, **v))
+    return _Explorer("Acceptance of this run", controls, lambda **v: _acceptance_state(table, **v))
 
 
 # --------------------------------------------------------------------------- your own prompt
 
 
-def prompt_state(pair: ReferencePair, prompt: str, k: int, max_tokens: int) -> ExplorerState:
+def _prompt_state(pair: ReferencePair, prompt: str, k: int, max_tokens: int) -> _ExplorerState:
     """Greedy draft-and-verify from scratch on the learner's prompt, tokens coloured by origin."""
     out = speculative_generate(pair, chat_prompt_ids(pair.tokenizer, prompt), k, max_tokens)
     counters = out.counters()
@@ -382,11 +378,14 @@ def prompt_state(pair: ReferencePair, prompt: str, k: int, max_tokens: int) -> E
         f"k={k}: {len(out.token_ids)} tokens in {counters.num_drafts} verify steps after the "
         f"prefill, {counters.num_accepted_tokens} accepted drafts, τ {tau:.2f}"
     )
-    return ExplorerState(values, summary, None, view)
+    return _ExplorerState(values, summary, None, view)
 
 
-def prompt_explorer(pair: ReferencePair, prompt: str, k: int = 3, max_tokens: int = 48) -> Explorer:
-    """Type a prompt, pick k: the from-scratch decoder colours accepted, corrected and bonus tokens."""
+def prompt_explorer(
+    pair: ReferencePair, prompt: str, k: int = 3, max_tokens: int = 48
+) -> _Explorer:
+    """Type a prompt, pick k: the from-scratch decoder colours accepted, corrected and bonus
+    tokens."""
     import ipywidgets as w
 
     controls = {
@@ -401,4 +400,4 @@ def prompt_explorer(pair: ReferencePair, prompt: str, k: int = 3, max_tokens: in
             value=max_tokens, min=8, max=max(128, max_tokens), step=8, description="max tokens"
         ),
     }
-    return Explorer("Try your own prompt", controls, lambda **v: prompt_state(pair, **v))
+    return _Explorer("Try your own prompt", controls, lambda **v: _prompt_state(pair, **v))

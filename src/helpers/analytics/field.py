@@ -53,35 +53,24 @@ from helpers.common.paths import DATA_DIR
 from helpers.engine.runs import CategoryRun, run_prompts
 
 __all__ = [
-    "METHODS_FILE",
-    "Method",
-    "load_methods",
-    "installed_methods",
-    "config_fields",
     "has_token_tree",
-    "accepted_by_vllm",
     "methods_table",
-    "vllm_file",
     "mtp_model_types",
     "has_mtp_head",
     "INTERVAL_METHOD",
-    "RequestSteps",
-    "request_steps",
     "run_one_by_one",
     "steps_of",
-    "ratio_interval",
-    "MethodSummary",
     "summarize",
     "comparison_table",
     "always_drafts",
     "truncation_bound",
 ]
 
-METHODS_FILE = DATA_DIR / "published" / "drafting-methods.json"
+_METHODS_FILE = DATA_DIR / "published" / "drafting-methods.json"
 
 
 @dataclass(frozen=True)
-class Method:
+class _Method:
     """One speculative-decoding method as a row of the table (fields of drafting-methods.json)."""
 
     name: str
@@ -99,12 +88,12 @@ class Method:
     paper: str
 
 
-def load_methods(path: Path = METHODS_FILE) -> list[Method]:
+def _load_methods(path: Path = _METHODS_FILE) -> list[_Method]:
     """The rows of the methods file."""
-    return [Method(**row) for row in json.loads(Path(path).read_text())["methods"]]
+    return [_Method(**row) for row in json.loads(Path(path).read_text())["methods"]]
 
 
-def installed_methods() -> set[str]:
+def _installed_methods() -> set[str]:
     """Every `method` the installed vLLM's SpeculativeConfig accepts."""
     from vllm.config import speculative
 
@@ -117,7 +106,7 @@ def installed_methods() -> set[str]:
     return flatten(speculative.SpeculativeMethod)
 
 
-def config_fields() -> set[str]:
+def _config_fields() -> set[str]:
     """The fields of the installed vLLM's SpeculativeConfig (the options a row may set)."""
     from vllm.config.speculative import SpeculativeConfig
 
@@ -126,18 +115,18 @@ def config_fields() -> set[str]:
 
 def has_token_tree() -> bool:
     """True when the installed vLLM has `speculative_token_tree` (tree drafts for EAGLE)."""
-    return "speculative_token_tree" in config_fields()
+    return "speculative_token_tree" in _config_fields()
 
 
-def accepted_by_vllm(method: Method, known: set[str], fields: set[str]) -> bool:
+def _accepted_by_vllm(method: _Method, known: set[str], fields: set[str]) -> bool:
     """True when this vLLM knows the row's `method` and every option it sets."""
     return method.vllm_method in known and set(method.vllm_options) <= fields
 
 
-def methods_table(methods: Sequence[Method] | None = None) -> pd.DataFrame:
+def methods_table(methods: Sequence[_Method] | None = None) -> pd.DataFrame:
     """The table, one row per method, with whether the installed vLLM accepts it."""
-    methods = load_methods() if methods is None else methods
-    known, fields = installed_methods(), config_fields()
+    methods = _load_methods() if methods is None else methods
+    known, fields = _installed_methods(), _config_fields()
     rows = []
     for m in methods:
         config = {"method": m.vllm_method, **m.vllm_options}
@@ -145,7 +134,7 @@ def methods_table(methods: Sequence[Method] | None = None) -> pd.DataFrame:
             {
                 "name": m.name,
                 "speculative_config": json.dumps(config),
-                "in this vLLM": accepted_by_vllm(m, known, fields),
+                "in this vLLM": _accepted_by_vllm(m, known, fields),
                 "drafts from": m.drafts_from,
                 "trained on": m.trained_on,
                 "paper": m.shape_in_paper,
@@ -158,7 +147,7 @@ def methods_table(methods: Sequence[Method] | None = None) -> pd.DataFrame:
     return pd.DataFrame(rows).set_index("name")
 
 
-def vllm_file(relative: str) -> Path:
+def _vllm_file(relative: str) -> Path:
     """A file of the installed vLLM package, by its path inside the package."""
     import vllm
 
@@ -166,7 +155,8 @@ def vllm_file(relative: str) -> Path:
 
 
 def mtp_model_types() -> set[str]:
-    """The string constants of vLLM's MTP config override: the model types it maps to an MTP drafter."""
+    """The string constants of vLLM's MTP config override: the model types it maps to an MTP
+    drafter."""
     from vllm.config.speculative import SpeculativeConfig
 
     tree = ast.parse(textwrap.dedent(inspect.getsource(SpeculativeConfig.hf_config_override)))
@@ -186,7 +176,7 @@ INTERVAL_METHOD = f"{METHOD}, of each ratio of sums"
 
 
 @dataclass(frozen=True)
-class RequestSteps:
+class _RequestSteps:
     """One request's decode, counted from what vLLM reports for it."""
 
     output_tokens: int
@@ -206,13 +196,13 @@ class RequestSteps:
         return max(self.drafted_steps, self.decode_tokens - self.accepted)
 
 
-def request_steps(run: CategoryRun) -> RequestSteps:
+def _request_steps(run: CategoryRun) -> _RequestSteps:
     """The counts of a one-request run: vLLM's per-request record if it kept one, else the
     engine's counter delta over the run (the same numbers: tests/tiny/test_recipe.py)."""
     if len(run.token_ids) != 1:
         raise ValueError(f"request_steps needs a one-request run, got {len(run.token_ids)}")
     c: SpecCounters = counters_of(run.requests) if run.requests else run.counters
-    return RequestSteps(
+    return _RequestSteps(
         run.output_tokens, run.seconds, c.num_drafts, c.num_accepted_tokens, c.num_draft_tokens
     )
 
@@ -224,12 +214,12 @@ def run_one_by_one(
     return {cat: [run_prompts(llm, [p], params) for p in items] for cat, items in prompts.items()}
 
 
-def steps_of(runs: Mapping[str, Sequence[CategoryRun]]) -> list[RequestSteps]:
+def steps_of(runs: Mapping[str, Sequence[CategoryRun]]) -> list[_RequestSteps]:
     """The counted steps of every one-request run, categories in order."""
-    return [request_steps(r) for items in runs.values() for r in items]
+    return [_request_steps(r) for items in runs.values() for r in items]
 
 
-def ratio_interval(num: Sequence[float], den: Sequence[float], offset: float = 0.0) -> Interval:
+def _ratio_interval(num: Sequence[float], den: Sequence[float], offset: float = 0.0) -> Interval:
     """offset + Σnum / Σden over requests, with its jackknife t-interval (NaN ends below 2)."""
     a, b = np.asarray(num, dtype=float), np.asarray(den, dtype=float)
     n = len(a)
@@ -243,7 +233,7 @@ def ratio_interval(num: Sequence[float], den: Sequence[float], offset: float = 0
 
 
 @dataclass(frozen=True)
-class MethodSummary:
+class _MethodSummary:
     """A method's run over all its decode steps, each ratio with its interval."""
 
     tau: Interval
@@ -264,40 +254,40 @@ class MethodSummary:
         return out | {"decode_steps": self.decode_steps, "drafted_steps": self.drafted_steps}
 
 
-def summarize(requests: Sequence[RequestSteps]) -> MethodSummary:
+def summarize(requests: Sequence[_RequestSteps]) -> _MethodSummary:
     """τ (vLLM's: per drafted step), tokens per verifier forward and draft coverage (per decode
     step), and output tokens/s (per second of the request), each pooled over the requests."""
     r = requests
     steps = [x.decode_steps for x in r]
     drafted = [x.drafted_steps for x in r]
-    return MethodSummary(
-        ratio_interval([x.accepted for x in r], drafted, offset=1.0),
-        ratio_interval([x.decode_tokens for x in r], steps),
-        ratio_interval(drafted, steps),
-        ratio_interval([x.output_tokens for x in r], [x.seconds for x in r]),
+    return _MethodSummary(
+        _ratio_interval([x.accepted for x in r], drafted, offset=1.0),
+        _ratio_interval([x.decode_tokens for x in r], steps),
+        _ratio_interval(drafted, steps),
+        _ratio_interval([x.output_tokens for x in r], [x.seconds for x in r]),
         len(r),
         sum(steps),
         sum(drafted),
     )
 
 
-def comparison_table(by_method: Mapping[str, Sequence[RequestSteps]]) -> pd.DataFrame:
+def comparison_table(by_method: Mapping[str, Sequence[_RequestSteps]]) -> pd.DataFrame:
     """One row per method: τ, tokens per forward, coverage and tokens/s with their intervals."""
     rows = [{"method": m, **summarize(r).row()} for m, r in by_method.items()]
     return pd.DataFrame(rows).set_index("method")
 
 
-def always_drafts(vllm_method: str, methods: Sequence[Method] | None = None) -> bool:
+def always_drafts(vllm_method: str, methods: Sequence[_Method] | None = None) -> bool:
     """True when every row of the table with this vLLM `method` drafts on every decode step
     (False for a method the table does not list, such as plain decoding)."""
     rows = [
-        m for m in (load_methods() if methods is None else methods) if m.vllm_method == vllm_method
+        m for m in (_load_methods() if methods is None else methods) if m.vllm_method == vllm_method
     ]
     return bool(rows) and all(m.drafts_every_step for m in rows)
 
 
 def truncation_bound(
-    requests: Sequence[RequestSteps], k: int, drafts_every_step: bool = False
+    requests: Sequence[_RequestSteps], k: int, drafts_every_step: bool = False
 ) -> float:
     """The largest share by which the decode steps can be undercounted.
 

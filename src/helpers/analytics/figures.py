@@ -18,31 +18,25 @@ from helpers.common.tables import K_COLUMN
 
 __all__ = [
     "plot_expert_union",
-    "plot_relative_cost",
-    "plot_speedup_map",
-    "plot_lab_speedups",
     "plot_answer",
     "tau_bars",
-    "LABEL_COLORS",
-    "LABEL_TEXT",
     "interval_yerr",
     "plot_k_sweep",
     "plot_category_temperature",
     "token_pieces",
-    "label_counts",
     "token_html",
-    "MONO_ADVANCE",
     "plot_token_colors",
 ]
 
-#: Colors of the token labels: accepted drafts, verifier corrections, bonus tokens, the prefill token.
-LABEL_COLORS: dict[str, str] = {
+#: Colors of the token labels: accepted drafts, verifier corrections, bonus tokens, the prefill
+#: token.
+_LABEL_COLORS: dict[str, str] = {
     "accepted": PALETTE["accepted"],
     "correction": PALETTE["correction"],
     "bonus": PALETTE["bonus"],
     "prefill": PALETTE["plain"],
 }
-LABEL_TEXT: dict[str, str] = {
+_LABEL_TEXT: dict[str, str] = {
     "accepted": "accepted draft",
     "correction": "verifier correction",
     "bonus": "bonus token",
@@ -64,7 +58,8 @@ def interval_yerr(df: pd.DataFrame, value: str, low: str, high: str) -> Any:
 
 
 def plot_k_sweep(by_k: pd.DataFrame, per_position: pd.DataFrame) -> Figure:
-    """Left: τ vs k with 95 % intervals and the k + 1 ceiling. Right: conditional acceptance per position."""
+    """Left: τ vs k with 95 % intervals and the k + 1 ceiling. Right: conditional acceptance per
+    position."""
     fig, (ax, bx) = new_figure(2, width=5.2)
     ax.plot(
         by_k[K_COLUMN],
@@ -178,31 +173,34 @@ def token_pieces(tokenizer: Any, token_ids: Sequence[int]) -> list[str]:
     return [tokenizer.decode([t]) for t in token_ids]
 
 
-def label_counts(labels: Sequence[str]) -> dict[str, int]:
+def _label_counts(labels: Sequence[str]) -> dict[str, int]:
     """How many tokens carry each label."""
-    return {lab: labels.count(lab) for lab in LABEL_COLORS}
+    return {lab: labels.count(lab) for lab in _LABEL_COLORS}
 
 
 def token_html(pieces: Sequence[str], labels: Sequence[str]) -> str:
-    """HTML of the text with each token's background colored by how it was produced, plus a legend."""
+    """HTML of the text with each token's background colored by how it was produced, plus a
+    legend."""
     spans = [
-        f'<span title="{lab}" style="background:{LABEL_COLORS[lab]};border-radius:2px">'
+        f'<span title="{lab}" style="background:{_LABEL_COLORS[lab]};border-radius:2px">'
         f"{html.escape(piece)}</span>"
         for piece, lab in zip(pieces, labels, strict=True)
     ]
-    counts = label_counts(list(labels))
+    counts = _label_counts(list(labels))
     legend = " ".join(
-        f'<span style="background:{c};padding:0 4px">{LABEL_TEXT[lab]} ({counts[lab]})</span>'
-        for lab, c in LABEL_COLORS.items()
+        f'<span style="background:{c};padding:0 4px">{_LABEL_TEXT[lab]} ({counts[lab]})</span>'
+        for lab, c in _LABEL_COLORS.items()
     )
     return (
-        f'<div style="font-family:monospace;white-space:pre-wrap;line-height:1.6">{"".join(spans)}</div>'
+        '<div style="font-family:monospace;white-space:pre-wrap;line-height:1.6">'
+        f"{''.join(spans)}</div>"
         f'<div style="font-family:sans-serif;font-size:85%;margin-top:6px">{legend}</div>'
     )
 
 
 def _layout(pieces: Sequence[str], width: int) -> list[tuple[int, int, str, int]]:
-    """Monospace layout: (line, column, text, token index) for every visible run, wrapped at width."""
+    """Monospace layout: (line, column, text, token index) for every visible run, wrapped at
+    width."""
     out, line, col = [], 0, 0
     for i, piece in enumerate(pieces):
         parts = piece.split("\n")
@@ -219,13 +217,14 @@ def _layout(pieces: Sequence[str], width: int) -> list[tuple[int, int, str, int]
 
 
 #: Advance of one character of DejaVu Sans Mono, in em.
-MONO_ADVANCE = 0.602
+_MONO_ADVANCE = 0.602
 
 
 def plot_token_colors(
     pieces: Sequence[str], labels: Sequence[str], title: str, width: int = 72
 ) -> Figure:
-    """The generated text drawn token by token on a background colored by how each token was produced.
+    """The generated text drawn token by token on a background colored by how each token was
+    produced.
 
     Layout is a character grid (monospace); the font size is chosen after the layout is fixed so
     that one character is exactly one grid cell and adjacent tokens touch.
@@ -236,10 +235,10 @@ def plot_token_colors(
     ax.grid(False)
     ax.set_axis_off()
     ax.set(xlim=(0, width), ylim=(-lines - 0.1, 0.1), title=title)
-    counts = label_counts(list(labels))
+    counts = _label_counts(list(labels))
     handles = [
-        Patch(color=c, label=f"{LABEL_TEXT[lab]} ({counts[lab]})")
-        for lab, c in LABEL_COLORS.items()
+        Patch(color=c, label=f"{_LABEL_TEXT[lab]} ({counts[lab]})")
+        for lab, c in _LABEL_COLORS.items()
     ]
     ax.legend(
         handles=handles,
@@ -252,10 +251,10 @@ def plot_token_colors(
     fig.tight_layout()
     box = ax.get_window_extent()
     points_per_cell = min(box.width / width, box.height / (lines + 0.2)) * 72 / fig.dpi
-    fontsize = min(10.0, points_per_cell / MONO_ADVANCE)
+    fontsize = min(10.0, points_per_cell / _MONO_ADVANCE)
     for line, col, text, i in runs:
         ax.add_patch(
-            Rectangle((col, -line - 0.9), len(text), 0.8, color=LABEL_COLORS[labels[i]], lw=0)
+            Rectangle((col, -line - 0.9), len(text), 0.8, color=_LABEL_COLORS[labels[i]], lw=0)
         )
         ax.text(
             col,
@@ -314,7 +313,7 @@ def plot_expert_union(windows: pd.DataFrame, batches: pd.DataFrame, experts: int
     return fig
 
 
-def plot_relative_cost(model: pd.DataFrame, recorded: pd.DataFrame, shape: str) -> Figure:
+def _plot_relative_cost(model: pd.DataFrame, recorded: pd.DataFrame, shape: str) -> Figure:
     """c(k, B) of the bytes model for one shape (a band from shared to independent routing) next
     to the step costs recorded on an H200, one panel per k."""
     ks = sorted(model[K_COLUMN].unique())
@@ -345,7 +344,7 @@ def plot_relative_cost(model: pd.DataFrame, recorded: pd.DataFrame, shape: str) 
     return fig
 
 
-def plot_speedup_map(grid: pd.DataFrame, points: pd.DataFrame, k: int, title: str) -> Figure:
+def _plot_speedup_map(grid: pd.DataFrame, points: pd.DataFrame, k: int, title: str) -> Figure:
     """Predicted speed-up τ / c(k, B) over τ and B, with the break-even line and recorded points."""
     fig, (ax,) = new_figure(1, width=6.4, height=4.2)
     pivot = grid.pivot(index="tau", columns="batch", values="predicted_speedup")
@@ -379,7 +378,7 @@ def plot_speedup_map(grid: pd.DataFrame, points: pd.DataFrame, k: int, title: st
     return fig
 
 
-def plot_lab_speedups(lab: pd.DataFrame) -> Figure:
+def _plot_lab_speedups(lab: pd.DataFrame) -> Figure:
     """Measured vs bytes-model speed-up per (k, τ) engine and concurrency, as two heat maps."""
     fig, axes = new_figure(2, width=4.6, height=3.8)
     for ax, column, title in zip(

@@ -31,22 +31,12 @@ from helpers.common import vllm_names
 from helpers.common.counters import RequestAcceptance
 
 __all__ = [
-    "LEVEL",
     "METHOD",
     "Interval",
-    "t_quantile",
-    "jackknife_se",
-    "jackknife_ends",
-    "histogram_matrix",
-    "leave_one_out",
-    "tau_of",
-    "position_rates_of",
-    "conditional_rates_of",
     "interval",
     "tau_interval",
     "position_intervals",
     "ranking",
-    "spread",
 ]
 
 #: Two-sided coverage of every interval the workbook prints.
@@ -130,7 +120,7 @@ def histogram_matrix(requests: Sequence[RequestAcceptance]) -> np.ndarray:
     return np.array([list(r.histogram) + [0] * (width - len(r.histogram)) for r in requests])
 
 
-def leave_one_out(requests: Sequence[RequestAcceptance]) -> np.ndarray:
+def _leave_one_out(requests: Sequence[RequestAcceptance]) -> np.ndarray:
     """The summed histograms of the requests with one request left out, one row per request."""
     h = histogram_matrix(requests)
     return h.sum(0, keepdims=True) - h
@@ -143,16 +133,16 @@ def tau_of(hist: np.ndarray) -> np.ndarray:
         return 1 + (hist * j).sum(-1) / hist.sum(-1)
 
 
-def position_rates_of(hist: np.ndarray) -> np.ndarray:
+def _position_rates_of(hist: np.ndarray) -> np.ndarray:
     """vLLM's per-position rate: steps whose draft at position i was accepted / steps (i = 1..k)."""
     at_least = np.flip(np.cumsum(np.flip(hist, -1), -1), -1)  # steps accepting >= j drafts
     with np.errstate(invalid="ignore", divide="ignore"):
         return at_least[..., 1:] / hist.sum(-1, keepdims=True)
 
 
-def conditional_rates_of(hist: np.ndarray) -> np.ndarray:
+def _conditional_rates_of(hist: np.ndarray) -> np.ndarray:
     """Acceptance at position i given positions < i were accepted: how the drafter holds up."""
-    rates = position_rates_of(hist)
+    rates = _position_rates_of(hist)
     before = np.concatenate([np.ones_like(rates[..., :1]), rates[..., :-1]], -1)
     with np.errstate(invalid="ignore", divide="ignore"):
         return rates / before
@@ -168,7 +158,7 @@ def interval(
     point = np.atleast_1d(statistic(histogram_matrix(requests).sum(0)))
     if n < 2:
         return [Interval(float(p), math.nan, math.nan, n) for p in point]
-    lo, hi = jackknife_ends(point, statistic(leave_one_out(requests)).reshape(n, -1), bounds)
+    lo, hi = jackknife_ends(point, statistic(_leave_one_out(requests)).reshape(n, -1), bounds)
     return [Interval(float(p), float(a), float(b), n) for p, a, b in zip(point, lo, hi)]
 
 
@@ -180,8 +170,8 @@ def tau_interval(requests: Sequence[RequestAcceptance]) -> Interval:
 
 def position_intervals(requests: Sequence[RequestAcceptance]) -> pd.DataFrame:
     """Per draft position: vLLM's rate and the conditional rate, each with its 95 % interval."""
-    rates = interval(requests, position_rates_of, (0.0, 1.0))
-    cond = interval(requests, conditional_rates_of, (0.0, 1.0))
+    rates = interval(requests, _position_rates_of, (0.0, 1.0))
+    cond = interval(requests, _conditional_rates_of, (0.0, 1.0))
     return pd.DataFrame(
         {
             "position": range(len(rates)),
@@ -196,7 +186,8 @@ def position_intervals(requests: Sequence[RequestAcceptance]) -> pd.DataFrame:
 
 
 def ranking(intervals: Mapping[str, Interval]) -> str:
-    """A ranking sentence computed from intervals: 'a 3.6 [3.5, 3.7] > b ... (intervals overlap)'."""
+    """A ranking sentence computed from intervals: 'a 3.6 [3.5, 3.7] > b ... (intervals
+    overlap)'."""
     order = sorted(intervals.items(), key=lambda kv: -kv[1].estimate)
     parts = [f"{order[0][0]} {order[0][1]}"]
     for (_, prev), (name, cur) in zip(order, order[1:]):

@@ -40,15 +40,11 @@ __all__ = [
     "lab_context",
     "cells",
     "plain_bandwidth",
-    "StepFit",
-    "STEP_TERMS",
     "fit_step_model",
     "routing_table",
     "speedup_by_concurrency",
-    "model_c",
     "answer_table",
-    "readme_rows",
-    "routing_rows",
+    "model_c",
 ]
 
 #: Peak HBM bandwidth by GPU (TB/s), from the vendor's datasheet: NVIDIA H200 (HBM3e),
@@ -57,7 +53,7 @@ PEAK_HBM_TB_S: Mapping[str, float] = {"H200": 4.8}
 #: The routing of a record's rows measured on the weights as loaded (random), and of old records.
 AS_LOADED = routing.AS_LOADED.name
 #: The terms of the step model, in the order of StepFit.coefficients.
-STEP_TERMS = ("fixed_ms", "per_draft_ms", "ms_per_gb", "per_token_ms")
+_STEP_TERMS = ("fixed_ms", "per_draft_ms", "ms_per_gb", "per_token_ms")
 
 
 def peak_tb_s(gpu: str) -> float | None:
@@ -138,7 +134,7 @@ def plain_bandwidth(record: Mapping[str, Any]) -> pd.DataFrame:
 
 
 @dataclass(frozen=True)
-class StepFit:
+class _StepFit:
     """The fitted step model: one coefficient per STEP_TERMS, and every cell with its prediction."""
 
     coefficients: dict[str, float]
@@ -181,7 +177,7 @@ def _nnls(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return best
 
 
-def fit_step_model(table: pd.DataFrame) -> StepFit:
+def fit_step_model(table: pd.DataFrame) -> _StepFit:
     """Fit t = fixed + k·per_draft + GB·ms_per_gb + tokens·per_token to the cells' step times,
     minimising relative error with every term ≥ 0; residual = model / measured − 1."""
     x = np.column_stack(
@@ -197,7 +193,7 @@ def fit_step_model(table: pd.DataFrame) -> StepFit:
     out = table.copy()
     out["model_ms"] = x @ coef
     out["residual"] = out.model_ms / out.step_ms - 1
-    return StepFit(dict(zip(STEP_TERMS, (float(c) for c in coef))), out)
+    return _StepFit(dict(zip(_STEP_TERMS, (float(c) for c in coef))), out)
 
 
 def routing_table(record: Mapping[str, Any], k: int) -> pd.DataFrame:
@@ -237,7 +233,7 @@ def speedup_by_concurrency(lab: pd.DataFrame, k: int, tau: float) -> pd.DataFram
 
 
 def model_c(
-    fit: StepFit, shape: moe.MoeShape, k: int, conc: int, rho: float, context: int
+    fit: _StepFit, shape: moe.MoeShape, k: int, conc: int, rho: float, context: int
 ) -> float:
     """c(k, C) the fitted step model predicts for routing of within-sequence correlation rho."""
     plain = moe.union_with_correlation(shape.experts, shape.active, conc, 1, rho)
@@ -247,7 +243,7 @@ def model_c(
     return fit.predict(k, conc, gb_spec) / fit.predict(0, conc, gb_plain)
 
 
-def answer_table(record: Mapping[str, Any], fit: StepFit, rho: float) -> pd.DataFrame:
+def answer_table(record: Mapping[str, Any], fit: _StepFit, rho: float) -> pd.DataFrame:
     """Per k and concurrency: the measured c (as loaded, median over τ) and its band: the range
     over the routing designs the record measured, else the fitted model's change of c from
     independent routing to within-sequence correlation `rho` (a trained router's; the real
@@ -272,7 +268,7 @@ def answer_table(record: Mapping[str, Any], fit: StepFit, rho: float) -> pd.Data
     return pd.DataFrame(rows)
 
 
-def readme_rows(record: Mapping[str, Any], ks: Sequence[int] = (1, 3, 5)) -> str:
+def _readme_rows(record: Mapping[str, Any], ks: Sequence[int] = (1, 3, 5)) -> str:
     """Markdown rows for the README: per k, the measured c at each concurrency, and the record's
     date, GPU and vLLM (`python -m helpers.analytics.lab` prints them)."""
     lab = speedup.lab_step_costs(record)
@@ -290,7 +286,7 @@ def readme_rows(record: Mapping[str, Any], ks: Sequence[int] = (1, 3, 5)) -> str
     return "\n".join(lines)
 
 
-def routing_rows(record: Mapping[str, Any], k: int = 3) -> str:
+def _routing_rows(record: Mapping[str, Any], k: int = 3) -> str:
     """Markdown rows for the README: per routing design, ρ read back at 4 positions, effective
     experts, and c(k, C) at each concurrency (a line saying so for a record without designs)."""
     table = routing_table(record, k)
@@ -313,4 +309,4 @@ def routing_rows(record: Mapping[str, Any], k: int = 3) -> str:
 
 if __name__ == "__main__":
     record = load_lab()
-    print(readme_rows(record), "\n", routing_rows(record), sep="\n")
+    print(_readme_rows(record), "\n", _routing_rows(record), sep="\n")

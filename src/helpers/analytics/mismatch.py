@@ -1,4 +1,5 @@
-"""Why is my acceptance low? One pair served under silent mismatches, the damage ranked (notebook 08).
+"""Why is my acceptance low? One pair served under silent mismatches, the damage ranked (notebook
+08).
 
 A mismatch between how a drafter was trained and how the pair is served rarely fails: vLLM loads
 both models, every output is what the verifier writes, and only the acceptance length τ moves.
@@ -46,34 +47,28 @@ from helpers.engine.runs import CategoryRun
 
 __all__ = [
     "THINK_OFF_BLOCK",
-    "UNSEEN_SYSTEM_PROMPT",
     "RECORDS_SCHEMA",
     "OTHER_FIELD_ORDER",
-    "DOCTOR_FILE",
     "with_system",
     "double_templated",
     "thinking_off_template",
     "prompt_table",
     "with_field_order",
     "schema_sampling",
-    "steps_without_draft",
     "drafts_invalidated",
-    "damage_interval",
-    "verdict",
     "damage_table",
     "damage_of",
     "damage_ranking",
     "plot_damage",
     "load_cases",
     "measured_text",
-    "symptom_table",
     "symptom_markdown",
 ]
 
 #: What Qwen3's chat template appends to the generation prompt with enable_thinking=False.
 THINK_OFF_BLOCK = "<think>\n\n</think>\n\n"
 #: A system prompt the tiny pair never saw (its corpus has none): the usual frontend default.
-UNSEEN_SYSTEM_PROMPT = "You are a helpful assistant."
+_UNSEEN_SYSTEM_PROMPT = "You are a helpful assistant."
 #: The records the tiny pair's structured task answers with (helpers.tiny.corpus), as a JSON schema.
 RECORDS_SCHEMA: dict[str, Any] = {
     "type": "array",
@@ -95,13 +90,13 @@ RECORDS_SCHEMA: dict[str, Any] = {
 #: The same fields in another order than the tiny pair writes them (it was trained on name first).
 OTHER_FIELD_ORDER: tuple[str, ...] = ("id", "name", "age", "city", "job", "pet", "active")
 #: Reported cases: symptom, cause, fix, source, and the condition of notebook 08 that shows it.
-DOCTOR_FILE: Path = DATA_DIR / "acceptance-doctor.json"
+_DOCTOR_FILE: Path = DATA_DIR / "acceptance-doctor.json"
 
 
 # --------------------------------------------------------------------------- mismatched inputs
 
 
-def with_system(prompts: Sequence[str], system: str = UNSEEN_SYSTEM_PROMPT) -> list[Messages]:
+def with_system(prompts: Sequence[str], system: str = _UNSEEN_SYSTEM_PROMPT) -> list[Messages]:
     """Each prompt as a chat that opens with a system message."""
     return [[{"role": "system", "content": system}, *as_messages(p)] for p in prompts]
 
@@ -163,10 +158,11 @@ def schema_sampling(max_tokens: int, schema: Mapping[str, Any] = RECORDS_SCHEMA)
     )
 
 
-# --------------------------------------------------------------------------- drafts the grammar dropped
+# --------------------------------------------------------------------------- drafts the grammar
+# dropped
 
 
-def steps_without_draft(run: CategoryRun) -> int:
+def _steps_without_draft(run: CategoryRun) -> int:
     """Decode steps that verified no draft: tokens not explained by drafted steps and prefills.
 
     Every request's first token comes from its prefill; each drafted step emits 1 + accepted
@@ -181,7 +177,7 @@ def steps_without_draft(run: CategoryRun) -> int:
 
 def drafts_invalidated(run: CategoryRun, k: int) -> int:
     """Draft tokens proposed but dropped before verification: k per step minus those verified."""
-    proposed = k * (run.counters.num_drafts + steps_without_draft(run))
+    proposed = k * (run.counters.num_drafts + _steps_without_draft(run))
     return max(0, proposed - run.counters.num_draft_tokens)
 
 
@@ -193,8 +189,9 @@ def _nan_interval(estimate: float, n: int) -> Interval:
     return Interval(estimate, math.nan, math.nan, n)
 
 
-def damage_interval(base: CategoryRun, cond: CategoryRun) -> Interval:
-    """τ(base) − τ(cond) with its 95 % jackknife t-interval; paired when both ran the same prompts."""
+def _damage_interval(base: CategoryRun, cond: CategoryRun) -> Interval:
+    """τ(base) − τ(cond) with its 95 % jackknife t-interval; paired when both ran the same
+    prompts."""
     tau_base, tau_cond = run_interval(base).estimate, run_interval(cond).estimate
     estimate = tau_base - tau_cond
     if len(base.requests) < 2 or len(cond.requests) < 2:
@@ -213,7 +210,7 @@ def damage_interval(base: CategoryRun, cond: CategoryRun) -> Interval:
     return Interval(estimate, float(low), float(high), len(hc))
 
 
-def verdict(damage: Interval) -> str:
+def _verdict(damage: Interval) -> str:
     """What the interval of a damage says: lowers τ, raises it, or cannot tell at this size."""
     if not damage.bounded:
         return "no interval from this vLLM"
@@ -235,7 +232,7 @@ def damage_table(
     rows = []
     for name, base_name in baselines.items():
         run, base = runs[name], runs[base_name]
-        tau, tau_base, damage = run_interval(run), run_interval(base), damage_interval(base, run)
+        tau, tau_base, damage = run_interval(run), run_interval(base), _damage_interval(base, run)
         rows.append(
             {
                 "condition": name,
@@ -250,7 +247,7 @@ def damage_table(
                 "damage": damage.estimate,
                 "damage_ci_low": damage.low,
                 "damage_ci_high": damage.high,
-                "verdict": verdict(damage),
+                "verdict": _verdict(damage),
                 "drafts_invalidated": drafts_invalidated(run, k),
                 "baseline_drafts_invalidated": drafts_invalidated(base, k),
             }
@@ -266,7 +263,8 @@ def damage_of(row: Mapping[str, Any]) -> Interval:
 
 
 def damage_ranking(table: pd.DataFrame) -> str:
-    """The conditions ranked by damage, each step marked '>' (intervals separate) or '≈ … (not separated)'."""
+    """The conditions ranked by damage, each step marked '>' (intervals separate) or '≈ … (not
+    separated)'."""
     rows = table.sort_values("damage", ascending=False).to_dict("records")
     if not rows:
         return "no conditions measured"
@@ -318,8 +316,9 @@ def plot_damage(table: pd.DataFrame, k: int) -> Figure:
 # --------------------------------------------------------------------------- symptom → cause → fix
 
 
-def load_cases(path: Path = DOCTOR_FILE) -> list[dict[str, Any]]:
-    """The reported cases: symptom, cause, fix, sources, and the condition that shows it (or None)."""
+def load_cases(path: Path = _DOCTOR_FILE) -> list[dict[str, Any]]:
+    """The reported cases: symptom, cause, fix, sources, and the condition that shows it (or
+    None)."""
     cases = json.loads(Path(path).read_text())["cases"]
     for case in cases:
         missing = {"symptom", "cause", "fix", "sources", "condition"} - set(case)
@@ -336,7 +335,7 @@ def measured_text(row: Mapping[str, Any]) -> str:
     )
 
 
-def symptom_table(cases: Sequence[Mapping[str, Any]], table: pd.DataFrame | None) -> pd.DataFrame:
+def _symptom_table(cases: Sequence[Mapping[str, Any]], table: pd.DataFrame | None) -> pd.DataFrame:
     """symptom → cause → fix, with each case's sources and what this run measured for it."""
     measured = {r["condition"]: r for r in (table.to_dict("records") if table is not None else [])}
     rows = []
@@ -362,8 +361,9 @@ def symptom_table(cases: Sequence[Mapping[str, Any]], table: pd.DataFrame | None
 
 def symptom_markdown(cases: Sequence[Mapping[str, Any]], table: pd.DataFrame | None = None) -> str:
     """The symptom → cause → fix table as Markdown: with a damage_table, the last column is what
-    this run measured; without one (docs/instructors.md), the condition of notebook 08 that shows it."""
-    rows = symptom_table(cases, table)
+    this run measured; without one (docs/instructors.md), the condition of notebook 08 that shows
+    it."""
+    rows = _symptom_table(cases, table)
     if table is None:
         rows["measured here"] = [c["condition"] or c.get("not_here", "—") for c in cases]
     last = "measured here" if table is not None else "notebook 08 condition"

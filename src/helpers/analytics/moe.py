@@ -29,26 +29,15 @@ from helpers.common.prompts import as_messages
 __all__ = [
     "BYTES_BF16",
     "MoeShape",
-    "DRAFTER_SHAPE_DIR",
-    "QWEN3_30B_A3B",
-    "QWEN3_235B_A22B",
     "independent_union",
     "shared_union",
-    "router_choices",
     "answer_choices",
     "measured_rho",
-    "window_union",
     "union_table",
     "batch_union",
     "correlation",
-    "union_with_correlation",
-    "expert_mask",
-    "window_distinct",
-    "aligned_union",
-    "effective_experts",
     "step_bytes",
     "relative_cost",
-    "cost_table",
 ]
 
 BYTES_BF16 = 2
@@ -144,7 +133,7 @@ def shared_union(experts: int, active: int, sequences: float) -> float:
 
 
 @torch.no_grad()
-def router_choices(verifier: Any, ids: Sequence[int]) -> torch.Tensor:
+def _router_choices(verifier: Any, ids: Sequence[int]) -> torch.Tensor:
     """The experts each position routes to, per layer: [layers, T, active] (transformers MoE)."""
     out = verifier(
         input_ids=torch.tensor([list(ids)], device=verifier.device), output_router_logits=True
@@ -165,7 +154,7 @@ def answer_choices(
             as_messages(prompt), add_generation_prompt=True, return_tensors="pt", return_dict=True
         )["input_ids"].to(verifier.device)
         answer = verifier.generate(ids, max_new_tokens=max_tokens, do_sample=False)[0].tolist()
-        out.append((router_choices(verifier, answer), ids.shape[1]))
+        out.append((_router_choices(verifier, answer), ids.shape[1]))
     return out
 
 
@@ -175,7 +164,7 @@ def _distinct(choices: torch.Tensor) -> torch.Tensor:
     return torch.tensor([len(set(row.tolist())) for row in flat], dtype=torch.float32)
 
 
-def window_union(choices: torch.Tensor, n: int, start: int = 0) -> float:
+def _window_union(choices: torch.Tensor, n: int, start: int = 0) -> float:
     """Mean distinct experts per layer over every window of n consecutive positions from `start`."""
     t = choices.shape[1]
     sizes = [_distinct(choices[:, i : i + n]).mean().item() for i in range(start, t - n + 1)]
@@ -185,13 +174,14 @@ def window_union(choices: torch.Tensor, n: int, start: int = 0) -> float:
 def union_table(
     choices: Sequence[tuple[torch.Tensor, int]], ns: Sequence[int], experts: int, active: int
 ) -> pd.DataFrame:
-    """Per window size n: measured mean union (answers only), the independent curve, the shared bound.
+    """Per window size n: measured mean union (answers only), the independent curve, the shared
+    bound.
 
     `choices` holds (router choices, index of the first answer position) per sequence.
     """
     rows = []
     for n in ns:
-        per_seq = [window_union(c, n, start) for c, start in choices]
+        per_seq = [_window_union(c, n, start) for c, start in choices]
         per_seq = [u for u in per_seq if u == u]
         rows.append(
             {
@@ -212,7 +202,8 @@ def batch_union(
     samples: int = 50,
     seed: int = 0,
 ) -> float:
-    """Mean distinct experts per layer over `batch` sequences × n consecutive answer positions each."""
+    """Mean distinct experts per layer over `batch` sequences × n consecutive answer positions
+    each."""
     rng = random.Random(seed)
     eligible = [(c, s) for c, s in choices if c.shape[1] - s >= n]
     sizes = []
@@ -241,7 +232,8 @@ def measured_rho(
 
 
 def union_with_correlation(experts: int, active: int, batch: int, n: int, rho: float) -> float:
-    """Expected union of `batch` sequences × n positions, routing correlated by rho within a sequence."""
+    """Expected union of `batch` sequences × n positions, routing correlated by rho within a
+    sequence."""
     indep = independent_union(experts, active, batch * n)
     shared = shared_union(experts, active, batch)
     return indep - rho * (indep - shared)
@@ -254,7 +246,8 @@ def expert_mask(choices: torch.Tensor, experts: int) -> torch.Tensor:
 
 
 def window_distinct(mask: torch.Tensor, n: int) -> torch.Tensor:
-    """Distinct experts of every window of n consecutive positions: mask [..., T, E] → [..., T-n+1]."""
+    """Distinct experts of every window of n consecutive positions: mask [..., T, E] → [...,
+    T-n+1]."""
     windows = mask.unfold(-2, n, 1)  # [..., T-n+1, E, n]
     return windows.any(-1).sum(-1).float()
 
@@ -279,6 +272,7 @@ def effective_experts(mask: torch.Tensor) -> float:
     return entropy.exp().mean().item()
 
 
+# Twin of step_bytes() in notebooks/06_does_eagle3_pay_on_moe.ipynb: change both.
 def step_bytes(
     shape: MoeShape,
     batch: int,
@@ -306,7 +300,7 @@ def relative_cost(shape: MoeShape, k: int, batch: int, rho: float, context: int 
     return spec / plain
 
 
-def cost_table(
+def _cost_table(
     shapes: Sequence[MoeShape],
     ks: Sequence[int],
     batches: Sequence[int],

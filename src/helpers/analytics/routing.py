@@ -43,14 +43,9 @@ from helpers.analytics import moe
 __all__ = [
     "Design",
     "AS_LOADED",
-    "Layout",
-    "verifier_layers",
     "zipf_bias",
-    "apply_design",
     "route",
     "routing_stats",
-    "calibrate_context_weight",
-    "acceptance_rates",
     "set_acceptance_length",
     "RoutingLab",
     "ROUTING_LAB",
@@ -94,7 +89,8 @@ class Layout:
 
     @property
     def context_size(self) -> int:
-        """Coordinates of the context block: what layer 0's values can carry, at most the token block."""
+        """Coordinates of the context block: what layer 0's values can carry, at most the token
+        block."""
         return min(self.kv_heads * self.head_dim, self.hidden // 2 - 1)
 
     @property
@@ -105,11 +101,11 @@ class Layout:
     @classmethod
     def of(cls, model: Any) -> Layout:
         """The layout of a vLLM Qwen3-MoE model (from its first attention layer; one GPU)."""
-        attn = verifier_layers(model)[0].self_attn
+        attn = _verifier_layers(model)[0].self_attn
         return cls(model.config.hidden_size, attn.num_heads, attn.num_kv_heads, attn.head_dim)
 
 
-def verifier_layers(model: Any) -> Sequence[Any]:
+def _verifier_layers(model: Any) -> Sequence[Any]:
     """The decoder layers of a vLLM Qwen3-MoE model (`model.model.layers`)."""
     return model.model.layers
 
@@ -175,13 +171,13 @@ def _write(linear: Any, weight: torch.Tensor) -> None:
 
 
 @torch.no_grad()
-def apply_design(model: Any, design: Design, context_scale: float) -> None:
+def _apply_design(model: Any, design: Design, context_scale: float) -> None:
     """Rewrite the embedding, layer 0's attention, every post-attention norm and every router of a
     vLLM Qwen3-MoE model for `design` (see the module doc); `context_scale` sizes the context block
     (≈ sqrt(tokens / 2) makes it N(0, 1) at that context length)."""
     if not design.designed:
         raise ValueError("the as-loaded design has nothing to apply: measure it before any other")
-    layers = verifier_layers(model)
+    layers = _verifier_layers(model)
     lay = Layout.of(model)
     embed = model.model.embed_tokens.weight
     device = embed.device
@@ -230,7 +226,7 @@ def route(model: Any, sequences: Sequence[Sequence[int]]) -> list[torch.Tensor]:
     over the context (q = 0 in a design; U(±1e-3) weights make scores ≈ 1e-10 as loaded) and
     without the other layers' contributions (≈ 1e-4 of the stream as loaded, ≈ 1e-6 designed).
     """
-    layers = verifier_layers(model)
+    layers = _verifier_layers(model)
     lay = Layout.of(model)
     first = layers[0]
     embed = model.model.embed_tokens.weight
@@ -282,7 +278,7 @@ def routing_stats(
 
 
 @torch.no_grad()
-def calibrate_context_weight(
+def _calibrate_context_weight(
     model: Any,
     design: Design,
     target_rho: float,
@@ -300,7 +296,7 @@ def calibrate_context_weight(
     experts = _experts(model)
 
     def rho(gamma: float) -> float:
-        apply_design(model, dataclasses.replace(design, context_weight=gamma), context_scale)
+        _apply_design(model, dataclasses.replace(design, context_weight=gamma), context_scale)
         stats = routing_stats(route(model, seqs), [lengths[0]] * len(seqs), experts, [n])
         return stats[f"rho_{n}"]
 
@@ -313,7 +309,7 @@ def calibrate_context_weight(
     return (lo + hi) / 2
 
 
-def acceptance_rates(tau: float, k: int) -> list[float]:
+def _acceptance_rates(tau: float, k: int) -> list[float]:
     """The conditional per-position acceptance rates vLLM's synthetic sampler uses for a target τ
     (vLLM's own conversions: minimum-variance schedule, then conditional rates)."""
     from vllm.config.speculative import SpeculativeConfig
@@ -332,13 +328,14 @@ def set_acceptance_length(runner: Any, tau: float) -> list[float] | None:
     rates = getattr(getattr(runner, "rejection_sampler", None), "synthetic_conditional_rates", None)
     if rates is None:
         return None
-    new = acceptance_rates(tau, rates.numel())
+    new = _acceptance_rates(tau, rates.numel())
     rates.copy_(torch.tensor(new, dtype=rates.dtype, device=rates.device))
     return new
 
 
 class RoutingLab:
-    """vLLM worker extension: routing designs, routing read back, synthetic τ (see the module doc)."""
+    """vLLM worker extension: routing designs, routing read back, synthetic τ (see the module
+    doc)."""
 
     def _lab_model(self) -> Any:
         return self.model_runner.get_model()
@@ -346,7 +343,7 @@ class RoutingLab:
     def moelab_design(self, design: dict[str, Any], context_scale: float) -> str:
         """Apply a design (as `Design.as_dict`); returns its name."""
         d = Design(**{**design, "bias": tuple(design.get("bias", ()))})
-        apply_design(self._lab_model(), d, context_scale)
+        _apply_design(self._lab_model(), d, context_scale)
         return d.name
 
     def moelab_calibrate(
@@ -354,10 +351,12 @@ class RoutingLab:
     ) -> float:
         """calibrate_context_weight in this worker (leaves the found γ applied)."""
         d = Design(**{**design, "bias": tuple(design.get("bias", ()))})
-        gamma = calibrate_context_weight(
+        gamma = _calibrate_context_weight(
             self._lab_model(), d, target_rho, context_scale, (lengths[0], lengths[1])
         )
-        apply_design(self._lab_model(), dataclasses.replace(d, context_weight=gamma), context_scale)
+        _apply_design(
+            self._lab_model(), dataclasses.replace(d, context_weight=gamma), context_scale
+        )
         return gamma
 
     def moelab_routing(
@@ -381,10 +380,10 @@ class RoutingLab:
         that runs eagerly (hooks do not fire inside CUDA graphs)."""
         model = self._lab_model()
         if on:
-            self._lab_seen: list[list[list[int]]] = [[] for _ in verifier_layers(model)]
+            self._lab_seen: list[list[list[int]]] = [[] for _ in _verifier_layers(model)]
             self._lab_hooks = [
                 layer.mlp.gate.register_forward_hook(self._lab_hook(i))
-                for i, layer in enumerate(verifier_layers(model))
+                for i, layer in enumerate(_verifier_layers(model))
             ]
             return []
         for hook in getattr(self, "_lab_hooks", []):

@@ -41,16 +41,10 @@ __all__ = [
     "best_k",
     "schedule_ranges",
     "dense_lookup",
-    "request_trace",
-    "counters_trace",
     "acceptance_traces",
     "iid_traces",
     "drafts_by_batch",
-    "tokens_at",
     "trace_tau",
-    "UtilityController",
-    "replay_static",
-    "replay_rule",
     "replay_table",
 ]
 
@@ -86,7 +80,7 @@ def dense_lookup(ranges: Sequence[Sequence[int]], max_batch: int, k: int) -> lis
     return build_dynamic_sd_schedule_lookup([list(r) for r in ranges], max_batch, k)
 
 
-def request_trace(output: Any, k: int) -> list[int] | None:
+def _request_trace(output: Any, k: int) -> list[int] | None:
     """Drafts accepted at each verify step of a finished request that drafted all k (vLLM's
     `detailed` per-request metrics; steps cut short by max_tokens left out), else None."""
     metrics = getattr(output, vllm_names.OUTPUT_METRICS_ATTR, None)
@@ -97,7 +91,7 @@ def request_trace(output: Any, k: int) -> list[int] | None:
     return [a for a, d in zip(accepted, drafted) if d == k]
 
 
-def counters_trace(counters: SpecCounters, steps: int, seed: int = 0) -> list[int]:
+def _counters_trace(counters: SpecCounters, steps: int, seed: int = 0) -> list[int]:
     """A trace drawn step by step with the per-position acceptance of pooled counters (what a
     vLLM without per-step records gives): the order of steps is lost, their mix is kept."""
     reach = [a / counters.num_drafts for a in counters.accepted_per_pos]  # P(accepted ≥ i + 1)
@@ -119,17 +113,18 @@ def acceptance_traces(
     the pooled counters (one trace per request, as many steps as it took)."""
     with Meter(llm) as meter:
         outs = llm.chat([as_messages(p) for p in prompts], params, use_tqdm=False)
-    traces = [request_trace(o.outputs[0], k) for o in outs]
+    traces = [_request_trace(o.outputs[0], k) for o in outs]
     if all(t is not None for t in traces):
         return traces, "per verify step and request (vLLM's detailed per-request metrics)"
     per_request = max(1, meter.delta.num_drafts // len(prompts))
-    drawn = [counters_trace(meter.delta, per_request, seed=i) for i in range(len(prompts))]
+    drawn = [_counters_trace(meter.delta, per_request, seed=i) for i in range(len(prompts))]
     return drawn, "drawn from the pooled per-position counters (no per-step record in this vLLM)"
 
 
 def iid_traces(alpha: float, requests: int, steps: int, k: int, seed: int = 0) -> list[list[int]]:
     """Traces of a drafter whose every draft is accepted with probability α, independently (the
-    model of `speedup.expected_tokens_per_step`): a weaker drafter than a measured one, on demand."""
+    model of `speedup.expected_tokens_per_step`): a weaker drafter than a measured one, on demand.
+    """
     rng = random.Random(seed)
     traces = []
     for _ in range(requests):
@@ -155,7 +150,7 @@ def drafts_by_batch(llm: Any, prompts: Sequence[str], params: Any) -> dict[int, 
     return out
 
 
-def tokens_at(accepted: int, k: int) -> int:
+def _tokens_at(accepted: int, k: int) -> int:
     """Tokens a step emits at k when the k_max chain had `accepted` drafts accepted: the
     accepted prefix of the first k drafts, plus the verifier's own token."""
     return 1 + min(accepted, k)
@@ -163,11 +158,11 @@ def tokens_at(accepted: int, k: int) -> int:
 
 def trace_tau(trace: Sequence[int], k: int) -> float:
     """τ at k replayed from a trace: mean tokens per step."""
-    return sum(tokens_at(j, k) for j in trace) / len(trace)
+    return sum(_tokens_at(j, k) for j in trace) / len(trace)
 
 
 @dataclass
-class UtilityController:
+class _UtilityController:
     """Speculation utility after Cascade (arXiv 2506.20675): expected tokens per step ÷ the step's
     cost; draft the k with the highest utility while it beats plain decoding (utility 1), else
     decode plainly; every `probe_every`-th step drafts k_max to test the positions the chosen k
@@ -210,23 +205,23 @@ class UtilityController:
             self.hits[i] += i < accepted
 
 
-def replay_static(trace: Sequence[int], k: int, cost: float) -> float:
+def _replay_static(trace: Sequence[int], k: int, cost: float) -> float:
     """Speed-up of a fixed k over a trace: τ(k) / c(k) (k = 0: 1)."""
     return trace_tau(trace, k) / cost if k else 1.0
 
 
-def replay_rule(
+def _replay_rule(
     traces: Sequence[Sequence[int]], costs: Mapping[int, float], probe_every: int = 16
 ) -> tuple[float, float]:
     """Speed-up of the utility controller over requests' traces, and the share of steps it
     speculated. One controller learns over the requests in turn, as an engine-wide estimate
     would: Cascade keeps one per request, which needs requests long enough to learn within."""
     tokens = cost = speculated = steps = 0.0
-    ctl = UtilityController(costs, probe_every)
+    ctl = _UtilityController(costs, probe_every)
     for trace in traces:
         for j in trace:
             k = ctl.choose()
-            tokens += tokens_at(j, k) if k else 1
+            tokens += _tokens_at(j, k) if k else 1
             cost += costs[k] if k else 1.0
             speculated += k > 0
             steps += 1
@@ -252,11 +247,11 @@ def replay_table(
             ks = sorted(by_k)
             row = {"trace": name, "batch": batch}
             for k in ks:
-                row[f"k={k}"] = replay_static(flat, k, by_k[k])
+                row[f"k={k}"] = _replay_static(flat, k, by_k[k])
             lookup = dense_lookup(ranges[name], max(costs), max(ks))
             k_sched = lookup[batch]
             row[f"{K_COLUMN} (schedule)"] = k_sched
-            row["schedule"] = replay_static(flat, k_sched, by_k[k_sched] if k_sched else 1.0)
-            row["utility"], row["speculated_share"] = replay_rule(reqs, by_k, probe_every)
+            row["schedule"] = _replay_static(flat, k_sched, by_k[k_sched] if k_sched else 1.0)
+            row["utility"], row["speculated_share"] = _replay_rule(reqs, by_k, probe_every)
             rows.append(row)
     return pd.DataFrame(rows)

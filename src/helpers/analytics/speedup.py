@@ -1,4 +1,5 @@
-"""When does speculation pay? Step costs measured here, a speedup model, and a recorded H200 measurement (notebook 06).
+"""When does speculation pay? Step costs measured here, a speedup model, and a recorded H200
+measurement (notebook 06).
 
 Model (Leviathan et al. 2023, with EAGLE's per-token acceptance α assumed i.i.d.): a speculative
 step emits E[tokens/step] = (1 − α^{k+1}) / (1 − α) tokens (k + 1 when α = 1) and costs c(k) plain
@@ -34,36 +35,20 @@ from helpers.common.threads import torch_threads
 from helpers.eagle3.drafter import Eagle3Drafter, draft_chain, greedy_feedback
 
 __all__ = [
-    "PUBLISHED_FILE",
     "published_points",
     "H200_FILE",
-    "H200_SHAPE",
-    "expected_tokens_per_step",
-    "predicted_speedup",
-    "alpha_for_tau",
-    "relative_step_cost",
-    "median_seconds",
-    "verifier_step_seconds",
-    "drafter_step_seconds",
-    "measure_step_costs",
-    "model_curve",
     "load_h200",
     "recorded_on",
-    "h200_step_costs",
-    "ONE_PROMPT",
     "one_prompt_batch",
-    "h200_tiny_pair",
     "LAB_FILE",
     "lab_step_costs",
-    "break_even",
     "recorded_break_even_tau",
     "recorded_tiny_pair_speedups",
-    "LITERATURE_FILE",
     "literature",
 ]
 
 H200_FILE: Path = DATA_DIR / "measurements" / "h200-vllm-step-costs.json"
-H200_SHAPE = "qwen3_30b_a3b_real_shape"
+_H200_SHAPE = "qwen3_30b_a3b_real_shape"
 
 
 # --------------------------------------------------------------------------- the model
@@ -78,12 +63,13 @@ def expected_tokens_per_step(k: int, alpha: float) -> float:
     return (1.0 - alpha ** (k + 1)) / (1.0 - alpha)
 
 
-def predicted_speedup(k: int, alpha: float, relative_cost: float) -> float:
-    """Predicted speedup over plain decoding: E[tokens/step] / (spec step cost / plain step cost)."""
+def _predicted_speedup(k: int, alpha: float, relative_cost: float) -> float:
+    """Predicted speedup over plain decoding: E[tokens/step] / (spec step cost / plain step
+    cost)."""
     return expected_tokens_per_step(k, alpha) / relative_cost
 
 
-def alpha_for_tau(tau: float, k: int, tol: float = 1e-10) -> float:
+def _alpha_for_tau(tau: float, k: int, tol: float = 1e-10) -> float:
     """The i.i.d. acceptance α whose E[tokens/step] at this k equals a measured τ (bisection)."""
     if not 1.0 <= tau <= k + 1:
         raise ValueError(f"tau must be in [1, {k + 1}] for k={k}, got {tau}")
@@ -104,7 +90,7 @@ def relative_step_cost(
 # --------------------------------------------------------------------------- timing here
 
 
-def median_seconds(fn: Callable[[], Any], repeats: int, warmup: int = 3) -> float:
+def _median_seconds(fn: Callable[[], Any], repeats: int, warmup: int = 3) -> float:
     """Median wall time of fn() over `repeats` calls after `warmup` untimed calls."""
     for _ in range(warmup):
         fn()
@@ -117,8 +103,9 @@ def median_seconds(fn: Callable[[], Any], repeats: int, warmup: int = 3) -> floa
 
 
 @torch.no_grad()
-def verifier_step_seconds(verifier: Any, context: int, n_new: int, repeats: int = 20) -> float:
-    """Median time of one verifier forward over n_new tokens after `context` cached tokens (HF KV cache)."""
+def _verifier_step_seconds(verifier: Any, context: int, n_new: int, repeats: int = 20) -> float:
+    """Median time of one verifier forward over n_new tokens after `context` cached tokens (HF KV
+    cache)."""
     ids = torch.randint(3, verifier.config.vocab_size, (1, context + n_new))
     cache = verifier(input_ids=ids[:, :context], use_cache=True).past_key_values
 
@@ -126,11 +113,11 @@ def verifier_step_seconds(verifier: Any, context: int, n_new: int, repeats: int 
         cache.crop(context)
         verifier(input_ids=ids[:, context:], past_key_values=cache, use_cache=True)
 
-    return median_seconds(step, repeats)
+    return _median_seconds(step, repeats)
 
 
 @torch.no_grad()
-def drafter_step_seconds(
+def _drafter_step_seconds(
     drafter: Eagle3Drafter, embed: torch.nn.Module, repeats: int = 20
 ) -> float:
     """Median time of one drafter token step (fc, midlayer, norm, lm_head, argmax) for one token.
@@ -145,10 +132,10 @@ def drafter_step_seconds(
     def step() -> None:
         draft_chain(drafter, first, aux, 1, greedy_feedback(embed))[0].argmax(-1)
 
-    return median_seconds(step, repeats)
+    return _median_seconds(step, repeats)
 
 
-def measure_step_costs(
+def _measure_step_costs(
     verifier: Any,
     drafter: Eagle3Drafter,
     ks: Sequence[int],
@@ -161,9 +148,9 @@ def measure_step_costs(
     Timed on `threads` CPU threads (see reference.torch_threads); the table records how many.
     """
     with torch_threads(threads):
-        plain = verifier_step_seconds(verifier, context, 1, repeats)
-        draft = drafter_step_seconds(drafter, verifier.get_input_embeddings(), repeats)
-        verify = {k: verifier_step_seconds(verifier, context, k + 1, repeats) for k in ks}
+        plain = _verifier_step_seconds(verifier, context, 1, repeats)
+        draft = _drafter_step_seconds(drafter, verifier.get_input_embeddings(), repeats)
+        verify = {k: _verifier_step_seconds(verifier, context, k + 1, repeats) for k in ks}
     rows = [
         {
             K_COLUMN: k,
@@ -180,7 +167,7 @@ def measure_step_costs(
     return df
 
 
-def model_curve(
+def _model_curve(
     costs: pd.DataFrame, alphas: Sequence[float], cost_column: str = "relative_step_cost"
 ) -> pd.DataFrame:
     """speedup(k, α) for every k of a cost table and every α (long table)."""
@@ -190,7 +177,7 @@ def model_curve(
             "alpha": a,
             "expected_tokens_per_step": expected_tokens_per_step(int(r[K_COLUMN]), a),
             "relative_step_cost": r[cost_column],
-            "predicted_speedup": predicted_speedup(int(r[K_COLUMN]), a, r[cost_column]),
+            "predicted_speedup": _predicted_speedup(int(r[K_COLUMN]), a, r[cost_column]),
         }
         for _, r in costs.iterrows()
         for a in alphas
@@ -198,13 +185,14 @@ def model_curve(
     return pd.DataFrame(rows)
 
 
-# --------------------------------------------------------------------------- the recorded H200 measurement
+# --------------------------------------------------------------------------- the recorded H200
+# measurement
 
 
 def load_h200(path: Path = H200_FILE) -> dict[str, Any]:
     """The recorded H200 step-rate measurement with its provenance ('what', 'how')."""
     record = json.loads(Path(path).read_text())
-    missing = {"what", "how", H200_SHAPE} - set(record)
+    missing = {"what", "how", _H200_SHAPE} - set(record)
     if missing:
         raise ValueError(f"{path} lacks {sorted(missing)}: keep the provenance when copying it")
     return record
@@ -216,9 +204,9 @@ def recorded_on(record: dict[str, Any]) -> str:
     return found.group(0) if found else "undated"
 
 
-def h200_step_costs(record: dict[str, Any], batch: str = "bs1") -> pd.DataFrame:
+def _h200_step_costs(record: dict[str, Any], batch: str = "bs1") -> pd.DataFrame:
     """c(k) on the H200 for the real Qwen3-30B-A3B shape: plain steps/s over spec steps/s."""
-    rates = record[H200_SHAPE]["steps_per_s"]
+    rates = record[_H200_SHAPE]["steps_per_s"]
     plain = rates["plain"][batch]
     rows = [
         {
@@ -237,15 +225,15 @@ def h200_step_costs(record: dict[str, Any], batch: str = "bs1") -> pd.DataFrame:
 
 
 #: The block of the H200 record that batched copies of one prompt (its caveat says why it is kept).
-ONE_PROMPT = "one_prompt_batch"
+_ONE_PROMPT = "one_prompt_batch"
 
 
 def one_prompt_batch(record: dict[str, Any]) -> pd.DataFrame:
     """The recorded batch runs of ONE prompt copied B times, as steps/s and c(k, B) per batch
     size, with the bs1 run beside them: identical greedy sequences route to identical experts, so
     these batches read one sequence's experts and look cheap (the contrast, not a batch cost)."""
-    block = record[ONE_PROMPT]["steps_per_s"]
-    single = record[H200_SHAPE]["steps_per_s"]
+    block = record[_ONE_PROMPT]["steps_per_s"]
+    single = record[_H200_SHAPE]["steps_per_s"]
     rows = []
     for name, rates in block.items():
         for batch, rate in {**{"bs1": single[name]["bs1"]}, **rates}.items():
@@ -257,8 +245,9 @@ def one_prompt_batch(record: dict[str, Any]) -> pd.DataFrame:
     return df.sort_values([K_COLUMN, "batch_size"], ignore_index=True)
 
 
-def h200_tiny_pair(record: dict[str, Any]) -> pd.DataFrame:
-    """The recorded tiny-pair runs on the H200: plain vs k=3 tokens/s at concurrency 1 and batch 32."""
+def _h200_tiny_pair(record: dict[str, Any]) -> pd.DataFrame:
+    """The recorded tiny-pair runs on the H200: plain vs k=3 tokens/s at concurrency 1 and batch
+    32."""
     rows = []
     for dtype, r in record["tiny_pair_on_gpu"].items():
         if not isinstance(r, dict):
@@ -297,12 +286,12 @@ def lab_step_costs(record: Mapping[str, Any]) -> pd.DataFrame:
     return lab.reset_index(drop=True)
 
 
-def break_even(costs: pd.DataFrame) -> pd.DataFrame:
+def _break_even(costs: pd.DataFrame) -> pd.DataFrame:
     """Per k, the acceptance length τ above which speculation pays (= c(k)) and the matching α."""
     df = costs[[K_COLUMN, "relative_step_cost"]].copy()
     df["break_even_tau"] = df.relative_step_cost
     df["break_even_alpha"] = [
-        alpha_for_tau(max(t, 1.0), k) if t <= k + 1 else float("nan")
+        _alpha_for_tau(max(t, 1.0), k) if t <= k + 1 else float("nan")
         for k, t in zip(df[K_COLUMN], df.break_even_tau)
     ]
     return df
@@ -310,7 +299,7 @@ def break_even(costs: pd.DataFrame) -> pd.DataFrame:
 
 def recorded_break_even_tau(k: int = 3, batch: str = "bs1", path: Path = H200_FILE) -> float:
     """The break-even τ on the recorded H200 (real Qwen3-30B-A3B shape): c(k) at that batch."""
-    costs = break_even(h200_step_costs(load_h200(path), batch)).set_index(K_COLUMN)
+    costs = _break_even(_h200_step_costs(load_h200(path), batch)).set_index(K_COLUMN)
     if k not in costs.index:
         raise ValueError(f"{path.name} has no k={k} at {batch}: recorded k are {list(costs.index)}")
     return float(costs.loc[k, "break_even_tau"])
@@ -318,14 +307,14 @@ def recorded_break_even_tau(k: int = 3, batch: str = "bs1", path: Path = H200_FI
 
 def recorded_tiny_pair_speedups(setting: str = "conc1", path: Path = H200_FILE) -> pd.Series:
     """The tiny pair's recorded k=3 speed-ups over plain decoding on the H200, per dtype."""
-    runs = h200_tiny_pair(load_h200(path))
+    runs = _h200_tiny_pair(load_h200(path))
     return runs[runs.setting == setting].set_index("dtype").speedup_vs_plain
 
 
-PUBLISHED_FILE: Path = DATA_DIR / "published" / "qwen3-30b-a3b-eagle3.json"
+_PUBLISHED_FILE: Path = DATA_DIR / "published" / "qwen3-30b-a3b-eagle3.json"
 
 
-def published_points(path: Path = PUBLISHED_FILE) -> pd.DataFrame:
+def published_points(path: Path = _PUBLISHED_FILE) -> pd.DataFrame:
     """Published Qwen3-30B-A3B + EAGLE-3 runs (recorded, another framework and GPU): one row per
     run with its batch, acceptance length, and speed-up over the same source's plain run."""
     record = json.loads(Path(path).read_text())
@@ -347,10 +336,10 @@ def published_points(path: Path = PUBLISHED_FILE) -> pd.DataFrame:
 
 
 #: Published work on speculation for MoE verifiers, and reported runs, with conditions and dates.
-LITERATURE_FILE: Path = DATA_DIR / "published" / "moe-speculation.json"
+_LITERATURE_FILE: Path = DATA_DIR / "published" / "moe-speculation.json"
 
 
-def literature(path: Path = LITERATURE_FILE) -> pd.DataFrame:
+def literature(path: Path = _LITERATURE_FILE) -> pd.DataFrame:
     """One row per published number: source, date, role (MoE method, reported speed-up, reported
     slowdown, other drafter), conditions, the number, and whether it was read in the source."""
     record = json.loads(Path(path).read_text())

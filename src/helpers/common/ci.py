@@ -6,22 +6,20 @@ import os
 from typing import TypeVar
 
 __all__ = [
-    "CI_ENV_VAR",
-    "in_ci",
     "ci_scaled",
 ]
 
-CI_ENV_VAR = "CI"
+_CI_ENV_VAR = "CI"
 _FALSE = {"", "0", "false", "no", "off"}
 
 _Number = TypeVar("_Number", int, float)
 
 
-def in_ci() -> bool:
+def _in_ci() -> bool:
     """True when $CI is set to anything but '', '0', 'false', 'no' or 'off'."""
-    return os.environ.get(CI_ENV_VAR, "").strip().lower() not in _FALSE
+    return os.environ.get(_CI_ENV_VAR, "").strip().lower() not in _FALSE
 
 
 def ci_scaled(full: _Number, ci: _Number) -> _Number:
     """`full` on a learner's machine; under CI the smaller of `full` and `ci`."""
-    return min(full, ci) if in_ci() else full
+    return min(full, ci) if _in_ci() else full

@@ -39,7 +39,7 @@ def read_config(ref: str | Path) -> dict[str, Any]:
         from huggingface_hub import hf_hub_download
 
         cached = Path(hf_hub_download(str(ref), "config.json"))
-    except Exception as err:  # noqa: BLE001 - offline / gated / missing all become one line
+    except Exception as err:
         raise FileNotFoundError(
             f"cannot fetch config.json of hub model {ref!r} ({type(err).__name__}): offline or "
             f"no access? Download it once online, or pass a local folder"

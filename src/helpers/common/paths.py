@@ -8,14 +8,11 @@ __all__ = [
     "REPO_ROOT",
     "DATA_DIR",
     "BUILD_DIR",
-    "FIGURES_DIR",
     "LOGS_DIR",
     "NOTEBOOKS_DIR",
     "build_path",
     "is_local_ref",
     "local_dir",
-    "resolve_model_ref",
-    "TINY_MODELS_OUTPUTS",
     "restore_hint",
 ]
 
@@ -50,7 +47,8 @@ def is_local_ref(ref: str) -> bool:
 
 
 def local_dir(ref: str | Path) -> Path | None:
-    """The folder of a local model ref (repo-relative paths from the repo root); None for a hub id."""
+    """The folder of a local model ref (repo-relative paths from the repo root); None for a hub
+    id."""
     path = Path(ref)
     if path.is_dir():
         return path
@@ -77,7 +75,7 @@ def resolve_model_ref(ref: str) -> str:
 
 
 #: What `make tiny-models` writes into data/ (so it can also rebuild a damaged copy).
-TINY_MODELS_OUTPUTS: tuple[str, ...] = (
+_TINY_MODELS_OUTPUTS: tuple[str, ...] = (
     "tiny-qwen3-moe",
     "tiny-qwen3-moe-eagle3",
     "tiny-tokenizer",
@@ -95,6 +93,6 @@ def restore_hint(path: str | Path) -> str:
         return "download or export it again"
     shipped = (Path("data") / relative).as_posix()
     rebuild = (
-        " (or rebuild with `make tiny-models`)" if relative.parts[0] in TINY_MODELS_OUTPUTS else ""
+        " (or rebuild with `make tiny-models`)" if relative.parts[0] in _TINY_MODELS_OUTPUTS else ""
     )
     return f"restore it with `git checkout -- {shipped}`{rebuild}"

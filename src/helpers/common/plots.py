@@ -8,8 +8,8 @@ import matplotlib
 
 if matplotlib.get_backend().lower() in {"", "agg"}:
     matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
+import matplotlib.pyplot as plt
+from matplotlib.figure import Figure
 
 from helpers.common.paths import FIGURES_DIR
 

@@ -23,23 +23,17 @@ from helpers.common import qwen_tokenizer
 from helpers.common.paths import DATA_DIR, local_dir, resolve_model_ref
 
 __all__ = [
-    "PROFILE_ENV_VAR",
-    "DEFAULT_PROFILE",
-    "PROFILES_DIR",
     "Profile",
-    "FIELD_NAMES",
-    "available_profiles",
     "profile_name",
-    "profile_from_dict",
     "load_profile",
     "known_stacks",
     "profiles_for_gpus",
     "trained_or_tiny",
 ]
 
-PROFILE_ENV_VAR = "WORKBOOK_PROFILE"
-DEFAULT_PROFILE = "tiny"
-PROFILES_DIR: Path = DATA_DIR / "profiles"
+_PROFILE_ENV_VAR = "WORKBOOK_PROFILE"
+_DEFAULT_PROFILE = "tiny"
+_PROFILES_DIR: Path = DATA_DIR / "profiles"
 
 
 @dataclass(frozen=True)
@@ -119,24 +113,24 @@ class Profile:
         return str(folder.resolve())
 
 
-FIELD_NAMES: frozenset[str] = frozenset(f.name for f in dataclasses.fields(Profile))
+_FIELD_NAMES: frozenset[str] = frozenset(f.name for f in dataclasses.fields(Profile))
 
 
-def available_profiles() -> list[str]:
+def _available_profiles() -> list[str]:
     """Names of the profiles shipped in data/profiles/."""
-    return sorted(p.stem for p in PROFILES_DIR.glob("*.json"))
+    return sorted(p.stem for p in _PROFILES_DIR.glob("*.json"))
 
 
 def profile_name(name: str | None = None) -> str:
     """The profile to use: the argument, else $WORKBOOK_PROFILE, else 'tiny'."""
-    return name or os.environ.get(PROFILE_ENV_VAR) or DEFAULT_PROFILE
+    return name or os.environ.get(_PROFILE_ENV_VAR) or _DEFAULT_PROFILE
 
 
-def profile_from_dict(raw: dict[str, Any], source: str = "profile") -> Profile:
+def _profile_from_dict(raw: dict[str, Any], source: str = "profile") -> Profile:
     """A Profile from parsed JSON; unknown or missing fields fail in one line."""
-    unknown = sorted(set(raw) - FIELD_NAMES)
+    unknown = sorted(set(raw) - _FIELD_NAMES)
     if unknown:
-        raise ValueError(f"{source}: unknown field(s) {unknown}; known: {sorted(FIELD_NAMES)}")
+        raise ValueError(f"{source}: unknown field(s) {unknown}; known: {sorted(_FIELD_NAMES)}")
     raw = dict(raw)
     if "notes" in raw:
         raw["notes"] = tuple(raw["notes"])
@@ -149,17 +143,17 @@ def profile_from_dict(raw: dict[str, Any], source: str = "profile") -> Profile:
 def load_profile(name: str | None = None) -> Profile:
     """Load a profile by name (see profile_name); unknown names fail in one line."""
     chosen = profile_name(name)
-    path = PROFILES_DIR / f"{chosen}.json"
+    path = _PROFILES_DIR / f"{chosen}.json"
     if not path.is_file():
-        raise ValueError(f"unknown profile {chosen!r}: choose one of {available_profiles()}")
+        raise ValueError(f"unknown profile {chosen!r}: choose one of {_available_profiles()}")
     source = path.relative_to(DATA_DIR.parent) if path.is_relative_to(DATA_DIR.parent) else path
-    return profile_from_dict(json.loads(path.read_text()), source=str(source))
+    return _profile_from_dict(json.loads(path.read_text()), source=str(source))
 
 
 def known_stacks(named: str | None = None) -> dict[str, int]:
     """name -> num_hidden_layers, one row per distinct verifier of the profiles (architecture,
     layers, hidden size), shallowest first; a row is named after its first profile, or `named`."""
-    names = available_profiles()
+    names = _available_profiles()
     if named in names:
         names = [named, *(n for n in names if n != named)]
     stacks: dict[tuple[Any, ...], tuple[str, int]] = {}
@@ -173,7 +167,7 @@ def known_stacks(named: str | None = None) -> dict[str, int]:
 
 def profiles_for_gpus(count: int) -> list[str]:
     """Names of the shipped profiles that need at most `count` GPUs (memory per GPU aside)."""
-    return [name for name in available_profiles() if load_profile(name).gpus_needed <= count]
+    return [name for name in _available_profiles() if load_profile(name).gpus_needed <= count]
 
 
 def trained_or_tiny(profile: Profile, purpose: str, local: bool = False) -> Profile:
@@ -183,4 +177,4 @@ def trained_or_tiny(profile: Profile, purpose: str, local: bool = False) -> Prof
         return profile
     why = "is a hub profile" if profile.has_weights else "has random weights (load_format dummy)"
     print(f"profile {profile.name} {why}: {purpose} runs on the tiny pair")
-    return load_profile(DEFAULT_PROFILE)
+    return load_profile(_DEFAULT_PROFILE)

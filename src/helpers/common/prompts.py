@@ -1,4 +1,5 @@
-"""Held-out prompts by task category (data/prompts/*.json) and the one-message chat they are sent as."""
+"""Held-out prompts by task category (data/prompts/*.json) and the one-message chat they are sent
+as."""
 
 from __future__ import annotations
 

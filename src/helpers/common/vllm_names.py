@@ -1,9 +1,9 @@
 """vLLM's names in one place: spec-decode metric names, result keys, and the per-request switch.
 
 Every name below is vLLM's own spelling, checked against the pinned vLLM and the GPU test stack's
-(`helpers.engine.compat` names both; same names in both unless noted; the file that defines each
-is named beside it, relative to the `vllm` package). When vLLM renames one, this module is the one place to change. No vLLM
-import here: these are plain strings.
+(`helpers.engine.compat` names both; same names in both unless noted; the file that defines each is
+named beside it, relative to the `vllm` package). When vLLM renames one, this module is the one
+place to change. No vLLM import here: these are plain strings.
 
 Prometheus counters keep their base name in `LLM.get_metrics()` (`v1/metrics/reader.py`), while
 the samples on a server's `/metrics` carry the `_total` suffix prometheus_client appends
@@ -14,7 +14,6 @@ tables reuse as column names, so `TAU` is the one spelling of τ's column everyw
 from __future__ import annotations
 
 __all__ = [
-    "METRIC_PREFIX",
     "SPEC_DECODE_PREFIX",
     "NUM_DRAFTS_METRIC",
     "NUM_DRAFT_TOKENS_METRIC",
@@ -94,7 +93,8 @@ PER_POSITION_RATES = "spec_decode_per_position_acceptance_rates"
 #: The workbook's long tables hold one of those rates per row, under the singular (not vLLM's key).
 PER_POSITION_RATE = "spec_decode_per_position_acceptance_rate"
 
-# ------------------------- per-request acceptance (some vLLMs lack it: helpers.engine.compat.FEATURES)
+# ------------------------- per-request acceptance (some vLLMs lack it:
+# helpers.engine.compat.FEATURES)
 
 #: Engine argument (EngineArgs, engine/arg_utils.py; ObservabilityConfig, config/observability.py).
 PER_REQUEST_METRICS_ARG = "per_request_spec_decode_metrics"
@@ -105,7 +105,8 @@ PER_REQUEST_DETAILED = "detailed"
 #: Where a finished CompletionOutput carries that record (outputs.py).
 OUTPUT_METRICS_ATTR = "spec_decode_metrics"
 
-# ------------------- per-request acceptance in a server's response (entrypoints/generate/base/protocol.py)
+# ------------------- per-request acceptance in a server's response
+# (entrypoints/generate/base/protocol.py)
 
 #: The response's (and the final streaming usage chunk's) per-request block (PerRequestMetrics).
 RESPONSE_METRICS_KEY = "metrics"
@@ -137,7 +138,8 @@ NUM_GPU_BLOCKS_LABEL = "num_gpu_blocks"
 #: Its label with the tokens per block.
 BLOCK_SIZE_LABEL = "block_size"
 
-# ------------------------- the EAGLE prefix-cache block drop (config/speculative.py; compat names who has it)
+# ------------------------- the EAGLE prefix-cache block drop (config/speculative.py; compat names
+# who has it)
 
 #: `speculative_config` key that keeps the last matched prefix-cache block for EAGLE drafters.
 DISABLE_EAGLE_BLOCK_DROP = "disable_eagle_block_drop"

@@ -1,4 +1,5 @@
-"""Checkpoints: an EAGLE-3 drafter in the speculators format vLLM loads (config.json + safetensors), a local verifier."""
+"""Checkpoints: an EAGLE-3 drafter in the speculators format vLLM loads (config.json + safetensors),
+a local verifier."""
 
 from __future__ import annotations
 
@@ -18,9 +19,7 @@ from helpers.eagle3.drafter import DrafterShape, Eagle3Drafter
 __all__ = [
     "WEIGHTS_FILE",
     "drafter_config",
-    "shape_from_config",
     "save_drafter",
-    "load_weights",
     "load_drafter",
     "param_count",
     "load_verifier",
@@ -72,7 +71,7 @@ def drafter_config(
     }
 
 
-def shape_from_config(config: dict[str, Any]) -> DrafterShape:
+def _shape_from_config(config: dict[str, Any]) -> DrafterShape:
     """Rebuild the drafter's shape from its speculators config."""
     layer = config["transformer_layer_config"]
     return DrafterShape(
@@ -96,7 +95,8 @@ def shape_from_config(config: dict[str, Any]) -> DrafterShape:
 
 
 def save_drafter(drafter: Eagle3Drafter, out_dir: Path, config: dict[str, Any]) -> None:
-    """Write config.json and model.safetensors (fc, midlayer.*, norm, lm_head, d2t/t2d; no embed_tokens)."""
+    """Write config.json and model.safetensors (fc, midlayer.*, norm, lm_head, d2t/t2d; no
+    embed_tokens)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     weights = {k: v.detach().cpu().contiguous().clone() for k, v in drafter.state_dict().items()}
     save_file(weights, str(out_dir / WEIGHTS_FILE), metadata={"format": "pt"})
@@ -115,9 +115,10 @@ def load_weights(path: str | Path) -> dict[str, torch.Tensor]:
 
 
 def load_drafter(model_dir: Path) -> tuple[Eagle3Drafter, dict[str, Any]]:
-    """Load a drafter saved by save_drafter (or a speculators eagle3 checkpoint with a Llama midlayer)."""
+    """Load a drafter saved by save_drafter (or a speculators eagle3 checkpoint with a Llama
+    midlayer)."""
     config = read_config(model_dir)
-    drafter = Eagle3Drafter(shape_from_config(config))
+    drafter = Eagle3Drafter(_shape_from_config(config))
     state = load_weights(Path(model_dir) / WEIGHTS_FILE)
     drafter.load_state_dict(state, strict=True)
     return drafter.eval(), config

@@ -1,4 +1,5 @@
-"""Speculative decoding from scratch: greedy EAGLE-3 draft-and-verify in PyTorch on the tiny pair (notebook 03).
+"""Speculative decoding from scratch: greedy EAGLE-3 draft-and-verify in PyTorch on the tiny pair
+(notebook 03).
 
 One request at a time, no KV cache (at this size recomputing over the prefix is cheap):
 
@@ -43,19 +44,16 @@ from helpers.eagle3.checkpoint import load_drafter, load_verifier
 from helpers.eagle3.taps import drafter_aux_layer_ids, verifier_taps
 
 __all__ = [
-    "LABELS",
     "Round",
     "ReferenceOutput",
     "ReferencePair",
     "load_pair",
-    "stop_ids",
     "chat_prompt_ids",
     "verify",
     "draft",
     "accept_greedy",
     "accept_sampled",
     "speculative_generate",
-    "generate_all",
     "total_counters",
     "agreement_table",
     "reference_stats",
@@ -64,7 +62,7 @@ __all__ = [
 ]
 
 #: How each output token was produced (the first one by the prefill step, before any draft).
-LABELS: tuple[str, ...] = ("prefill", "accepted", "correction", "bonus")
+_LABELS: tuple[str, ...] = ("prefill", "accepted", "correction", "bonus")
 
 
 @dataclass(frozen=True)
@@ -133,11 +131,11 @@ def load_pair(profile: Profile) -> ReferencePair:
     d, config = load_drafter(Path(profile.drafter_path()))
     tok = AutoTokenizer.from_pretrained(profile.verifier_path())
     return ReferencePair(
-        verifier, d, list(drafter_aux_layer_ids(config)), stop_ids(verifier, tok), tok
+        verifier, d, list(drafter_aux_layer_ids(config)), _stop_ids(verifier, tok), tok
     )
 
 
-def stop_ids(verifier: Any, tokenizer: Any) -> set[int]:
+def _stop_ids(verifier: Any, tokenizer: Any) -> set[int]:
     """End-of-sequence ids vLLM stops on: the generation config's eos ids and the tokenizer's."""
     eos = verifier.generation_config.eos_token_id
     ids = set(eos if isinstance(eos, list) else [eos] if eos is not None else [])
@@ -147,7 +145,8 @@ def stop_ids(verifier: Any, tokenizer: Any) -> set[int]:
 
 
 def chat_prompt_ids(tokenizer: Any, prompt: str) -> list[int]:
-    """The token ids `LLM.chat` sends for a one-message user prompt (chat template, generation prompt)."""
+    """The token ids `LLM.chat` sends for a one-message user prompt (chat template, generation
+    prompt)."""
     enc = tokenizer.apply_chat_template(as_messages(prompt), add_generation_prompt=True)
     return list(enc["input_ids"] if hasattr(enc, "keys") else enc)
 
@@ -159,6 +158,7 @@ def verify(pair: ReferencePair, ids: Sequence[int]) -> tuple[list[int], torch.Te
     return logits[0].argmax(-1).tolist(), aux
 
 
+# Twin of draft() in notebooks/03_acceptance_analytics.ipynb: change both.
 @torch.no_grad()
 def draft(pair: ReferencePair, ids: Sequence[int], aux: torch.Tensor, k: int) -> list[int]:
     """k greedy drafts from the last root (position len(ids) - 2): aux[p] pairs with token p + 1."""
@@ -174,6 +174,7 @@ def draft(pair: ReferencePair, ids: Sequence[int], aux: torch.Tensor, k: int) ->
     return drafts
 
 
+# Twin of accept_greedy() in notebooks/03_acceptance_analytics.ipynb: change both.
 def accept_greedy(drafts: Sequence[int], targets: Sequence[int]) -> Round:
     """Accept drafts while each equals the verifier's argmax; then emit the verifier's own token."""
     a = 0
@@ -207,6 +208,7 @@ def accept_sampled(
     return Round(tuple(drafts), len(drafts), tuple(drafts) + (int(bonus),))
 
 
+# Twin of speculative_generate() in notebooks/03_acceptance_analytics.ipynb: change both.
 def speculative_generate(
     pair: ReferencePair, prompt_ids: Sequence[int], k: int, max_tokens: int
 ) -> ReferenceOutput:
@@ -232,10 +234,11 @@ def speculative_generate(
     return out
 
 
-def generate_all(
+def _generate_all(
     pair: ReferencePair, prompts: Sequence[str], k: int, max_tokens: int, threads: int = 1
 ) -> list[ReferenceOutput]:
-    """speculative_generate() for each chat prompt, one request after another (on `threads` CPU threads)."""
+    """speculative_generate() for each chat prompt, one request after another (on `threads` CPU
+    threads)."""
     with torch_threads(threads):
         return [
             speculative_generate(pair, chat_prompt_ids(pair.tokenizer, p), k, max_tokens)
@@ -281,7 +284,7 @@ def label_table(outputs: Sequence[ReferenceOutput]) -> pd.DataFrame:
     rows = [
         {"request": i, "label": lab, "tokens": o.labels.count(lab)}
         for i, o in enumerate(outputs)
-        for lab in LABELS
+        for lab in _LABELS
     ]
     return pd.DataFrame(rows)
 

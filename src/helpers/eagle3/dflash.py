@@ -44,26 +44,17 @@ from helpers.eagle3.taps import verifier_taps
 from helpers.eagle3.train import DrafterHistory, cosine_lr
 
 __all__ = [
-    "ARCHITECTURE",
     "target_layer_ids",
-    "DFlashAttention",
-    "DFlashLayer",
     "DFlashDrafter",
-    "rope",
-    "block_logits",
-    "random_anchors",
-    "Features",
     "verifier_features",
-    "dflash_loss",
     "train_dflash",
     "dflash_config",
     "shape_from_dflash_config",
     "save_dflash",
-    "load_dflash",
 ]
 
 #: The architecture vLLM's registry maps to `qwen3_dflash.DFlashQwen3ForCausalLM`.
-ARCHITECTURE = "DFlashDraftModel"
+_ARCHITECTURE = "DFlashDraftModel"
 
 
 def target_layer_ids(num_target_layers: int, num_taps: int) -> list[int]:
@@ -80,7 +71,7 @@ def target_layer_ids(num_target_layers: int, num_taps: int) -> list[int]:
     return [round(start + i * (end - start) / (num_taps - 1)) for i in range(num_taps)]
 
 
-class DFlashAttention(nn.Module):
+class _DFlashAttention(nn.Module):
     """Qwen3 attention projections (input H wide) with per-head q/k RMS norms."""
 
     def __init__(self, s: DrafterShape) -> None:
@@ -93,12 +84,12 @@ class DFlashAttention(nn.Module):
         self.k_norm = RMSNorm(s.head_dim, s.rms_norm_eps)
 
 
-class DFlashLayer(nn.Module):
+class _DFlashLayer(nn.Module):
     """One DFlash decoder layer: attention over context and block, then a SwiGLU MLP."""
 
     def __init__(self, s: DrafterShape) -> None:
         super().__init__()
-        self.self_attn = DFlashAttention(s)
+        self.self_attn = _DFlashAttention(s)
         self.mlp = MLP(s)
         self.input_layernorm = RMSNorm(s.hidden_size, s.rms_norm_eps)
         self.post_attention_layernorm = RMSNorm(s.hidden_size, s.rms_norm_eps)
@@ -118,7 +109,7 @@ class DFlashDrafter(nn.Module):
         target = shape.target_hidden_size or shape.hidden_size
         self.fc = nn.Linear(shape.num_aux_layers * target, shape.hidden_size, bias=False)
         self.hidden_norm = RMSNorm(shape.hidden_size, shape.rms_norm_eps)
-        self.layers = nn.ModuleList(DFlashLayer(shape) for _ in range(num_layers))
+        self.layers = nn.ModuleList(_DFlashLayer(shape) for _ in range(num_layers))
         self.norm = RMSNorm(shape.hidden_size, shape.rms_norm_eps)
         for layer in self.layers if num_layers > 1 else ():
             layer.self_attn.k_norm.weight.requires_grad_(False)
@@ -129,7 +120,7 @@ class DFlashDrafter(nn.Module):
         return not any(layer.self_attn.k_norm.weight.requires_grad for layer in self.layers)
 
 
-def rope(x: torch.Tensor, positions: torch.Tensor, theta: float) -> torch.Tensor:
+def _rope(x: torch.Tensor, positions: torch.Tensor, theta: float) -> torch.Tensor:
     """Neox-style rotary embedding of x [..., d] at integer positions broadcast to x[..., 0]."""
     d = x.shape[-1]
     inv = 1.0 / (theta ** (torch.arange(0, d, 2, dtype=torch.float32) / d))
@@ -144,7 +135,7 @@ def _split(x: torch.Tensor, heads: int, d: int) -> torch.Tensor:
     return x.view(*x.shape[:-1], heads, d)
 
 
-def block_logits(
+def _block_logits(
     d: DFlashDrafter,
     verifier: PreTrainedModel,
     aux: torch.Tensor,
@@ -175,14 +166,14 @@ def block_logits(
     visible = ctx_pos[None, None, :] <= anchors[..., None]  # [B, A, T]
     for layer in d.layers:
         attn = layer.self_attn
-        ck = rope(
+        ck = _rope(
             attn.k_norm(_split(attn.k_proj(context), nkv, hd)), ctx_pos[:, None], s.rope_theta
         )
         cv = _split(attn.v_proj(context), nkv, hd)  # [B, T, nkv, hd]
         x = layer.input_layernorm(hidden)
         pos = positions[..., None]
-        q = rope(attn.q_norm(_split(attn.q_proj(x), nq, hd)), pos, s.rope_theta)  # [B,A,k+1,nq,hd]
-        bk = rope(attn.k_norm(_split(attn.k_proj(x), nkv, hd)), pos, s.rope_theta)
+        q = _rope(attn.q_norm(_split(attn.q_proj(x), nq, hd)), pos, s.rope_theta)  # [B,A,k+1,nq,hd]
+        bk = _rope(attn.k_norm(_split(attn.k_proj(x), nkv, hd)), pos, s.rope_theta)
         bv = _split(attn.v_proj(x), nkv, hd)
         g = nq // nkv
         ck, cv, bk, bv = (z.repeat_interleave(g, -2) for z in (ck, cv, bk, bv))
@@ -199,10 +190,11 @@ def block_logits(
     return verifier.lm_head(d.norm(hidden[:, :, 1:]))
 
 
-def random_anchors(
+def _random_anchors(
     t: int, batch: int, per_row: int, k: int, generator: torch.Generator
 ) -> torch.Tensor:
-    """`per_row` distinct anchors per row, drawn from 0 .. t - k - 2 (the block must fit): [B, A]."""
+    """`per_row` distinct anchors per row, drawn from 0 .. t - k - 2 (the block must fit): [B,
+    A]."""
     top = t - k - 1
     if per_row > top:
         raise ValueError(f"{per_row} anchors do not fit rows of {t} tokens with k={k}")
@@ -212,8 +204,9 @@ def random_anchors(
 
 
 @dataclass(frozen=True)
-class Features:
-    """Training rows with what the verifier computed on them once: taps and its next-token argmax."""
+class _Features:
+    """Training rows with what the verifier computed on them once: taps and its next-token
+    argmax."""
 
     tokens: torch.Tensor  # [N, T] token ids
     aux: torch.Tensor  # [N, T, n·H] the verifier's hidden states at the taps, concatenated
@@ -222,20 +215,20 @@ class Features:
 
 def verifier_features(
     verifier: PreTrainedModel, rows: torch.Tensor, aux_layers: Sequence[int], batch: int = 16
-) -> Features:
+) -> _Features:
     """Run the verifier once over `rows` [N, T] (DFlash trains many epochs on the same rows)."""
     aux, answers = [], []
     for i in range(0, len(rows), batch):
         a, logits = verifier_taps(verifier, rows[i : i + batch], aux_layers)
         aux.append(a)
         answers.append(logits.argmax(-1))
-    return Features(rows, torch.cat(aux), torch.cat(answers))
+    return _Features(rows, torch.cat(aux), torch.cat(answers))
 
 
-def dflash_loss(
+def _dflash_loss(
     d: DFlashDrafter,
     verifier: PreTrainedModel,
-    f: Features,
+    f: _Features,
     anchors: torch.Tensor,
     k: int,
     mask_token_id: int,
@@ -247,7 +240,7 @@ def dflash_loss(
     picks from position p + i (`f.answers`); its loss is weighted decay**(i - 1), as DFlash
     weights later slots less. Also returns each slot's top-1 agreement with the verifier.
     """
-    logits = block_logits(d, verifier, f.aux, f.tokens, anchors, k, mask_token_id)
+    logits = _block_logits(d, verifier, f.aux, f.tokens, anchors, k, mask_token_id)
     loss, agree = torch.zeros(()), []
     for i in range(1, k + 1):
         target = f.answers.gather(1, anchors + i)  # [B, A]
@@ -260,7 +253,7 @@ def dflash_loss(
 def train_dflash(
     d: DFlashDrafter,
     verifier: PreTrainedModel,
-    f: Features,
+    f: _Features,
     steps: int,
     k: int,
     mask_token_id: int,
@@ -281,9 +274,9 @@ def train_dflash(
         for group in opt.param_groups:
             group["lr"] = cosine_lr(step, steps, lr, warmup=20)
         idx = torch.randint(len(f.tokens), (batch_size,), generator=g)
-        rows = Features(f.tokens[idx], f.aux[idx], f.answers[idx])
-        anchors = random_anchors(rows.tokens.shape[1], batch_size, anchors_per_row, k, g)
-        loss, agree = dflash_loss(d, verifier, rows, anchors, k, mask_token_id)
+        rows = _Features(f.tokens[idx], f.aux[idx], f.answers[idx])
+        anchors = _random_anchors(rows.tokens.shape[1], batch_size, anchors_per_row, k, g)
+        loss, agree = _dflash_loss(d, verifier, rows, anchors, k, mask_token_id)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, 1.0)
         opt.step()
@@ -304,7 +297,7 @@ def dflash_config(
 ) -> dict[str, Any]:
     """The z-lab-format `config.json` vLLM loads as a DFlash drafter (`method: "dflash"`)."""
     return {
-        "architectures": [ARCHITECTURE],
+        "architectures": [_ARCHITECTURE],
         "model_type": "qwen3",
         "hidden_size": shape.hidden_size,
         "intermediate_size": shape.intermediate_size,
@@ -355,7 +348,7 @@ def save_dflash(d: DFlashDrafter, out_dir: Path, config: dict[str, Any]) -> Path
     return out_dir
 
 
-def load_dflash(model_dir: str | Path) -> tuple[DFlashDrafter, dict[str, Any]]:
+def _load_dflash(model_dir: str | Path) -> tuple[DFlashDrafter, dict[str, Any]]:
     """A drafter saved by save_dflash, and its config."""
     config = read_config(model_dir)
     d = DFlashDrafter(shape_from_dflash_config(config), config["num_hidden_layers"])

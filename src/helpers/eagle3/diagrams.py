@@ -1,4 +1,5 @@
-"""Schematic figures of the mechanism (no measured numbers in them): one draft-and-verify step, the taps."""
+"""Schematic figures of the mechanism (no measured numbers in them): one draft-and-verify step, the
+taps."""
 
 from __future__ import annotations
 
@@ -15,7 +16,6 @@ from helpers.eagle3.taps import default_aux_layers
 __all__ = [
     "draft_verify_round",
     "plot_aux_layers",
-    "DATAFLOW_NAMES",
     "plot_eagle3_dataflow",
 ]
 
@@ -130,7 +130,7 @@ def plot_aux_layers(
 
 #: Where each box of the dataflow lives in vLLM (the installed code is quoted in notebook 02); the
 #: verifier's model class depends on its architecture (engine.vllm_source.eagle3_path names it).
-DATAFLOW_NAMES: dict[str, str] = {
+_DATAFLOW_NAMES: dict[str, str] = {
     "taps": "verifier model's forward → _maybe_add_hidden_state",
     "concat": "GPUModelRunner.propose_draft_token_ids: torch.cat",
     "fc": "Eagle3LlamaForCausalLM.combine_hidden_states",
@@ -159,7 +159,7 @@ def plot_eagle3_dataflow(
 
     `names` replaces entries of DATAFLOW_NAMES, e.g. the verifier's own model class for "taps".
     """
-    names = {**DATAFLOW_NAMES, **(names or {})}
+    names = {**_DATAFLOW_NAMES, **(names or {})}
     fig, (ax,) = new_figure(1, width=11.5, height=4.4)
     ax.grid(False)
     ax.axis("off")

@@ -20,15 +20,10 @@ from torch import nn
 __all__ = [
     "DrafterShape",
     "RMSNorm",
-    "Attention",
-    "MLP",
-    "MidLayer",
     "Eagle3Drafter",
-    "rotary",
     "Attend",
     "draft_step",
     "KVCache",
-    "NextEmbeddings",
     "draft_chain",
     "teacher_forced",
     "greedy_feedback",
@@ -75,7 +70,7 @@ class RMSNorm(nn.Module):
         return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
 
 
-class Attention(nn.Module):
+class _Attention(nn.Module):
     """Projections of the midlayer's attention; its input is 2H wide ([embedding ‖ hidden])."""
 
     def __init__(self, s: DrafterShape) -> None:
@@ -101,7 +96,7 @@ class MLP(nn.Module):
         return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
 
 
-class MidLayer(nn.Module):
+class _MidLayer(nn.Module):
     """The drafter's single decoder layer."""
 
     def __init__(self, s: DrafterShape) -> None:
@@ -109,7 +104,7 @@ class MidLayer(nn.Module):
         self.input_layernorm = RMSNorm(s.hidden_size, s.rms_norm_eps)
         self.hidden_norm = RMSNorm(s.hidden_size, s.rms_norm_eps)
         self.post_attention_layernorm = RMSNorm(s.hidden_size, s.rms_norm_eps)
-        self.self_attn = Attention(s)
+        self.self_attn = _Attention(s)
         self.mlp = MLP(s)
 
 
@@ -126,7 +121,7 @@ class Eagle3Drafter(nn.Module):
         self.shape = shape
         target = shape.target_hidden_size or shape.hidden_size
         self.fc = nn.Linear(shape.num_aux_layers * target, shape.hidden_size, bias=False)
-        self.midlayer = MidLayer(shape)
+        self.midlayer = _MidLayer(shape)
         self.norm = RMSNorm(shape.hidden_size, shape.rms_norm_eps)
         self.lm_head = nn.Linear(shape.hidden_size, shape.draft_vocab, bias=False)
         reduced = shape.draft_vocab != shape.vocab_size
@@ -166,6 +161,7 @@ def _heads(x: torch.Tensor, n: int, d: int) -> torch.Tensor:
 Attend = Callable[[torch.Tensor], torch.Tensor]
 
 
+# Twin of draft_step() in notebooks/03_acceptance_analytics.ipynb: change both.
 def draft_step(
     d: Eagle3Drafter, embeds: torch.Tensor, hidden: torch.Tensor, attend: Attend
 ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -210,7 +206,7 @@ class KVCache:
 
 
 #: Picks the embeddings fed at draft step j (>= 1) from the logits of step j-1: [B, T, H].
-NextEmbeddings = Callable[[int, torch.Tensor], torch.Tensor]
+_NextEmbeddings = Callable[[int, torch.Tensor], torch.Tensor]
 
 
 def _chain_attention(
@@ -247,7 +243,7 @@ def draft_chain(
     first_embeds: torch.Tensor,
     aux: torch.Tensor,
     steps: int,
-    next_embeds: NextEmbeddings,
+    next_embeds: _NextEmbeddings,
 ) -> list[torch.Tensor]:
     """Run `steps` draft steps for every root position at once; return the logits of each step.
 
@@ -270,7 +266,7 @@ def draft_chain(
     return logits
 
 
-def teacher_forced(embed: nn.Embedding, tokens: torch.Tensor) -> NextEmbeddings:
+def teacher_forced(embed: nn.Embedding, tokens: torch.Tensor) -> _NextEmbeddings:
     """Step j of root t sees the true token tokens[t + 1 + j] (zeros past the end): training."""
 
     def pick(j: int, _logits: torch.Tensor) -> torch.Tensor:
@@ -283,8 +279,9 @@ def teacher_forced(embed: nn.Embedding, tokens: torch.Tensor) -> NextEmbeddings:
     return pick
 
 
-def greedy_feedback(embed: nn.Embedding, d: Eagle3Drafter | None = None) -> NextEmbeddings:
-    """Step j sees the drafter's own argmax from step j-1 (mapped to a verifier id by `d`): inference."""
+def greedy_feedback(embed: nn.Embedding, d: Eagle3Drafter | None = None) -> _NextEmbeddings:
+    """Step j sees the drafter's own argmax from step j-1 (mapped to a verifier id by `d`):
+    inference."""
     if d is None:
         return lambda _j, logits: embed(logits.argmax(-1))
     return lambda _j, logits: embed(d.target_ids(logits.argmax(-1)))

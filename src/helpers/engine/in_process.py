@@ -31,29 +31,26 @@ from typing import Any
 
 from helpers.engine import compat
 
-__all__ = [
-    "scannable",
-    "has_fileno",
-    "building_in_process",
-]
+__all__ = []  # used only inside helpers.engine
 
 
-def scannable(module: Any) -> bool:
-    """False when vLLM's kernel scan would fail on one of the module's values (see the module doc)."""
+def _scannable(module: Any) -> bool:
+    """False when vLLM's kernel scan would fail on one of the module's values (see the module
+    doc)."""
     namespace = getattr(module, "__dict__", None)
     if not isinstance(namespace, Mapping):
         return True  # the scan skips these itself
     for value in list(namespace.values()):
         try:
             inner = value.__dict__
-        except Exception:  # noqa: BLE001 - no __dict__ (or a broken one): the scan skips the value
+        except Exception:
             continue
         if not isinstance(inner, Mapping):
             return False
     return True
 
 
-def has_fileno(stream: Any) -> bool:
+def _has_fileno(stream: Any) -> bool:
     """True when `stream.fileno()` answers (a Jupyter kernel's stdout may not)."""
     try:
         stream.fileno()
@@ -82,7 +79,7 @@ class _ReadableModules:
         return sys.modules[name]
 
     def values(self) -> list[Any]:
-        return [m for m in list(sys.modules.values()) if scannable(m)]
+        return [m for m in list(sys.modules.values()) if _scannable(m)]
 
 
 @contextlib.contextmanager
@@ -95,7 +92,7 @@ def building_in_process() -> Iterator[None]:
     if compat.supports("kernel_override_registry"):
         from vllm.triton_utils import dispatcher
     stdout = sys.stdout
-    if not has_fileno(stdout):
+    if not _has_fileno(stdout):
         sys.stdout = _WithFileno(stdout)
     saved = getattr(dispatcher, "sys", None)
     if saved is sys:

@@ -31,37 +31,28 @@ from helpers.engine.in_process import building_in_process
 from helpers.engine.pairing import check_pair
 
 __all__ = [
-    "SMALL_KV_CACHE_BYTES",
-    "SMALL_GPU_SHARE",
     "PER_REQUEST_METRICS",
-    "GPU_MULTIPROC_METHOD",
     "IN_PROCESS_ENV",
     "ENGINE_PROCESS_ENV",
     "ENGINE_ENV",
-    "runs_in_process",
     "device_defaults",
     "profile_engine_args",
     "speculative_config",
     "engine_kwargs",
-    "engine_processes",
     "engines_left",
-    "EngineShutDownError",
-    "ShutDownEngine",
-    "is_shut_down",
     "shutdown_engine",
-    "end_engine_processes",
-    "validate_speculative_pair",
     "start_engine",
     "open_engine",
 ]
 
 #: KV cache for the tiny pair: 4 KiB per token, so 512 MiB holds ~130k tokens.
-SMALL_KV_CACHE_BYTES = 512 * 1024**2
+_SMALL_KV_CACHE_BYTES = 512 * 1024**2
 #: Share of the GPU that must be free when a tiny engine starts (vLLM's start-up check; with a
 #: fixed KV cache nothing is sized from it): 5 % of an H200 is 7 GiB, so it starts beside others.
-SMALL_GPU_SHARE = 0.05
-#: How vLLM starts engine processes on a GPU: a fresh interpreter, so CUDA state never crosses a fork.
-GPU_MULTIPROC_METHOD = "spawn"
+_SMALL_GPU_SHARE = 0.05
+#: How vLLM starts engine processes on a GPU: a fresh interpreter, so CUDA state never crosses a
+#: fork.
+_GPU_MULTIPROC_METHOD = "spawn"
 #: Set to "0", vLLM runs the engine core in the calling process instead of a child process.
 IN_PROCESS_ENV = "VLLM_ENABLE_V1_MULTIPROCESSING"
 #: The workbook's switch: "separate" starts even a one-device engine in vLLM's own processes.
@@ -97,9 +88,9 @@ def device_defaults(gpu: bool, small_model: bool = False) -> dict[str, Any]:
     small = {
         "dtype": "float32",
         "enforce_eager": True,
-        "kv_cache_memory_bytes": SMALL_KV_CACHE_BYTES,
+        "kv_cache_memory_bytes": _SMALL_KV_CACHE_BYTES,
     }
-    return small | {"gpu_memory_utilization": SMALL_GPU_SHARE} if gpu else small
+    return small | {"gpu_memory_utilization": _SMALL_GPU_SHARE} if gpu else small
 
 
 def profile_engine_args(profile: Profile, gpu: bool) -> dict[str, Any]:
@@ -115,7 +106,8 @@ def profile_engine_args(profile: Profile, gpu: bool) -> dict[str, Any]:
     if need > 1 and (have := gpu_count()) < need:
         raise RuntimeError(
             f"profile {profile.name} needs {need} CUDA GPUs and this machine has {have}: run it "
-            f"on a machine with {need}, or a profile for {have}: {', '.join(profiles_for_gpus(have))}"
+            f"on a machine with {need}, or a profile for {have}: "
+            f"{', '.join(profiles_for_gpus(have))}"
         )
     return {**device_defaults(gpu, small_model=need == 0), **profile.engine}
 
@@ -153,7 +145,7 @@ def engine_kwargs(
     return kwargs
 
 
-def engine_processes() -> list[Any]:
+def _engine_processes() -> list[Any]:
     """Live vLLM engine-core processes started from this Python process."""
     import psutil
 
@@ -167,24 +159,25 @@ def engine_processes() -> list[Any]:
 def engines_left() -> list[str]:
     """What is still running of the engines this process started: engine processes, and an
     engine that `start_engine` started and nothing has shut down."""
-    left = [f"{p.name()} (pid {p.pid})" for p in engine_processes()]
+    left = [f"{p.name()} (pid {p.pid})" for p in _engine_processes()]
     if _current is not None:
         left.append("an engine from start_engine, not shut down")
     return left
 
 
-class EngineShutDownError(RuntimeError):
-    """An engine was used after `shutdown_engine` (or the end of its `open_engine` block) stopped it."""
+class _EngineShutDownError(RuntimeError):
+    """An engine was used after `shutdown_engine` (or the end of its `open_engine` block) stopped
+    it."""
 
 
-class ShutDownEngine:
+class _ShutDownEngine:
     """What a shut-down `LLM` holds instead of its vLLM engine: every use raises one clear line."""
 
     def __init__(self, how: str) -> None:
         self._how = how
 
     def __getattr__(self, name: str) -> Any:
-        raise EngineShutDownError(
+        raise _EngineShutDownError(
             f"this engine was shut down ({self._how}): start a new one, e.g. "
             f"`with lifecycle.open_engine(**lifecycle.engine_kwargs(profile, k=...)) as llm:`, "
             f"and use it inside that block"
@@ -194,9 +187,9 @@ class ShutDownEngine:
         return f"<vLLM engine, shut down ({self._how})>"
 
 
-def is_shut_down(llm: Any) -> bool:
+def _is_shut_down(llm: Any) -> bool:
     """True for an `LLM` that shutdown_engine stopped."""
-    return isinstance(getattr(llm, "__dict__", {}).get("llm_engine"), ShutDownEngine)
+    return isinstance(getattr(llm, "__dict__", {}).get("llm_engine"), _ShutDownEngine)
 
 
 def shutdown_engine(llm: Any | None = None, how: str = "by lifecycle.shutdown_engine") -> None:
@@ -204,7 +197,7 @@ def shutdown_engine(llm: Any | None = None, how: str = "by lifecycle.shutdown_en
     object then raises EngineShutDownError when used (`how` says what stopped it)."""
     global _current
     llm = llm if llm is not None else _current
-    if llm is None or is_shut_down(llm):
+    if llm is None or _is_shut_down(llm):
         return
     with contextlib.suppress(Exception):
         llm.llm_engine.engine_core.shutdown()
@@ -213,19 +206,19 @@ def shutdown_engine(llm: Any | None = None, how: str = "by lifecycle.shutdown_en
         _current = None
     # Drop the engine (and with it the model) from the object the caller still holds.
     with contextlib.suppress(AttributeError, TypeError):
-        llm.llm_engine = ShutDownEngine(how)
+        llm.llm_engine = _ShutDownEngine(how)
     del llm
     gc.collect()
     if in_process and has_gpu():
         _release_gpu()
 
 
-def end_engine_processes(grace: float = 1.0) -> list[str]:
+def _end_engine_processes(grace: float = 1.0) -> list[str]:
     """SIGTERM the engine-core processes this process started, SIGKILL them after `grace` s
     (what the SIGTERM handler runs: an in-process engine ends with the process itself)."""
     import psutil
 
-    procs = engine_processes()
+    procs = _engine_processes()
     ended = [f"{p.name()} (pid {p.pid})" for p in procs]
     for proc in procs:
         with contextlib.suppress(psutil.Error):
@@ -247,7 +240,7 @@ def _release_gpu() -> None:
         cleanup_dist_env_and_memory()
 
 
-def validate_speculative_pair(kwargs: dict[str, Any]) -> None:
+def _validate_speculative_pair(kwargs: dict[str, Any]) -> None:
     """Run the pairing validator on an eagle3 speculative_config before any weights load.
 
     Errors raise PairingError (one line each); warnings are printed, one line each.
@@ -266,7 +259,7 @@ def validate_speculative_pair(kwargs: dict[str, Any]) -> None:
         print(f"pairing warning: {problem.code}: {problem.message}")
 
 
-def runs_in_process(kwargs: dict[str, Any]) -> bool:
+def _runs_in_process(kwargs: dict[str, Any]) -> bool:
     """Whether `start_engine` builds this engine inside the calling process: one device (no tensor
     or pipeline parallelism, no executor named) unless ENGINE_PROCESS_ENV says "separate"."""
     if os.environ.get(ENGINE_PROCESS_ENV, "") == "separate":
@@ -286,13 +279,13 @@ def start_engine(**kwargs: Any) -> Any:
     torch threads; on a GPU it skips the same two interpreter starts (the README has the table).
     """
     global _current
-    validate_speculative_pair(kwargs)
+    _validate_speculative_pair(kwargs)
     for name, value in ENGINE_ENV.items():
         os.environ.setdefault(name, value)
     if _current is not None:
         print("start_engine: shutting down the running engine first (one engine at a time)")
         shutdown_engine()
-    if runs_in_process(kwargs):
+    if _runs_in_process(kwargs):
         kwargs = {"distributed_executor_backend": "uni", **kwargs}
         # Read when the engine is built, and cached by vLLM for this process afterwards; servers
         # this process starts drop it again (helpers.serving.server).
@@ -300,7 +293,7 @@ def start_engine(**kwargs: Any) -> Any:
     else:
         os.environ.pop(IN_PROCESS_ENV, None)
         if has_gpu():
-            os.environ.setdefault("VLLM_WORKER_MULTIPROC_METHOD", GPU_MULTIPROC_METHOD)
+            os.environ.setdefault("VLLM_WORKER_MULTIPROC_METHOD", _GPU_MULTIPROC_METHOD)
     from vllm import LLM
 
     kwargs, notes = compat.dropped_args(kwargs)
@@ -323,4 +316,4 @@ def open_engine(**kwargs: Any) -> Iterator[Any]:
 
 
 atexit.register(shutdown_engine)
-at_terminate(end_engine_processes)
+at_terminate(_end_engine_processes)

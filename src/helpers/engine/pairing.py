@@ -33,59 +33,21 @@ from helpers.eagle3.taps import (
 )
 
 __all__ = [
-    "ERROR",
-    "WARNING",
-    "VLLM_DEFAULT_NUM_AUX",
-    "DTYPE_BYTES",
-    "FLOAT_DTYPES",
-    "INT_DTYPES",
-    "SPECULATORS_EAGLE3_LAYERS",
-    "EAGLE3_ARCHITECTURES",
-    "CPU_HEAD_SIZES",
-    "VERIFIER_KEYS",
-    "DRAFTER_LAYER_KEYS",
-    "Problem",
     "PairingReport",
     "PairingError",
     "HeaderError",
     "safetensors_header",
-    "weight_index",
-    "drafter_weights",
-    "local_tensor",
-    "is_eagle3_checkpoint",
-    "layer_config",
-    "Weights",
-    "ExpectedTensor",
-    "vllm_architecture",
-    "expected_tensors",
-    "eagle_config_flag",
-    "check_roles",
-    "check_verifier_keys",
-    "check_drafter_keys",
-    "check_method",
-    "check_architecture",
-    "check_speculators_fields",
-    "check_device",
-    "check_hidden_sizes",
-    "check_fc",
-    "check_vocab",
-    "check_tensors",
-    "check_d2t_values",
-    "check_aux_layer_ids",
-    "check_max_model_len",
-    "check_verifier_name",
     "validate_pair",
-    "check_pair",
     "edited_copy",
 ]
 
-ERROR = "error"
-WARNING = "warning"
+_ERROR = "error"
+_WARNING = "warning"
 #: fc inputs vLLM's Eagle3LlamaForCausalLM builds when the config names no count.
-VLLM_DEFAULT_NUM_AUX = 3
+_VLLM_DEFAULT_NUM_AUX = 3
 
 #: Bytes per element of each safetensors dtype (the format's own names).
-DTYPE_BYTES: dict[str, int] = {
+_DTYPE_BYTES: dict[str, int] = {
     "F64": 8,
     "F32": 4,
     "F16": 2,
@@ -102,18 +64,18 @@ DTYPE_BYTES: dict[str, int] = {
     "U8": 1,
     "BOOL": 1,
 }
-FLOAT_DTYPES = frozenset({"F64", "F32", "F16", "BF16", "F8_E4M3", "F8_E5M2"})
-INT_DTYPES = frozenset({"I64", "I32", "I16", "I8", "U64", "U32", "U16", "U8"})
+_FLOAT_DTYPES = frozenset({"F64", "F32", "F16", "BF16", "F8_E4M3", "F8_E5M2"})
+_INT_DTYPES = frozenset({"I64", "I32", "I16", "I8", "U64", "U32", "U16", "U8"})
 
 #: speculators `transformer_layer_config.model_type` -> the class vLLM builds (update_eagle3 in
 #: transformers_utils/configs/speculators/algos.py; any other model_type is refused there).
-SPECULATORS_EAGLE3_LAYERS: dict[str, str] = {
+_SPECULATORS_EAGLE3_LAYERS: dict[str, str] = {
     "llama": "Eagle3LlamaForCausalLM",
     "qwen3": "Eagle3Qwen3ForCausalLM",
 }
 #: EAGLE-3 architectures in vLLM's model registry -> the loader module that builds them
 #: (tests/engine/test_pairing.py checks this copy against the installed registry).
-EAGLE3_ARCHITECTURES: dict[str, str] = {
+_EAGLE3_ARCHITECTURES: dict[str, str] = {
     "Eagle3LlamaForCausalLM": "llama_eagle3",
     "LlamaForCausalLMEagle3": "llama_eagle3",
     "Eagle3MiniMaxM2ForCausalLM": "llama_eagle3",
@@ -128,11 +90,11 @@ EAGLE3_ARCHITECTURES: dict[str, str] = {
 }
 #: Head sizes vLLM's CPU attention backend runs (CPUAttentionBackend.get_supported_head_sizes;
 #: tests/engine/test_pairing.py checks this copy against the installed vLLM).
-CPU_HEAD_SIZES: tuple[int, ...] = (32, 64, 80, 96, 112, 128, 160, 192, 224, 256, 512)
+_CPU_HEAD_SIZES: tuple[int, ...] = (32, 64, 80, 96, 112, 128, 160, 192, 224, 256, 512)
 #: Verifier config keys the checks need (top level or text_config).
-VERIFIER_KEYS: tuple[str, ...] = ("hidden_size", "vocab_size", "num_hidden_layers")
+_VERIFIER_KEYS: tuple[str, ...] = ("hidden_size", "vocab_size", "num_hidden_layers")
 #: Drafter layer keys vLLM would otherwise take from LlamaConfig's defaults (a 7B Llama's sizes).
-DRAFTER_LAYER_KEYS: dict[str, int] = {
+_DRAFTER_LAYER_KEYS: dict[str, int] = {
     "hidden_size": 4096,
     "intermediate_size": 11008,
     "num_attention_heads": 32,
@@ -146,12 +108,12 @@ _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]{0,95}/[A-Za-z0-9][\w.-]{0,95}$")
 
 
 @dataclass(frozen=True)
-class Problem:
+class _Problem:
     """One thing wrong with a pairing: a stable code, a one-line message, error or warning."""
 
     code: str
     message: str
-    severity: str = ERROR
+    severity: str = _ERROR
 
     def __str__(self) -> str:
         """`[error] code: message`."""
@@ -165,17 +127,17 @@ class PairingReport:
     verifier: str
     drafter: str
     aux_layers: tuple[int, ...] | None = None
-    problems: list[Problem] = field(default_factory=list)
+    problems: list[_Problem] = field(default_factory=list)
 
     @property
-    def errors(self) -> list[Problem]:
+    def errors(self) -> list[_Problem]:
         """Problems that would stop or break the run."""
-        return [p for p in self.problems if p.severity == ERROR]
+        return [p for p in self.problems if p.severity == _ERROR]
 
     @property
-    def warnings(self) -> list[Problem]:
+    def warnings(self) -> list[_Problem]:
         """Problems worth a look that do not stop the run."""
-        return [p for p in self.problems if p.severity == WARNING]
+        return [p for p in self.problems if p.severity == _WARNING]
 
     @property
     def ok(self) -> bool:
@@ -209,7 +171,7 @@ def _entry_problem(name: str, entry: Any, data_bytes: int) -> str | None:
     if not isinstance(entry, dict):
         return f"tensor {name!r} has no {{dtype, shape, data_offsets}} entry"
     dtype, shape, offsets = entry.get("dtype"), entry.get("shape"), entry.get("data_offsets")
-    if dtype not in DTYPE_BYTES:
+    if dtype not in _DTYPE_BYTES:
         return f"tensor {name!r} has unknown dtype {dtype!r}"
     if not isinstance(shape, list) or not all(isinstance(d, int) and d >= 0 for d in shape):
         return f"tensor {name!r} has shape {shape!r}, not a list of sizes"
@@ -220,7 +182,7 @@ def _entry_problem(name: str, entry: Any, data_bytes: int) -> str | None:
     ):
         return f"tensor {name!r} has data_offsets {offsets!r}, not [begin, end]"
     begin, end = offsets
-    need = math.prod(shape) * DTYPE_BYTES[dtype]
+    need = math.prod(shape) * _DTYPE_BYTES[dtype]
     if end - begin != need:
         return (
             f"tensor {name!r} ({dtype} {shape}) needs {need:,} bytes but its data_offsets span "
@@ -302,7 +264,8 @@ def _layout_problem(header: dict[str, dict[str, Any]], data_bytes: int) -> str |
 
 
 def _shard_map(index: Path) -> dict[str, str]:
-    """The weight_map of a sharded model's index (tensor -> shard file); HeaderError if unreadable."""
+    """The weight_map of a sharded model's index (tensor -> shard file); HeaderError if
+    unreadable."""
     try:
         weight_map = json.loads(index.read_text()).get("weight_map")
     except (UnicodeDecodeError, json.JSONDecodeError, AttributeError) as err:
@@ -314,7 +277,7 @@ def _shard_map(index: Path) -> dict[str, str]:
     return weight_map
 
 
-def weight_index(folder: Path) -> dict[str, dict[str, Any]]:
+def _weight_index(folder: Path) -> dict[str, dict[str, Any]]:
     """Header entries of every tensor in a model folder (single file or sharded index)."""
     single = folder / "model.safetensors"
     if single.is_file():
@@ -351,13 +314,13 @@ def _hub_weight_index(ref: str) -> dict[str, dict[str, Any]]:
     return entries
 
 
-def drafter_weights(ref: str | Path) -> dict[str, dict[str, Any]]:
+def _drafter_weights(ref: str | Path) -> dict[str, dict[str, Any]]:
     """The drafter's tensor headers, local or (headers only) from the hub."""
     folder = local_dir(ref)
-    return weight_index(folder) if folder is not None else _hub_weight_index(str(ref))
+    return _weight_index(folder) if folder is not None else _hub_weight_index(str(ref))
 
 
-def local_tensor(ref: str | Path, name: str) -> Any:
+def _local_tensor(ref: str | Path, name: str) -> Any:
     """One tensor's values (numpy) from a local model folder; None for hub models or if absent."""
     from safetensors import safe_open
 
@@ -375,8 +338,9 @@ def local_tensor(ref: str | Path, name: str) -> Any:
         return f.get_tensor(name) if name in f.keys() else None
 
 
-def _ref_problem(ref: str | Path, role: str) -> Problem | None:
-    """A local path that does not exist, or a name that is neither a folder nor a hub id: at once."""
+def _ref_problem(ref: str | Path, role: str) -> _Problem | None:
+    """A local path that does not exist, or a name that is neither a folder nor a hub id: at
+    once."""
     folder = local_dir(ref)
     if folder is None and isinstance(ref, Path):
         folder = ref  # a Path is always meant as a folder, even one that looks like owner/name
@@ -394,7 +358,7 @@ def _ref_problem(ref: str | Path, role: str) -> Problem | None:
     )
 
 
-def _read_role_config(ref: str | Path, role: str) -> tuple[dict[str, Any] | None, list[Problem]]:
+def _read_role_config(ref: str | Path, role: str) -> tuple[dict[str, Any] | None, list[_Problem]]:
     """One model's config.json, or the one problem that stops reading it."""
     missing = _ref_problem(ref, role)
     if missing is not None:
@@ -424,14 +388,14 @@ def _read_role_config(ref: str | Path, role: str) -> tuple[dict[str, Any] | None
 # --------------------------------------------------------------------------- config helpers
 
 
-def is_eagle3_checkpoint(drafter: dict[str, Any]) -> bool:
+def _is_eagle3_checkpoint(drafter: dict[str, Any]) -> bool:
     """True for an EAGLE-3 drafter (speculators eagle3, or an Eagle3 architecture)."""
     archs = drafter.get("architectures") or []
     by_arch = any("eagle3" in str(arch).lower() for arch in archs)
     return drafter.get("speculators_model_type") == "eagle3" or by_arch
 
 
-def layer_config(drafter: dict[str, Any]) -> dict[str, Any]:
+def _layer_config(drafter: dict[str, Any]) -> dict[str, Any]:
     """The drafter's decoder-layer config (speculators transformer_layer_config, else the top)."""
     layer = drafter.get("transformer_layer_config")
     return layer if isinstance(layer, dict) and layer else drafter
@@ -468,24 +432,24 @@ def _is_positive_int(value: Any) -> bool:
 
 # --------------------------------------------------------------------------- checks
 
-Weights = dict[str, dict[str, Any]]
+_Weights = dict[str, dict[str, Any]]
 
 
-def _error(code: str, message: str) -> Problem:
+def _error(code: str, message: str) -> _Problem:
     """An error-severity Problem."""
-    return Problem(code, message, ERROR)
+    return _Problem(code, message, _ERROR)
 
 
-def _warning(code: str, message: str) -> Problem:
+def _warning(code: str, message: str) -> _Problem:
     """A warning-severity Problem."""
-    return Problem(code, message, WARNING)
+    return _Problem(code, message, _WARNING)
 
 
-def check_roles(verifier: dict[str, Any], drafter: dict[str, Any]) -> list[Problem]:
+def _check_roles(verifier: dict[str, Any], drafter: dict[str, Any]) -> list[_Problem]:
     """0. The verifier must be a plain model and the drafter the EAGLE-3 head, not the reverse."""
-    if not is_eagle3_checkpoint(verifier):
+    if not _is_eagle3_checkpoint(verifier):
         return []
-    if not is_eagle3_checkpoint(drafter):
+    if not _is_eagle3_checkpoint(drafter):
         return [
             _error(
                 "roles_swapped",
@@ -502,9 +466,9 @@ def check_roles(verifier: dict[str, Any], drafter: dict[str, Any]) -> list[Probl
     ]
 
 
-def check_verifier_keys(verifier: dict[str, Any]) -> list[Problem]:
+def _check_verifier_keys(verifier: dict[str, Any]) -> list[_Problem]:
     """0. The verifier settings every check needs: hidden_size, vocab_size, num_hidden_layers."""
-    bad = [k for k in VERIFIER_KEYS if not _is_positive_int(_verifier_value(verifier, k))]
+    bad = [k for k in _VERIFIER_KEYS if not _is_positive_int(_verifier_value(verifier, k))]
     if not bad:
         return []
     return [
@@ -516,7 +480,7 @@ def check_verifier_keys(verifier: dict[str, Any]) -> list[Problem]:
     ]
 
 
-def check_drafter_keys(drafter: dict[str, Any]) -> list[Problem]:
+def _check_drafter_keys(drafter: dict[str, Any]) -> list[_Problem]:
     """0. The drafter's layer sizes, which vLLM would otherwise take from a 7B Llama's defaults."""
     speculators = any(
         drafter.get(k) is not None for k in ("speculators_config", "speculators_model_type")
@@ -531,10 +495,10 @@ def check_drafter_keys(drafter: dict[str, Any]) -> list[Problem]:
             )
         ]
     where = "transformer_layer_config" if speculators else "config.json"
-    bad = [k for k in DRAFTER_LAYER_KEYS if not _is_positive_int(layer.get(k))]
+    bad = [k for k in _DRAFTER_LAYER_KEYS if not _is_positive_int(layer.get(k))]
     if not bad:
         return []
-    defaults = ", ".join(f"{k} {DRAFTER_LAYER_KEYS[k]}" for k in bad)
+    defaults = ", ".join(f"{k} {_DRAFTER_LAYER_KEYS[k]}" for k in bad)
     return [
         _error(
             "drafter_config_incomplete",
@@ -545,9 +509,9 @@ def check_drafter_keys(drafter: dict[str, Any]) -> list[Problem]:
     ]
 
 
-def check_method(drafter: dict[str, Any], method: str | None) -> list[Problem]:
+def _check_method(drafter: dict[str, Any], method: str | None) -> list[_Problem]:
     """1. The speculative method must match the checkpoint kind (None: vLLM infers it)."""
-    eagle3 = is_eagle3_checkpoint(drafter)
+    eagle3 = _is_eagle3_checkpoint(drafter)
     if method is None or eagle3 == (method == "eagle3"):
         return []
     if eagle3:
@@ -567,15 +531,15 @@ def check_method(drafter: dict[str, Any], method: str | None) -> list[Problem]:
     ]
 
 
-def vllm_architecture(drafter: dict[str, Any]) -> str | None:
+def _vllm_architecture(drafter: dict[str, Any]) -> str | None:
     """The model class name vLLM builds for an EAGLE-3 drafter config (None: vLLM refuses it).
 
     speculators format: by `transformer_layer_config.model_type` (default llama); otherwise the
     first architecture, prefixed `Eagle3` unless it starts or ends with it (EAGLEConfig).
     """
     if drafter.get("speculators_config") is not None:
-        model_type = layer_config(drafter).get("model_type", "llama")
-        return SPECULATORS_EAGLE3_LAYERS.get(model_type)
+        model_type = _layer_config(drafter).get("model_type", "llama")
+        return _SPECULATORS_EAGLE3_LAYERS.get(model_type)
     archs = drafter.get("architectures") or []
     if not archs:
         return None
@@ -583,22 +547,23 @@ def vllm_architecture(drafter: dict[str, Any]) -> str | None:
     return arch if arch.startswith("Eagle3") or arch.endswith("Eagle3") else f"Eagle3{arch}"
 
 
-def check_architecture(drafter: dict[str, Any]) -> list[Problem]:
-    """1b. vLLM must have an EAGLE-3 class for the drafter (speculators layer type or architecture)."""
-    if not is_eagle3_checkpoint(drafter):
+def _check_architecture(drafter: dict[str, Any]) -> list[_Problem]:
+    """1b. vLLM must have an EAGLE-3 class for the drafter (speculators layer type or
+    architecture)."""
+    if not _is_eagle3_checkpoint(drafter):
         return []  # check_method says so
     if drafter.get("speculators_config") is None and drafter.get("speculators_model_type"):
         return []  # check_speculators_fields says speculators_config is missing
-    arch = vllm_architecture(drafter)
-    if arch in EAGLE3_ARCHITECTURES:
+    arch = _vllm_architecture(drafter)
+    if arch in _EAGLE3_ARCHITECTURES:
         return []
     if drafter.get("speculators_config") is not None:
-        model_type = layer_config(drafter).get("model_type", "llama")
+        model_type = _layer_config(drafter).get("model_type", "llama")
         return [
             _error(
                 "drafter_arch_unsupported",
                 f"transformer_layer_config.model_type {model_type!r}: vLLM's speculators EAGLE-3 "
-                f"loader builds only {', '.join(sorted(SPECULATORS_EAGLE3_LAYERS))} layers "
+                f"loader builds only {', '.join(sorted(_SPECULATORS_EAGLE3_LAYERS))} layers "
                 f"('Unsupported model_type'); use one of those",
             )
         ]
@@ -606,7 +571,7 @@ def check_architecture(drafter: dict[str, Any]) -> list[Problem]:
         _error(
             "drafter_arch_unsupported",
             f"architectures {drafter.get('architectures')} become {arch!r} in vLLM, which has "
-            f"no such EAGLE-3 class (it has {', '.join(sorted(EAGLE3_ARCHITECTURES))}): "
+            f"no such EAGLE-3 class (it has {', '.join(sorted(_EAGLE3_ARCHITECTURES))}): "
             f"convert the drafter to the speculators format",
         )
     ]
@@ -626,7 +591,7 @@ def _speculators_gaps(drafter: dict[str, Any]) -> Iterator[str]:
         yield "speculators_config.verifier.name_or_path"
 
 
-def check_speculators_fields(drafter: dict[str, Any]) -> list[Problem]:
+def _check_speculators_fields(drafter: dict[str, Any]) -> list[_Problem]:
     """1c. The speculators-format fields vLLM reads (SpeculatorsConfig), one problem per gap."""
     if drafter.get("speculators_config") is None:
         if drafter.get("speculators_model_type") is None:
@@ -654,24 +619,24 @@ def _head_dim(layer: dict[str, Any]) -> int:
     return int(layer.get("head_dim") or layer["hidden_size"] // layer["num_attention_heads"])
 
 
-def check_device(drafter: dict[str, Any], gpu: bool) -> list[Problem]:
+def _check_device(drafter: dict[str, Any], gpu: bool) -> list[_Problem]:
     """1d. On a CPU, vLLM's attention backend runs only some head sizes (CPU_HEAD_SIZES)."""
     if gpu:
         return []
-    head_dim = _head_dim(layer_config(drafter))
-    if head_dim in CPU_HEAD_SIZES:
+    head_dim = _head_dim(_layer_config(drafter))
+    if head_dim in _CPU_HEAD_SIZES:
         return []
     return [
         _error(
             "head_dim_unsupported_on_cpu",
             f"drafter head_dim {head_dim}: vLLM's CPU attention runs head sizes "
-            f"{list(CPU_HEAD_SIZES)} only; choose num_attention_heads so that head_dim is one "
+            f"{list(_CPU_HEAD_SIZES)} only; choose num_attention_heads so that head_dim is one "
             f"of them, or run on a GPU",
         )
     ]
 
 
-def check_hidden_sizes(verifier: dict[str, Any], drafter: dict[str, Any]) -> list[Problem]:
+def _check_hidden_sizes(verifier: dict[str, Any], drafter: dict[str, Any]) -> list[_Problem]:
     """2. Drafter hidden_size and target_hidden_size must equal the verifier's hidden_size."""
     hidden = _verifier_value(verifier, "hidden_size")
     problems = []
@@ -684,7 +649,7 @@ def check_hidden_sizes(verifier: dict[str, Any], drafter: dict[str, Any]) -> lis
                 f"this drafter was trained for another verifier",
             )
         )
-    own = layer_config(drafter).get("hidden_size")
+    own = _layer_config(drafter).get("hidden_size")
     if own is not None and own != hidden:
         problems.append(
             _error(
@@ -696,12 +661,12 @@ def check_hidden_sizes(verifier: dict[str, Any], drafter: dict[str, Any]) -> lis
     return problems
 
 
-def check_fc(
+def _check_fc(
     verifier: dict[str, Any],
     drafter: dict[str, Any],
-    weights: Weights,
+    weights: _Weights,
     aux_layers: tuple[int, ...] | None,
-) -> list[Problem]:
+) -> list[_Problem]:
     """3. fc.weight must take (number of aux layers) × verifier hidden_size inputs."""
     shape = _shape(weights, "fc.weight")
     if shape is None:
@@ -729,19 +694,19 @@ def check_fc(
     return problems
 
 
-def _check_fc_declared(drafter: dict[str, Any], fan_in: int, hidden: int) -> list[Problem]:
+def _check_fc_declared(drafter: dict[str, Any], fan_in: int, hidden: int) -> list[_Problem]:
     """vLLM's llama EAGLE-3 head sizes fc for 3 taps unless num_aux_hidden_states says otherwise."""
-    layer_cfg = layer_config(drafter)
+    layer_cfg = _layer_config(drafter)
     declared = layer_cfg.get("num_aux_hidden_states") or drafter.get("num_aux_hidden_states")
     n_fc = fan_in // hidden if fan_in % hidden == 0 else None
     is_llama_head = layer_cfg.get("model_type", "llama") == "llama"
-    if not is_llama_head or declared or n_fc in (None, VLLM_DEFAULT_NUM_AUX):
+    if not is_llama_head or declared or n_fc in (None, _VLLM_DEFAULT_NUM_AUX):
         return []
     return [
         _error(
             "fc_aux_count_undeclared",
             f"fc.weight is built for {n_fc} aux layers but vLLM's llama EAGLE-3 head assumes "
-            f'{VLLM_DEFAULT_NUM_AUX}: add "num_aux_hidden_states": {n_fc} to '
+            f'{_VLLM_DEFAULT_NUM_AUX}: add "num_aux_hidden_states": {n_fc} to '
             f"transformer_layer_config",
         )
     ]
@@ -752,13 +717,13 @@ def _draft_vocab(verifier: dict[str, Any], drafter: dict[str, Any]) -> int:
     return drafter.get("draft_vocab_size") or _verifier_value(verifier, "vocab_size")
 
 
-def check_vocab(
-    verifier: dict[str, Any], drafter: dict[str, Any], weights: Weights
-) -> list[Problem]:
+def _check_vocab(
+    verifier: dict[str, Any], drafter: dict[str, Any], weights: _Weights
+) -> list[_Problem]:
     """4. Vocab sizes, lm_head rows, and the d2t/t2d maps of a reduced draft vocab."""
     vocab = _verifier_value(verifier, "vocab_size")
     problems = []
-    own = layer_config(drafter).get("vocab_size")
+    own = _layer_config(drafter).get("vocab_size")
     if own is not None and own != vocab:
         problems.append(
             _error(
@@ -810,7 +775,7 @@ def check_vocab(
     return problems
 
 
-def _check_vocab_maps(weights: Weights, draft_vocab: int, vocab: int) -> list[Problem]:
+def _check_vocab_maps(weights: _Weights, draft_vocab: int, vocab: int) -> list[_Problem]:
     """d2t [draft_vocab] is required by vLLM; t2d [vocab] is skipped by vLLM (training only)."""
     problems = []
     d2t = _shape(weights, "d2t")
@@ -854,7 +819,7 @@ def _check_vocab_maps(weights: Weights, draft_vocab: int, vocab: int) -> list[Pr
 
 
 @dataclass(frozen=True)
-class ExpectedTensor:
+class _ExpectedTensor:
     """A tensor vLLM's EAGLE-3 loader takes: the shape the config implies, whether it must be
     there, and how that shape follows from the config (for the error message)."""
 
@@ -865,15 +830,16 @@ class ExpectedTensor:
     checked_elsewhere: tuple[int, ...] = ()
 
 
-def _layer_prefixes(weights: Weights, n_layers: int) -> list[str]:
-    """The name prefix of each drafter layer: `midlayer.` or `layers.0.` for the first, then `layers.i.`."""
+def _layer_prefixes(weights: _Weights, n_layers: int) -> list[str]:
+    """The name prefix of each drafter layer: `midlayer.` or `layers.0.` for the first, then
+    `layers.i.`."""
     first = "midlayer." if any(n.startswith("midlayer.") for n in weights) else "layers.0."
     return [first] + [f"layers.{i}." for i in range(1, n_layers)]
 
 
-def expected_tensors(
-    verifier: dict[str, Any], drafter: dict[str, Any], weights: Weights
-) -> dict[str, ExpectedTensor]:
+def _expected_tensors(
+    verifier: dict[str, Any], drafter: dict[str, Any], weights: _Weights
+) -> dict[str, _ExpectedTensor]:
     """Every tensor the drafter's loader (llama or qwen3 EAGLE-3 layers) takes, with its shape.
 
     Attention projections are heads × head_dim wide; the first layer reads 2 × hidden inputs
@@ -881,33 +847,33 @@ def expected_tensors(
     hidden; lm_head has draft_vocab rows. lm_head, embed_tokens and d2t may be absent (vLLM then
     shares the verifier's or builds no map); check_vocab decides when that is wrong.
     """
-    layer = layer_config(drafter)
+    layer = _layer_config(drafter)
     h, heads = layer["hidden_size"], layer["num_attention_heads"]
     kv_heads = layer.get("num_key_value_heads") or heads
     hd, inter = _head_dim(layer), layer["intermediate_size"]
     q, kv = heads * hd, kv_heads * hd
-    qwen3 = EAGLE3_ARCHITECTURES.get(vllm_architecture(drafter) or "") == "qwen3_eagle3"
+    qwen3 = _EAGLE3_ARCHITECTURES.get(_vllm_architecture(drafter) or "") == "qwen3_eagle3"
     target = drafter.get("target_hidden_size") or h
     n_aux = len(_intended_aux_layers(verifier, drafter))
-    spec: dict[str, ExpectedTensor] = {
-        "fc.weight": ExpectedTensor(
+    spec: dict[str, _ExpectedTensor] = {
+        "fc.weight": _ExpectedTensor(
             (h, n_aux * target), True, f"[hidden {h}, {n_aux} aux × {target}]", (1,)
         ),
-        "norm.weight": ExpectedTensor((h,), True, f"[hidden {h}]"),
-        "lm_head.weight": ExpectedTensor(
+        "norm.weight": _ExpectedTensor((h,), True, f"[hidden {h}]"),
+        "lm_head.weight": _ExpectedTensor(
             (_draft_vocab(verifier, drafter), h), False, f"[draft vocab, hidden {h}]", (0,)
         ),
-        "embed_tokens.weight": ExpectedTensor(
+        "embed_tokens.weight": _ExpectedTensor(
             (layer["vocab_size"], h), False, f"[vocab {layer['vocab_size']}, hidden {h}]"
         ),
     }
-    if eagle_config_flag(drafter, "norm_before_fc"):
-        spec["input_norm.weight"] = ExpectedTensor(
+    if _eagle_config_flag(drafter, "norm_before_fc"):
+        spec["input_norm.weight"] = _ExpectedTensor(
             (n_aux * target,), True, f"[{n_aux} aux × {target}] (norm_before_fc)"
         )
-    if eagle_config_flag(drafter, "fc_norm"):
+    if _eagle_config_flag(drafter, "fc_norm"):
         for i in range(n_aux):
-            spec[f"fc_norm.{i}.weight"] = ExpectedTensor((target,), True, f"[{target}] (fc_norm)")
+            spec[f"fc_norm.{i}.weight"] = _ExpectedTensor((target,), True, f"[{target}] (fc_norm)")
     bias = bool(layer.get("attention_bias"))
     for i, prefix in enumerate(_layer_prefixes(weights, layer["num_hidden_layers"])):
         fan_in = 2 * h if i == 0 else h
@@ -922,38 +888,38 @@ def expected_tensors(
             "mlp.down_proj": (h, inter, f"[hidden {h}, intermediate {inter}]"),
         }
         for name, (rows, cols, why) in proj.items():
-            spec[f"{prefix}{name}.weight"] = ExpectedTensor((rows, cols), True, why)
+            spec[f"{prefix}{name}.weight"] = _ExpectedTensor((rows, cols), True, why)
         if bias:
             for name in ("q_proj", "k_proj", "v_proj"):
                 rows = proj[f"self_attn.{name}"][0]
-                spec[f"{prefix}self_attn.{name}.bias"] = ExpectedTensor(
+                spec[f"{prefix}self_attn.{name}.bias"] = _ExpectedTensor(
                     (rows,), True, f"[{rows}] (attention_bias)"
                 )
         for norm in ("input_layernorm", "post_attention_layernorm", "hidden_norm"):
             # hidden_norm exists in every layer but only the first one reads it
             needed = norm != "hidden_norm" or i == 0
-            spec[f"{prefix}{norm}.weight"] = ExpectedTensor((h,), needed, f"[hidden {h}]")
+            spec[f"{prefix}{norm}.weight"] = _ExpectedTensor((h,), needed, f"[hidden {h}]")
         if qwen3:
             for norm in ("q_norm", "k_norm"):
-                spec[f"{prefix}self_attn.{norm}.weight"] = ExpectedTensor(
+                spec[f"{prefix}self_attn.{norm}.weight"] = _ExpectedTensor(
                     (hd,), True, f"[head_dim {hd}] (Qwen3 attention)"
                 )
     return spec
 
 
-def eagle_config_flag(drafter: dict[str, Any], name: str) -> bool:
+def _eagle_config_flag(drafter: dict[str, Any], name: str) -> bool:
     """A boolean EAGLE-3 option as vLLM reads it: eagle_config, else top level, else the layer."""
     eagle = drafter.get("eagle_config") or {}
     if name in eagle:
         return bool(eagle[name])
-    return bool(drafter.get(name, layer_config(drafter).get(name, False)))
+    return bool(drafter.get(name, _layer_config(drafter).get(name, False)))
 
 
 #: Names vLLM's EAGLE-3 loader drops without a word, or with a warning (not errors).
 _DROPPED_QUIETLY = (".rotary_emb.inv_freq", "t2d", "d2t")
 
 
-def _unexpected(name: str, drafter: dict[str, Any]) -> Problem | None:
+def _unexpected(name: str, drafter: dict[str, Any]) -> _Problem | None:
     """What vLLM's loader does with a tensor it has no parameter for: drop it (warning) or stop."""
     if any(name.endswith(s) for s in _DROPPED_QUIETLY):
         return None
@@ -977,15 +943,15 @@ def _unexpected(name: str, drafter: dict[str, Any]) -> Problem | None:
     )
 
 
-def _dtype_problem(name: str, dtype: str) -> Problem | None:
+def _dtype_problem(name: str, dtype: str) -> _Problem | None:
     """A weight stored as integers, or a d2t stored as floats."""
-    if name == "d2t" and dtype not in INT_DTYPES:
+    if name == "d2t" and dtype not in _INT_DTYPES:
         return _error(
             "tensor_dtype_mismatch",
             f"d2t is {dtype}: it holds integer offsets (target id = draft id + d2t[draft id]); "
             f"re-export it as int64",
         )
-    if name not in ("d2t", "t2d") and dtype not in FLOAT_DTYPES:
+    if name not in ("d2t", "t2d") and dtype not in _FLOAT_DTYPES:
         return _error(
             "tensor_dtype_mismatch",
             f"{name} is {dtype}, not a floating-point weight: re-export the drafter",
@@ -993,7 +959,7 @@ def _dtype_problem(name: str, dtype: str) -> Problem | None:
     return None
 
 
-def _shape_problem(name: str, got: tuple[int, ...], want: ExpectedTensor) -> Problem | None:
+def _shape_problem(name: str, got: tuple[int, ...], want: _ExpectedTensor) -> _Problem | None:
     """A tensor whose shape differs from the config's, outside dimensions other checks own."""
     if len(got) != len(want.shape):
         bad = True
@@ -1012,16 +978,17 @@ def _shape_problem(name: str, got: tuple[int, ...], want: ExpectedTensor) -> Pro
     )
 
 
-def check_tensors(
-    verifier: dict[str, Any], drafter: dict[str, Any], weights: Weights
-) -> list[Problem]:
-    """5. Every tensor in the header against the loader's layout: missing, unexpected, shape, dtype."""
-    arch = vllm_architecture(drafter)
-    if EAGLE3_ARCHITECTURES.get(arch or "") not in _KNOWN_LAYOUTS:
+def _check_tensors(
+    verifier: dict[str, Any], drafter: dict[str, Any], weights: _Weights
+) -> list[_Problem]:
+    """5. Every tensor in the header against the loader's layout: missing, unexpected, shape,
+    dtype."""
+    arch = _vllm_architecture(drafter)
+    if _EAGLE3_ARCHITECTURES.get(arch or "") not in _KNOWN_LAYOUTS:
         return []  # check_architecture names an unsupported class; others' layouts are not modelled
     if drafter.get("quantization_config"):
         return []  # quantized weights add scale tensors this layout does not model
-    spec = expected_tensors(verifier, drafter, weights)
+    spec = _expected_tensors(verifier, drafter, weights)
     problems = []
     for name, want in spec.items():
         if name not in weights and want.required and name != "fc.weight":  # check_fc: fc_missing
@@ -1043,8 +1010,9 @@ def check_tensors(
     return problems
 
 
-def check_d2t_values(d2t: Any, vocab: int) -> list[Problem]:
-    """d2t holds offsets (vLLM: target id = draft id + d2t[draft id]): every target inside the vocab."""
+def _check_d2t_values(d2t: Any, vocab: int) -> list[_Problem]:
+    """d2t holds offsets (vLLM: target id = draft id + d2t[draft id]): every target inside the
+    vocab."""
     import numpy as np
 
     targets = np.arange(len(d2t)) + np.asarray(d2t, dtype=np.int64)
@@ -1071,9 +1039,9 @@ def check_d2t_values(d2t: Any, vocab: int) -> list[Problem]:
     return problems
 
 
-def check_aux_layer_ids(
+def _check_aux_layer_ids(
     verifier: dict[str, Any], drafter: dict[str, Any]
-) -> tuple[tuple[int, ...] | None, list[Problem]]:
+) -> tuple[tuple[int, ...] | None, list[_Problem]]:
     """6. Aux layer ids (drafter override, else (2, L//2, L-3)) must be distinct and < L.
 
     A drafter that names no ids gets vLLM's default taps, whatever it was trained on: a warning
@@ -1095,28 +1063,30 @@ def check_aux_layer_ids(
     ]
 
 
-def check_max_model_len(drafter: dict[str, Any], max_model_len: int | None) -> list[Problem]:
+def _check_max_model_len(drafter: dict[str, Any], max_model_len: int | None) -> list[_Problem]:
     """7. max_model_len beyond the drafter's trained positions: a warning.
 
     A vLLM with `helpers.engine.compat.FEATURES["draft_positions_stretched"]` raises the drafter's
     max_position_embeddings to max_model_len by itself (it only logs it), so nothing crashes; but
     the drafter never saw those positions, so acceptance can fall on long contexts.
     """
-    limit = layer_config(drafter).get("max_position_embeddings")
+    limit = _layer_config(drafter).get("max_position_embeddings")
     if max_model_len is None or limit is None or max_model_len <= limit:
         return []
     return [
         _warning(
             "max_model_len_exceeds_drafter",
-            f"max_model_len {max_model_len} > drafter max_position_embeddings {limit}: vLLM stretches "
-            f"the drafter, but positions past {limit} were never trained; expect lower acceptance there",
+            f"max_model_len {max_model_len} > drafter max_position_embeddings {limit}: vLLM "
+            "stretches "
+            f"the drafter, but positions past {limit} were never trained; expect lower acceptance "
+            "there",
         )
     ]
 
 
-def check_verifier_name(
+def _check_verifier_name(
     verifier: dict[str, Any], drafter: dict[str, Any], used: str
-) -> list[Problem]:
+) -> list[_Problem]:
     """8. The drafter's recorded verifier vs the one used (warnings; names compared by basename)."""
     recorded = (drafter.get("speculators_config") or {}).get("verifier") or {}
     problems = []
@@ -1143,15 +1113,15 @@ def check_verifier_name(
 # --------------------------------------------------------------------------- entry points
 
 
-def _read_weights(drafter: str | Path) -> tuple[Weights | None, list[Problem]]:
+def _read_weights(drafter: str | Path) -> tuple[_Weights | None, list[_Problem]]:
     """The drafter's tensor headers; a damaged file is an error, an absent one a warning."""
     try:
-        return drafter_weights(drafter), []
+        return _drafter_weights(drafter), []
     except HeaderError as err:
         return None, [
             _error("weights_corrupt", f"{err}; no tensor of the drafter could be checked")
         ]
-    except Exception as err:  # noqa: BLE001 - missing files / offline hub become one line
+    except Exception as err:
         return None, [
             _warning(
                 "weights_unreadable",
@@ -1163,14 +1133,16 @@ def _read_weights(drafter: str | Path) -> tuple[Weights | None, list[Problem]]:
 
 def _config_problems(
     verifier: str | Path, drafter: str | Path
-) -> tuple[dict[str, Any] | None, dict[str, Any] | None, list[Problem]]:
+) -> tuple[dict[str, Any] | None, dict[str, Any] | None, list[_Problem]]:
     """Both configs read and sane enough to check (roles, keys), or the problems that stop it."""
     v_cfg, v_problems = _read_role_config(verifier, "verifier")
     d_cfg, d_problems = _read_role_config(drafter, "drafter")
     problems = v_problems + d_problems
     if v_cfg is None or d_cfg is None:
         return None, None, problems
-    problems = check_roles(v_cfg, d_cfg) or check_verifier_keys(v_cfg) + check_drafter_keys(d_cfg)
+    problems = _check_roles(v_cfg, d_cfg) or _check_verifier_keys(v_cfg) + _check_drafter_keys(
+        d_cfg
+    )
     return (None, None, problems) if problems else (v_cfg, d_cfg, [])
 
 
@@ -1182,10 +1154,12 @@ def validate_pair(
     verifier_name: str | None = None,
     gpu: bool | None = None,
 ) -> PairingReport:
-    """Run every check on a verifier/drafter pair: configs, every tensor header, a local d2t's values.
+    """Run every check on a verifier/drafter pair: configs, every tensor header, a local d2t's
+    values.
 
     `gpu` picks the device checks (None: a GPU when nvidia-smi lists one). Never raises on bad
-    input: what stops the checks (a missing folder, an unreadable config) is the report's one problem.
+    input: what stops the checks (a missing folder, an unreadable config) is the report's one
+    problem.
     """
     report = PairingReport(verifier=str(verifier), drafter=str(drafter))
     v_cfg, d_cfg, stop = _config_problems(verifier, drafter)
@@ -1196,29 +1170,29 @@ def validate_pair(
         from helpers.common.envinfo import has_gpu
 
         gpu = has_gpu()
-    report.aux_layers, aux_problems = check_aux_layer_ids(v_cfg, d_cfg)
+    report.aux_layers, aux_problems = _check_aux_layer_ids(v_cfg, d_cfg)
     weights, weight_problems = _read_weights(drafter)
-    report.problems += check_method(d_cfg, method)
-    report.problems += check_architecture(d_cfg)
-    report.problems += check_speculators_fields(d_cfg)
-    report.problems += check_device(d_cfg, gpu)
-    report.problems += check_hidden_sizes(v_cfg, d_cfg)
+    report.problems += _check_method(d_cfg, method)
+    report.problems += _check_architecture(d_cfg)
+    report.problems += _check_speculators_fields(d_cfg)
+    report.problems += _check_device(d_cfg, gpu)
+    report.problems += _check_hidden_sizes(v_cfg, d_cfg)
     report.problems += weight_problems
     if weights is not None:
-        report.problems += check_fc(v_cfg, d_cfg, weights, report.aux_layers)
-        report.problems += check_vocab(v_cfg, d_cfg, weights)
+        report.problems += _check_fc(v_cfg, d_cfg, weights, report.aux_layers)
+        report.problems += _check_vocab(v_cfg, d_cfg, weights)
         if report.aux_layers is not None:
-            report.problems += check_tensors(v_cfg, d_cfg, weights)
+            report.problems += _check_tensors(v_cfg, d_cfg, weights)
         if _shape(weights, "d2t") is not None and not any(
             p.code in ("d2t_shape_mismatch", "d2t_unexpected", "tensor_dtype_mismatch")
             for p in report.problems
         ):  # values: local drafters only (hub: headers only)
-            d2t = local_tensor(drafter, "d2t")
+            d2t = _local_tensor(drafter, "d2t")
             if d2t is not None:
-                report.problems += check_d2t_values(d2t, _verifier_value(v_cfg, "vocab_size"))
+                report.problems += _check_d2t_values(d2t, _verifier_value(v_cfg, "vocab_size"))
     report.problems += aux_problems
-    report.problems += check_max_model_len(d_cfg, max_model_len)
-    report.problems += check_verifier_name(v_cfg, d_cfg, verifier_name or str(verifier))
+    report.problems += _check_max_model_len(d_cfg, max_model_len)
+    report.problems += _check_verifier_name(v_cfg, d_cfg, verifier_name or str(verifier))
     return report
 
 

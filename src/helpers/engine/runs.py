@@ -1,4 +1,5 @@
-"""Runs on an in-process engine: per-category acceptance, the lossless check, throughput, self-distillation."""
+"""Runs on an in-process engine: per-category acceptance, the lossless check, throughput,
+self-distillation."""
 
 from __future__ import annotations
 
@@ -19,13 +20,11 @@ from helpers.common.prompts import Messages, as_messages
 __all__ = [
     "NEAR_TIE_MARGIN",
     "sampling",
-    "top2_margins",
     "CategoryRun",
     "run_prompts",
     "pooled",
     "merge_runs",
     "run_categories",
-    "LosslessReport",
     "lossless_check",
     "throughput",
     "self_distill",
@@ -33,12 +32,12 @@ __all__ = [
 ]
 
 
-#: Logit margins (top-1 minus top-2, in nats) below which two kernels may legitimately pick different
-#: argmaxes. The verifier's logits here are of order 10-30. TF32 (how GPUs multiply float32 by
-#: default) keeps 10 mantissa bits, a relative rounding of 2^-11 = 4.9e-4: about 0.01 on a logit of
-#: 25 per rounding, and a 1-token and a (k+1)-token step round differently in several of the last
-#: layers' products, so near-ties up to ~0.05 can flip. bfloat16 keeps 7 bits, 8x coarser: ~0.5.
-#: On a CPU, float32 is not rounded to TF32, and the workbook asserts exact identity instead.
+#: Logit margins (top-1 minus top-2, in nats) below which two kernels may legitimately pick
+#: different argmaxes. The verifier's logits here are of order 10-30. TF32 (how GPUs multiply
+#: float32 by default) keeps 10 mantissa bits, a relative rounding of 2^-11 = 4.9e-4: about 0.01 on
+#: a logit of 25 per rounding, and a 1-token and a (k+1)-token step round differently in several of
+#: the last layers' products, so near-ties up to ~0.05 can flip. bfloat16 keeps 7 bits, 8x coarser:
+#: ~0.5. On a CPU, float32 is not rounded to TF32, and the workbook asserts exact identity instead.
 NEAR_TIE_MARGIN: dict[str, float] = {"float32": 0.05, "bfloat16": 0.5, "float16": 0.5}
 
 
@@ -49,7 +48,8 @@ def sampling(
     seed: int = 0,
     logprobs: int | None = None,
 ) -> Any:
-    """vLLM SamplingParams; T=0 is greedy. `logprobs=2` keeps each token's top-2 log-probabilities."""
+    """vLLM SamplingParams; T=0 is greedy. `logprobs=2` keeps each token's top-2
+    log-probabilities."""
     from vllm import SamplingParams
 
     return SamplingParams(
@@ -61,8 +61,9 @@ def sampling(
     )
 
 
-def top2_margins(logprobs: Sequence[Mapping[int, Any]] | None) -> list[float]:
-    """Per generated token, top-1 minus top-2 log-probability (= logit margin); [] without logprobs."""
+def _top2_margins(logprobs: Sequence[Mapping[int, Any]] | None) -> list[float]:
+    """Per generated token, top-1 minus top-2 log-probability (= logit margin); [] without
+    logprobs."""
     margins = []
     for step in logprobs or []:
         values = sorted((lp.logprob for lp in step.values()), reverse=True)
@@ -112,14 +113,15 @@ def run_prompts(
         [o.outputs[0].text for o in outs],
         seconds,
         meter.delta,
-        [top2_margins(o.outputs[0].logprobs) for o in outs],
+        [_top2_margins(o.outputs[0].logprobs) for o in outs],
         [o.outputs[0].finish_reason == "stop" for o in outs],
         [r for o in outs if (r := request_acceptance(o.outputs[0])) is not None],
     )
 
 
 def pooled(runs: Mapping[str, CategoryRun]) -> SpecCounters:
-    """Counters of several runs added up: pooled, not an average of ratios (τ is a ratio of sums)."""
+    """Counters of several runs added up: pooled, not an average of ratios (τ is a ratio of
+    sums)."""
     return sum((r.counters for r in runs.values()), SpecCounters())
 
 
@@ -142,7 +144,7 @@ def run_categories(llm: Any, prompts: dict[str, list[str]], params: Any) -> dict
 
 
 @dataclass(frozen=True)
-class LosslessReport:
+class _LosslessReport:
     """How many outputs are token-identical, and where the others first differ."""
 
     identical: int
@@ -165,7 +167,7 @@ def lossless_check(
     plain: Sequence[Sequence[int]],
     spec: Sequence[Sequence[int]],
     plain_margins: Sequence[Sequence[float]] = (),
-) -> LosslessReport:
+) -> _LosslessReport:
     """Compare plain and speculative outputs token by token; margins say how close each call was."""
     diffs, margins = [], []
     for n, (a, b) in enumerate(zip(plain, spec, strict=True)):
@@ -174,7 +176,7 @@ def lossless_check(
             diffs.append(at)
             known = n < len(plain_margins) and at < len(plain_margins[n])
             margins.append(plain_margins[n][at] if known else None)
-    return LosslessReport(len(plain) - len(diffs), len(plain), diffs, margins)
+    return _LosslessReport(len(plain) - len(diffs), len(plain), diffs, margins)
 
 
 def throughput(

@@ -19,7 +19,9 @@ from typing import Any
 
 from helpers.engine import compat
 
-__all__ = ["vllm_rounds"]
+__all__ = [
+    "vllm_rounds",
+]
 
 
 @functools.cache

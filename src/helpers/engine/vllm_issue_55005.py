@@ -19,36 +19,33 @@ from typing import Any
 from helpers.engine import compat
 
 __all__ = [
-    "ISSUE_URL",
-    "KERNEL_NAME",
     "EXPAND_KERNEL_CHECK",
-    "fixed_expand_kernel",
-    "patch_cpu_expand_kernel",
-    "cpu_expand_kernel_ok",
     "ExpandKernelCheck",
 ]
 
-ISSUE_URL = "https://github.com/vllm-project/vllm/issues/55005"
-KERNEL_NAME = "vllm.v1.sample.rejection_sampler.expand_kernel"
+_ISSUE_URL = "https://github.com/vllm-project/vllm/issues/55005"
+_KERNEL_NAME = "vllm.v1.sample.rejection_sampler.expand_kernel"
 #: `worker_extension_cls` for vLLM: the worker imports this class by name.
 EXPAND_KERNEL_CHECK = "helpers.engine.vllm_issue_55005.ExpandKernelCheck"
 
 
-def fixed_expand_kernel(
+def _fixed_expand_kernel(
     output: Any,
     input_val: Any,
     cu_num_tokens: Any,
     replace_from: Any,
     replace_to: Any,
     MAX_NUM_TOKENS: Any = None,
-) -> None:  # noqa: N803 - the kernel's argument name
-    """A correct CPU `expand_kernel`: repeat each request's value over its draft tokens, in any dtype.
+) -> None:
+    """A correct CPU `expand_kernel`: repeat each request's value over its draft tokens, in any
+    dtype.
 
-    The broken one (`cpu_triton_utils._expand_kernel_impl`, where `compat.QUIRKS["cpu_expand_kernel"]`
-    says it was seen) hands `_ensure_int64(output)` (a new int64 copy for the float32 temperature /
-    top-p buffers) to its C++ kernel and never copies it back, and truncates float inputs to int64:
-    the rejection sampler then divides the verifier's logits by uninitialized memory at every T > 0
-    request, so speculative outputs at T > 0 are garbage.
+    The broken one (`cpu_triton_utils._expand_kernel_impl`, where
+    `compat.QUIRKS["cpu_expand_kernel"]` says it was seen) hands `_ensure_int64(output)` (a new
+    int64 copy for the float32 temperature / top-p buffers) to its C++ kernel and never copies it
+    back, and truncates float inputs to int64: the rejection sampler then divides the verifier's
+    logits by uninitialized memory at every T > 0 request, so speculative outputs at T > 0 are
+    garbage.
     """
     import torch
 
@@ -72,18 +69,19 @@ def patch_cpu_expand_kernel() -> bool:
     from vllm.triton_utils import HAS_TRITON
     from vllm.utils import cpu_triton_utils
 
-    if HAS_TRITON or cpu_triton_utils._expand_kernel_impl is fixed_expand_kernel:
+    if HAS_TRITON or cpu_triton_utils._expand_kernel_impl is _fixed_expand_kernel:
         return False
-    cpu_triton_utils._expand_kernel_impl = fixed_expand_kernel
+    cpu_triton_utils._expand_kernel_impl = _fixed_expand_kernel
     from vllm.triton_utils import dispatcher
 
-    if dispatcher._registry.pop(KERNEL_NAME, None) is not None:
-        dispatcher.register_kernels({KERNEL_NAME: fixed_expand_kernel})
+    if dispatcher._registry.pop(_KERNEL_NAME, None) is not None:
+        dispatcher.register_kernels({_KERNEL_NAME: _fixed_expand_kernel})
     return True
 
 
-def cpu_expand_kernel_ok() -> bool:
-    """True unless this vLLM's CPU kernel overrides expand float tensors wrongly (checked in-process)."""
+def _cpu_expand_kernel_ok() -> bool:
+    """True unless this vLLM's CPU kernel overrides expand float tensors wrongly (checked
+    in-process)."""
     import torch
     from vllm.platforms import current_platform
 
@@ -92,7 +90,7 @@ def cpu_expand_kernel_ok() -> bool:
     from vllm.triton_utils import dispatcher
     from vllm.v1.sample import rejection_sampler
 
-    if KERNEL_NAME not in dispatcher._registry:
+    if _KERNEL_NAME not in dispatcher._registry:
         current_platform.import_kernels()
         current_platform.register_triton_kernel_overrides()
 
@@ -104,16 +102,18 @@ def cpu_expand_kernel_ok() -> bool:
 
 
 class ExpandKernelCheck:
-    """vLLM worker extension: reports from inside the worker whether the expand kernel is correct."""
+    """vLLM worker extension: reports from inside the worker whether the expand kernel is
+    correct."""
 
     def workbook_cpu_expand_ok(self) -> bool:
         """cpu_expand_kernel_ok() evaluated in the worker process (call via llm.collective_rpc)."""
-        return cpu_expand_kernel_ok()
+        return _cpu_expand_kernel_ok()
 
     def workbook_expanded_temperatures(self, temperatures: list[float], drafts: int) -> list[float]:
         """What the worker's rejection sampler reads as each draft token's temperature.
 
-        The tensors live on the worker's device: on a GPU the kernel is Triton's and reads CUDA memory.
+        The tensors live on the worker's device: on a GPU the kernel is Triton's and reads CUDA
+        memory.
         """
         import torch
         from vllm.v1.sample import rejection_sampler

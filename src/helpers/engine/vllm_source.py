@@ -1,4 +1,5 @@
-"""The installed vLLM's own EAGLE-3 code path, quoted from its source, and the taps of a running engine.
+"""The installed vLLM's own EAGLE-3 code path, quoted from its source, and the taps of a running
+engine.
 
 Notebook 02 reads the code that runs, not a description of it: `excerpt` takes the lines of an
 installed function that carry the idea (with their file and line numbers), so when vLLM changes,
@@ -27,24 +28,11 @@ from helpers.engine import compat
 
 __all__ = [
     "model_class",
-    "load_model_class",
-    "tapping_model",
-    "SourceRef",
-    "DRAFT_PATH",
     "eagle3_path",
-    "resolve",
-    "excerpt",
     "eagle3_path_markdown",
-    "HOOK_KEEP",
-    "implements_eagle3",
-    "hook_refs",
-    "Eagle3Support",
     "eagle3_support",
     "WORKER_PROBE",
-    "WorkerProbe",
-    "worker_taps",
     "engine_taps",
-    "worker_runner",
     "engine_runner",
     "runs_model_runner_v2",
 ]
@@ -52,7 +40,7 @@ __all__ = [
 
 def model_class(architecture: str) -> tuple[str, str]:
     """(module, class) that the installed vLLM's model registry maps an architecture to."""
-    from vllm import ModelRegistry  # noqa: PLC0415 - vLLM loads only when asked
+    from vllm import ModelRegistry
 
     entry = ModelRegistry.models.get(architecture)
     if entry is None:
@@ -65,7 +53,7 @@ def model_class(architecture: str) -> tuple[str, str]:
     return entry.model_cls.__module__, entry.model_cls.__qualname__
 
 
-def load_model_class(architecture: str) -> type:
+def _load_model_class(architecture: str) -> type:
     """The installed vLLM's model class for an architecture (imports its module)."""
     module_name, class_name = model_class(architecture)
     return getattr(importlib.import_module(module_name), class_name)
@@ -79,10 +67,10 @@ def _collects_taps(cls: type) -> bool:
         return False
 
 
-def tapping_model(architecture: str) -> type:
+def _tapping_model(architecture: str) -> type:
     """The inner model class whose forward collects the EAGLE-3 taps (the causal LM's `self.model`):
     the one such class in the module of the causal LM or, for a subclass, of its nearest base."""
-    causal_lm = load_model_class(architecture)
+    causal_lm = _load_model_class(architecture)
     for base in causal_lm.__mro__:
         module = sys.modules.get(base.__module__)
         if module is None or not base.__module__.startswith("vllm."):
@@ -110,7 +98,7 @@ def tapping_model(architecture: str) -> type:
 
 
 @dataclass(frozen=True)
-class SourceRef:
+class _SourceRef:
     """An installed function and the words whose lines (with context) carry the idea."""
 
     title: str
@@ -120,20 +108,20 @@ class SourceRef:
 
 
 #: The drafter's side of one EAGLE-3 step, the same for every verifier.
-DRAFT_PATH: tuple[SourceRef, ...] = (
-    SourceRef(
+_DRAFT_PATH: tuple[_SourceRef, ...] = (
+    _SourceRef(
         "the model runner concatenates the taps of every scheduled token: [tokens, 3H]",
         "vllm.v1.worker.gpu_model_runner",
         "GPUModelRunner.propose_draft_token_ids",
         ("target_hidden_states = torch.cat(",),
     ),
-    SourceRef(
+    _SourceRef(
         "the drafter fuses them with fc, 3H -> H",
         "vllm.model_executor.models.llama_eagle3",
         "Eagle3LlamaForCausalLM.combine_hidden_states",
         ("def combine_hidden_states", "self.model.fc("),
     ),
-    SourceRef(
+    _SourceRef(
         "its one decoder layer reads [embedding of the next token ‖ fused hidden state], 2H",
         "vllm.model_executor.models.llama_eagle3",
         "LlamaDecoderLayer.forward",
@@ -142,13 +130,13 @@ DRAFT_PATH: tuple[SourceRef, ...] = (
 )
 
 
-def eagle3_path(architecture: str) -> tuple[SourceRef, ...]:
+def eagle3_path(architecture: str) -> tuple[_SourceRef, ...]:
     """One EAGLE-3 step through the installed vLLM for a verifier architecture, in data-flow order:
     its model's forward keeps the taps, which layers by default, then DRAFT_PATH."""
     module_name, class_name = model_class(architecture)
-    inner = tapping_model(architecture)
+    inner = _tapping_model(architecture)
     refs = [
-        SourceRef(
+        _SourceRef(
             "the verifier's forward keeps tap k, the residual stream after k layers: the "
             "embeddings under 0, then after 0-based layer idx under idx + 1",
             inner.__module__,
@@ -158,7 +146,7 @@ def eagle3_path(architecture: str) -> tuple[SourceRef, ...]:
     ]
     if hasattr(inner, "_maybe_add_hidden_state"):
         refs.append(
-            SourceRef(
+            _SourceRef(
                 "one tap is hidden + residual: tap k = the output of 0-based layer k - 1 = "
                 "transformers' hidden_states[k]",
                 inner.__module__,
@@ -166,17 +154,17 @@ def eagle3_path(architecture: str) -> tuple[SourceRef, ...]:
             )
         )
     refs.append(
-        SourceRef(
+        _SourceRef(
             "which layers: the drafter's eagle_aux_hidden_state_layer_ids, else this default",
             module_name,
             f"{class_name}.get_eagle3_default_aux_hidden_state_layers",
             ("num_layers", "return"),
         )
     )
-    return (*refs, *DRAFT_PATH)
+    return (*refs, *_DRAFT_PATH)
 
 
-def resolve(ref: SourceRef) -> Any:
+def _resolve(ref: _SourceRef) -> Any:
     """The installed object a SourceRef names (module attribute path)."""
     obj: Any = importlib.import_module(ref.module)
     for part in ref.qualname.split("."):
@@ -184,9 +172,9 @@ def resolve(ref: SourceRef) -> Any:
     return obj
 
 
-def excerpt(ref: SourceRef, context: int = 1, max_lines: int = 14) -> str:
+def _excerpt(ref: _SourceRef, context: int = 1, max_lines: int = 14) -> str:
     """The lines of the function that contain a keep word (± context), numbered as in the file."""
-    fn = resolve(ref)
+    fn = _resolve(ref)
     lines, first = inspect.getsourcelines(fn)
     path = inspect.getsourcefile(fn) or "?"
     short = path[path.rfind("vllm/") :] if "vllm/" in path else path
@@ -211,16 +199,16 @@ def excerpt(ref: SourceRef, context: int = 1, max_lines: int = 14) -> str:
     return "\n".join(out)
 
 
-def eagle3_path_markdown(refs: Sequence[SourceRef]) -> str:
+def eagle3_path_markdown(refs: Sequence[_SourceRef]) -> str:
     """Every excerpt under its numbered title, as Markdown with Python code blocks."""
     return "\n\n".join(
-        f"**{i}. {ref.title}**\n\n```python\n{excerpt(ref)}\n```"
+        f"**{i}. {ref.title}**\n\n```python\n{_excerpt(ref)}\n```"
         for i, ref in enumerate(refs, start=1)
     )
 
 
 #: The lines of a hook (and of the class statement) that carry the idea.
-HOOK_KEEP = (
+_HOOK_KEEP = (
     "class ",
     "SupportsEagle3",
     "def ",
@@ -230,14 +218,14 @@ HOOK_KEEP = (
 )
 
 
-def implements_eagle3(cls: type) -> bool:
+def _implements_eagle3(cls: type) -> bool:
     """vLLM's own verdict (`supports_eagle3`): does the class implement `SupportsEagle3`?"""
     from vllm.model_executor.models.interfaces import supports_eagle3
 
     return bool(supports_eagle3(cls))
 
 
-def hook_refs(cls: type) -> tuple[SourceRef, ...]:
+def _hook_refs(cls: type) -> tuple[_SourceRef, ...]:
     """Each EAGLE-3 hook the class has, quoted where this vLLM defines it (the class or a base)."""
     refs = []
     for name in compat.EAGLE3_HOOKS:
@@ -245,19 +233,19 @@ def hook_refs(cls: type) -> tuple[SourceRef, ...]:
         if owner is not None:
             title = f"`{name}`, defined on `{owner.__qualname__}`"
             refs.append(
-                SourceRef(title, owner.__module__, f"{owner.__qualname__}.{name}", HOOK_KEEP)
+                _SourceRef(title, owner.__module__, f"{owner.__qualname__}.{name}", _HOOK_KEEP)
             )
     return tuple(refs)
 
 
 @dataclass(frozen=True)
-class Eagle3Support:
+class _Eagle3Support:
     """The installed vLLM's class for a verifier architecture, and what it offers EAGLE-3."""
 
     architecture: str
     model_class: type
     implements: bool
-    hooks: tuple[SourceRef, ...]
+    hooks: tuple[_SourceRef, ...]
 
     @property
     def explanation(self) -> str:
@@ -268,24 +256,25 @@ class Eagle3Support:
         hooks = ", ".join(ref.qualname for ref in self.hooks)
         return f"{self.architecture}: {cls} implements SupportsEagle3 (hooks: {hooks})"
 
-    def sources(self) -> tuple[SourceRef, ...]:
+    def sources(self) -> tuple[_SourceRef, ...]:
         """The class statement (its bases) and each hook, for `eagle3_path_markdown`."""
         cls = self.model_class
         title = f"`{cls.__qualname__}` and its bases"
         return (
-            SourceRef(title, cls.__module__, cls.__qualname__, ("class ", "SupportsEagle3")),
+            _SourceRef(title, cls.__module__, cls.__qualname__, ("class ", "SupportsEagle3")),
             *self.hooks,
         )
 
 
-def eagle3_support(architecture: str) -> Eagle3Support:
+def eagle3_support(architecture: str) -> _Eagle3Support:
     """Find the architecture's class in the installed vLLM and check it for EAGLE-3 (imports it)."""
-    cls = load_model_class(architecture)
-    return Eagle3Support(architecture, cls, implements_eagle3(cls), hook_refs(cls))
+    cls = _load_model_class(architecture)
+    return _Eagle3Support(architecture, cls, _implements_eagle3(cls), _hook_refs(cls))
 
 
-def worker_taps(worker: Any) -> tuple[int, ...]:
-    """Inside a vLLM worker: the layers the verifier hands to the drafter (empty without EAGLE-3)."""
+def _worker_taps(worker: Any) -> tuple[int, ...]:
+    """Inside a vLLM worker: the layers the verifier hands to the drafter (empty without
+    EAGLE-3)."""
     model = worker.model_runner.get_model()
     for module in (model, getattr(model, "model", None)):
         layers = getattr(module, "aux_hidden_state_layers", None)
@@ -299,7 +288,7 @@ def engine_taps(llm: Any) -> list[tuple[int, ...]]:
     return [tuple(t) for t in llm.collective_rpc("workbook_taps")]
 
 
-def worker_runner(worker: Any) -> str:
+def _worker_runner(worker: Any) -> str:
     """Inside a vLLM worker: the model runner's class, with its module."""
     cls = type(worker.model_runner)
     return f"{cls.__module__}.{cls.__qualname__}"
@@ -310,16 +299,16 @@ def engine_runner(llm: Any) -> str:
     return llm.collective_rpc("workbook_runner")[0]
 
 
-class WorkerProbe:
+class _WorkerProbe:
     """vLLM worker extension: answers questions about the worker it is mixed into."""
 
     def workbook_taps(self) -> tuple[int, ...]:
         """worker_taps of this worker."""
-        return worker_taps(self)
+        return _worker_taps(self)
 
     def workbook_runner(self) -> str:
         """worker_runner of this worker."""
-        return worker_runner(self)
+        return _worker_runner(self)
 
 
 #: The dotted name vLLM loads WorkerProbe by (`worker_extension_cls`).

@@ -21,19 +21,15 @@ from typing import Any
 
 from helpers.common import vllm_names
 
-__all__ = [
-    "FIX_MARK",
-    "merge_keeps_records",
-    "patch_stream_records",
-]
+__all__ = []  # used only inside helpers.engine
 
 #: Attribute set on the patched `RequestOutput.add` (so a second call patches nothing).
-FIX_MARK = "_eagle3_workbook_keeps_records"
+_FIX_MARK = "_eagle3_workbook_keeps_records"
 
 
-def merge_keeps_records(add: Any) -> bool:
+def _merge_keeps_records(add: Any) -> bool:
     """True when a `RequestOutput.add` already carries the acceptance record (fixed or patched)."""
-    if getattr(add, FIX_MARK, False):
+    if getattr(add, _FIX_MARK, False):
         return True
     try:
         return vllm_names.OUTPUT_METRICS_ATTR in inspect.getsource(add)
@@ -50,7 +46,7 @@ def patch_stream_records() -> bool:
     from vllm.outputs import CompletionOutput, RequestOutput
 
     fields = inspect.signature(CompletionOutput).parameters
-    if vllm_names.OUTPUT_METRICS_ATTR not in fields or merge_keeps_records(RequestOutput.add):
+    if vllm_names.OUTPUT_METRICS_ATTR not in fields or _merge_keeps_records(RequestOutput.add):
         return False
     original = RequestOutput.add
 
@@ -67,6 +63,6 @@ def patch_stream_records() -> bool:
             if completion.index in records:
                 setattr(completion, vllm_names.OUTPUT_METRICS_ATTR, records[completion.index])
 
-    setattr(add, FIX_MARK, True)
+    setattr(add, _FIX_MARK, True)
     RequestOutput.add = add
     return True

@@ -1,4 +1,5 @@
-"""A bounded serving benchmark: speculative vs plain through the HTTP server, per concurrency level (notebook 04).
+"""A bounded serving benchmark: speculative vs plain through the HTTP server, per concurrency level
+(notebook 04).
 
 Like `vllm bench serve --max-concurrency C`, each level keeps C streaming requests in flight
 (a closed loop: a thread pool of C workers) over the same prompt list, with a fixed `max_tokens`
@@ -41,21 +42,8 @@ from helpers.serving.clients import EngineStats, StreamResult, stream_chat
 from helpers.serving.monitoring import Scraper
 
 __all__ = [
-    "DEFAULT_CONCURRENCY",
-    "DEFAULT_MAX_TOKENS",
-    "LEVEL_TIME_LIMIT",
-    "REQUEST_TIMEOUT",
-    "MODES",
-    "SAMPLE_EVERY",
-    "FORCED",
-    "NATURAL",
     "requests_for",
     "bench_prompts",
-    "LevelRun",
-    "ENGINE_PROCESS_NAMES",
-    "cpu_by_role",
-    "run_level",
-    "warm_up",
     "run_benchmark",
     "run_interleaved",
     "results_frame",
@@ -63,37 +51,38 @@ __all__ = [
     "per_request",
     "reconcile_per_request",
     "speedup_table",
-    "crossing_concurrency",
     "crossing_statement",
     "plot_serving",
     "plot_serving_speedup",
 ]
 
-DEFAULT_CONCURRENCY: tuple[int, ...] = (1, 2, 4, 8, 16)
-DEFAULT_MAX_TOKENS = 128
-LEVEL_TIME_LIMIT = 120.0
-REQUEST_TIMEOUT = 120.0
-MODES = ("plain", "spec")
+_DEFAULT_CONCURRENCY: tuple[int, ...] = (1, 2, 4, 8, 16)
+_DEFAULT_MAX_TOKENS = 128
+_LEVEL_TIME_LIMIT = 120.0
+_REQUEST_TIMEOUT = 120.0
+_MODES = ("plain", "spec")
 #: Seconds between two /metrics samples while a level runs (peaks of the running/waiting gauges).
-SAMPLE_EVERY = 0.25
+_SAMPLE_EVERY = 0.25
 #: A level's output length: exactly max_tokens per request (ignore_eos) ...
-FORCED = "forced"
+_FORCED = "forced"
 #: ... or each answer's own, ended by the model (at most max_tokens).
-NATURAL = "natural"
+_NATURAL = "natural"
 
 
 def requests_for(concurrency: int) -> int:
-    """Requests sent at one level: max(8, 2·C), or max(4, C) under CI (every level fills its C slots)."""
+    """Requests sent at one level: max(8, 2·C), or max(4, C) under CI (every level fills its C
+    slots)."""
     return ci_scaled(max(8, 2 * concurrency), max(4, concurrency))
 
 
 def bench_prompts(n: int) -> list[str]:
-    """n held-out user prompts, the task categories interleaved (structured, code, prose, creative, …)."""
+    """n held-out user prompts, the task categories interleaved (structured, code, prose, creative,
+    …)."""
     return interleaved(load_prompts(), n)
 
 
 @dataclass
-class LevelRun:
+class _LevelRun:
     """The requests of one concurrency level on one server."""
 
     mode: str
@@ -107,7 +96,7 @@ class LevelRun:
     #: Which repetition of the level this was (run_interleaved repeats every level).
     repeat: int = 0
     #: FORCED (ignore_eos: every request max_tokens long) or NATURAL (each answer's own length).
-    length: str = FORCED
+    length: str = _FORCED
     #: Engine counters over the level (prefix cache, preemptions); gauges as at its end.
     engine: EngineStats = field(default_factory=EngineStats)
     #: Highest sampled running and waiting requests inside the server during the level.
@@ -162,10 +151,10 @@ class LevelRun:
         }
 
 
-ENGINE_PROCESS_NAMES = ("EngineCore", "Worker", "VllmWorker")
+_ENGINE_PROCESS_NAMES = ("EngineCore", "Worker", "VllmWorker")
 
 
-def cpu_by_role(server_processes: Sequence[psutil.Process]) -> dict[str, float]:
+def _cpu_by_role(server_processes: Sequence[psutil.Process]) -> dict[str, float]:
     """CPU seconds (user + system) so far of this process (the client), of the server's engine
     processes (names containing EngineCore / Worker), and of its other processes (front end)."""
     roles = {"client": 0.0, "front_end": 0.0, "engine": 0.0}
@@ -175,25 +164,25 @@ def cpu_by_role(server_processes: Sequence[psutil.Process]) -> dict[str, float]:
         try:
             seconds = sum(proc.cpu_times()[:2])
             name = proc.name()  # e.g. "VLLM::EngineCor" (vLLM sets process titles; 15 characters)
-            role = "engine" if any(n in name for n in ENGINE_PROCESS_NAMES) else "front_end"
+            role = "engine" if any(n in name for n in _ENGINE_PROCESS_NAMES) else "front_end"
         except psutil.Error:
             continue
         roles[role] += seconds
     return roles
 
 
-def run_level(
+def _run_level(
     base_url: str,
     model: str,
     prompts: Sequence[str],
     concurrency: int,
     n_requests: int,
-    max_tokens: int = DEFAULT_MAX_TOKENS,
-    time_limit: float = LEVEL_TIME_LIMIT,
+    max_tokens: int = _DEFAULT_MAX_TOKENS,
+    time_limit: float = _LEVEL_TIME_LIMIT,
     mode: str = "spec",
     server_processes: Callable[[], Sequence[psutil.Process]] | None = None,
     ignore_eos: bool = True,
-) -> LevelRun:
+) -> _LevelRun:
     """Send n_requests streaming requests, `concurrency` in flight; none starts after `time_limit`
     seconds. ignore_eos=True forces max_tokens per request; False lets each answer end itself."""
     deadline = time.perf_counter() + time_limit
@@ -208,22 +197,22 @@ def run_level(
             as_messages(prompts[i % len(prompts)]),
             max_tokens=max_tokens,
             temperature=0.0,
-            timeout=REQUEST_TIMEOUT,
+            timeout=_REQUEST_TIMEOUT,
             ignore_eos=ignore_eos,
         )
 
     processes = list(server_processes()) if server_processes else []
-    cpu_before = cpu_by_role(processes)
-    with Scraper(base_url, interval=SAMPLE_EVERY) as scraper:
+    cpu_before = _cpu_by_role(processes)
+    with Scraper(base_url, interval=_SAMPLE_EVERY) as scraper:
         t0 = time.perf_counter()
         with ThreadPoolExecutor(
             max_workers=concurrency, thread_name_prefix=f"bench-c{concurrency}"
         ) as pool:
             outcomes = list(pool.map(one, range(n_requests)))
         duration = time.perf_counter() - t0
-    cpu = {k: v - cpu_before[k] for k, v in cpu_by_role(processes).items()} if processes else {}
+    cpu = {k: v - cpu_before[k] for k, v in _cpu_by_role(processes).items()} if processes else {}
     done = [r for r in outcomes if r is not None]
-    return LevelRun(
+    return _LevelRun(
         mode,
         concurrency,
         done,
@@ -231,17 +220,19 @@ def run_level(
         len(outcomes) - len(done),
         scraper.total,
         cpu,
-        length=FORCED if ignore_eos else NATURAL,
+        length=_FORCED if ignore_eos else _NATURAL,
         engine=scraper.engine_total,
         peak_running=scraper.peak("running"),
         peak_waiting=scraper.peak("waiting"),
     )
 
 
-def warm_up(base_url: str, model: str, prompts: Sequence[str], max_tokens: int = 16) -> None:
+def _warm_up(base_url: str, model: str, prompts: Sequence[str], max_tokens: int = 16) -> None:
     """A couple of short requests so the first measured level does not pay first-request costs."""
     for p in prompts[:2]:
-        stream_chat(base_url, model, as_messages(p), max_tokens=max_tokens, timeout=REQUEST_TIMEOUT)
+        stream_chat(
+            base_url, model, as_messages(p), max_tokens=max_tokens, timeout=_REQUEST_TIMEOUT
+        )
 
 
 def run_benchmark(
@@ -249,19 +240,19 @@ def run_benchmark(
     model: str,
     mode: str,
     prompts: Sequence[str] | None = None,
-    concurrency: Sequence[int] = DEFAULT_CONCURRENCY,
-    max_tokens: int = DEFAULT_MAX_TOKENS,
-    time_limit: float = LEVEL_TIME_LIMIT,
+    concurrency: Sequence[int] = _DEFAULT_CONCURRENCY,
+    max_tokens: int = _DEFAULT_MAX_TOKENS,
+    time_limit: float = _LEVEL_TIME_LIMIT,
     progress: bool = True,
     server_processes: Callable[[], Sequence[psutil.Process]] | None = None,
-) -> list[LevelRun]:
+) -> list[_LevelRun]:
     """Every concurrency level on one server (prompts default: held-out prompts, enough for the
     largest level); with `server_processes`, each level also records CPU seconds by role."""
     prompts = list(prompts or bench_prompts(max(requests_for(c) for c in concurrency)))
-    warm_up(base_url, model, prompts)
+    _warm_up(base_url, model, prompts)
     runs = []
     for c in concurrency:
-        run = run_level(
+        run = _run_level(
             base_url,
             model,
             prompts,
@@ -276,8 +267,10 @@ def run_benchmark(
         if progress:
             r = run.row()
             print(
-                f"[{mode}] concurrency {c:>2}: {r['requests']} requests, {r['output_tok_s']:.0f} tok/s, "
-                f"TTFT {r['mean_ttft_ms']:.0f} ms, TPOT {r['mean_tpot_ms']:.1f} ms, {run.duration:.1f} s"
+                f"[{mode}] concurrency {c:>2}: {r['requests']} requests, {r['output_tok_s']:.0f} "
+                "tok/s, "
+                f"TTFT {r['mean_ttft_ms']:.0f} ms, TPOT {r['mean_tpot_ms']:.1f} ms, "
+                f"{run.duration:.1f} s"
             )
     return runs
 
@@ -285,13 +278,13 @@ def run_benchmark(
 def run_interleaved(
     servers: Mapping[str, Any],
     prompts: Sequence[str],
-    concurrency: Sequence[int] = DEFAULT_CONCURRENCY,
-    max_tokens: int = DEFAULT_MAX_TOKENS,
+    concurrency: Sequence[int] = _DEFAULT_CONCURRENCY,
+    max_tokens: int = _DEFAULT_MAX_TOKENS,
     repeats: int = 3,
-    time_limit: float = LEVEL_TIME_LIMIT,
+    time_limit: float = _LEVEL_TIME_LIMIT,
     progress: bool = True,
     ignore_eos: bool = True,
-) -> list[LevelRun]:
+) -> list[_LevelRun]:
     """Every level `repeats` times on servers that are all up, alternating which mode goes first.
 
     `servers` maps a mode to a started server (base_url, model, group_processes). Interleaving
@@ -301,13 +294,13 @@ def run_interleaved(
     """
     modes = list(servers)
     for srv in servers.values():
-        warm_up(srv.base_url, srv.model, prompts)
+        _warm_up(srv.base_url, srv.model, prompts)
     runs = []
     for rep in range(repeats):
         for c in concurrency:
             for mode in modes if rep % 2 == 0 else modes[::-1]:
                 srv = servers[mode]
-                run = run_level(
+                run = _run_level(
                     srv.base_url,
                     srv.model,
                     prompts,
@@ -324,7 +317,7 @@ def run_interleaved(
         if progress:
             done = [r.row() for r in runs if r.repeat == rep]
             print(
-                f"{FORCED if ignore_eos else NATURAL} length, repeat {rep + 1}/{repeats}: "
+                f"{_FORCED if ignore_eos else _NATURAL} length, repeat {rep + 1}/{repeats}: "
                 + ", ".join(
                     f"{r['mode']} C={r['concurrency']} {r['output_tok_s']:.0f} tok/s" for r in done
                 )
@@ -332,14 +325,14 @@ def run_interleaved(
     return runs
 
 
-def results_frame(*runs: Sequence[LevelRun]) -> pd.DataFrame:
+def results_frame(*runs: Sequence[_LevelRun]) -> pd.DataFrame:
     """One tidy DataFrame (a row per mode × concurrency) from any number of benchmark runs."""
     return pd.DataFrame([run.row() for group in runs for run in group]).sort_values(
         ["mode", "concurrency"], ignore_index=True
     )
 
 
-def counters_frame(runs: Sequence[LevelRun]) -> pd.DataFrame:
+def counters_frame(runs: Sequence[_LevelRun]) -> pd.DataFrame:
     """The spec-decode counter delta of each level (repeats pooled) with `vllm bench serve`'s keys.
 
     The `/metrics` counters pool every request of a level; `tau_min` and `tau_max` give τ's range
@@ -367,7 +360,7 @@ def counters_frame(runs: Sequence[LevelRun]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def per_request(runs: Sequence[LevelRun]) -> dict[int, list[RequestAcceptance]]:
+def per_request(runs: Sequence[_LevelRun]) -> dict[int, list[RequestAcceptance]]:
     """Per concurrency level (repeats pooled): the acceptance of every request that carried one
     (empty lists where the server returned none)."""
     by_level: dict[int, list[RequestAcceptance]] = {}
@@ -376,7 +369,7 @@ def per_request(runs: Sequence[LevelRun]) -> dict[int, list[RequestAcceptance]]:
     return dict(sorted(by_level.items()))
 
 
-def reconcile_per_request(runs: Sequence[LevelRun]) -> pd.DataFrame:
+def reconcile_per_request(runs: Sequence[_LevelRun]) -> pd.DataFrame:
     """Per run: the requests' own acceptance added up next to the counter delta of the same span.
 
     Each response's histogram counts that request's verify steps; the counters count every step of
@@ -422,7 +415,7 @@ def speedup_table(df: pd.DataFrame) -> pd.DataFrame:
     """
     if "repeat" not in df:
         df = df.assign(repeat=0)
-    missing = [m for m in MODES if m not in set(df["mode"])]
+    missing = [m for m in _MODES if m not in set(df["mode"])]
     if missing:
         raise ValueError(
             f"the results have no {missing} rows: run the benchmark on both servers first"
@@ -448,7 +441,7 @@ def speedup_table(df: pd.DataFrame) -> pd.DataFrame:
     return out.reset_index()
 
 
-def crossing_concurrency(table: pd.DataFrame) -> int | None:
+def _crossing_concurrency(table: pd.DataFrame) -> int | None:
     """The first concurrency (ascending) whose speedup is below 1, or None."""
     below = table.sort_values("concurrency")
     below = below[below["speedup"] < 1]
@@ -459,7 +452,7 @@ def crossing_statement(table: pd.DataFrame) -> str:
     """Where spec/plain output tok/s falls below 1, in one sentence computed from the table."""
     t = table.sort_values("concurrency").reset_index(drop=True)
     first, last = t.iloc[0], t.iloc[-1]
-    cross = crossing_concurrency(t)
+    cross = _crossing_concurrency(t)
     span = (
         f"speedup {first.speedup:.2f}× at concurrency {int(first.concurrency)}, "
         f"{last.speedup:.2f}× at {int(last.concurrency)}"
@@ -473,7 +466,8 @@ def crossing_statement(table: pd.DataFrame) -> str:
         return f"The ratio did not cross 1 up to concurrency {int(last.concurrency)} ({span})."
     if (t["speedup"] < 1).all():
         return (
-            f"The ratio is below 1 at every concurrency measured ({span}): on this machine speculative "
+            f"The ratio is below 1 at every concurrency measured ({span}): on this machine "
+            "speculative "
             f"decoding never served more tokens per second than plain decoding."
         )
     i = int(t.index[t.concurrency == cross][0])
@@ -493,7 +487,7 @@ def plot_serving(df: pd.DataFrame) -> Figure:
         ("mean_tpot_ms", "mean TPOT (ms)"),
     ]
     for ax, (col, label) in zip(axes, panels):
-        for mode in MODES:
+        for mode in _MODES:
             sub = df[df["mode"] == mode].groupby("concurrency")[col].median()
             ax.plot(
                 sub.index, sub.values, marker="o", color=PALETTE[mode], label=f"{mode} (median)"

@@ -40,31 +40,24 @@ from helpers.serving.clients import (
 from helpers.serving.monitoring import Scraper
 
 __all__ = [
-    "DTYPE_BYTES",
-    "BURST_SAMPLE_EVERY",
-    "BURST_OVERLOAD",
-    "SHARED_PREFIX_BLOCKS",
     "PREFIX_REQUESTS",
-    "kv_bytes_per_token",
     "kv_budget_bytes",
     "burst_size",
     "burst_prompts",
-    "BurstRun",
     "run_burst",
     "capacity_table",
     "shared_prefix_text",
-    "PrefixRun",
     "run_shared_prefix",
 ]
 
 #: Bytes per element of the KV cache for the dtypes the workbook runs.
-DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2, "half": 2}
+_DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2, "half": 2}
 #: Seconds between /metrics samples during a burst (the running gauge's peak).
-BURST_SAMPLE_EVERY = 0.1
+_BURST_SAMPLE_EVERY = 0.1
 #: A burst asks for this many times the requests the plain server's cache holds at full length.
-BURST_OVERLOAD = 1.25
+_BURST_OVERLOAD = 1.25
 #: The shared system prompt's length in KV blocks: three whole blocks can hit, the half never does.
-SHARED_PREFIX_BLOCKS = 3.5
+_SHARED_PREFIX_BLOCKS = 3.5
 #: Requests under one shared system prompt: the first fills the cache, the others are counted.
 PREFIX_REQUESTS = 6
 
@@ -74,12 +67,12 @@ def _dtype_bytes(profile: Profile, config: dict[str, Any], gpu: bool) -> int:
     dtype = str(profile_engine_args(profile, gpu).get("dtype", "auto"))
     if dtype == "auto":
         dtype = str(config.get("torch_dtype") or config.get("dtype") or "bfloat16")
-    if dtype not in DTYPE_BYTES:
-        raise ValueError(f"no KV size for dtype {dtype!r}: one of {sorted(DTYPE_BYTES)}")
-    return DTYPE_BYTES[dtype]
+    if dtype not in _DTYPE_BYTES:
+        raise ValueError(f"no KV size for dtype {dtype!r}: one of {sorted(_DTYPE_BYTES)}")
+    return _DTYPE_BYTES[dtype]
 
 
-def kv_bytes_per_token(profile: Profile, gpu: bool | None = None) -> int:
+def _kv_bytes_per_token(profile: Profile, gpu: bool | None = None) -> int:
     """KV bytes one token takes in the plain verifier: layers × (K and V) × KV heads × head size ×
     bytes per element (from its config.json and the engine's dtype)."""
     gpu = has_gpu() if gpu is None else gpu
@@ -92,7 +85,7 @@ def kv_bytes_per_token(profile: Profile, gpu: bool | None = None) -> int:
 def kv_budget_bytes(profile: Profile, tokens: int, gpu: bool | None = None) -> int:
     """A KV budget in bytes: what `tokens` tokens of the plain verifier take (a drafter's layers
     then share the same bytes, so a speculative server holds fewer tokens)."""
-    return tokens * kv_bytes_per_token(profile, gpu)
+    return tokens * _kv_bytes_per_token(profile, gpu)
 
 
 def burst_size(cache: EngineStats, tokens_per_request: int) -> int:
@@ -102,7 +95,7 @@ def burst_size(cache: EngineStats, tokens_per_request: int) -> int:
             "burst_size: the server's /metrics gave no KV cache size (vllm:cache_config_info's "
             "num_gpu_blocks and block_size)"
         )
-    return math.ceil(BURST_OVERLOAD * cache.kv_tokens / tokens_per_request)
+    return math.ceil(_BURST_OVERLOAD * cache.kv_tokens / tokens_per_request)
 
 
 def burst_prompts(
@@ -123,7 +116,7 @@ def burst_prompts(
 
 
 @dataclass
-class BurstRun:
+class _BurstRun:
     """A burst of identical-length requests on one server, all sent at once."""
 
     mode: str
@@ -161,8 +154,8 @@ def run_burst(
     mode: str,
     prompts: list[list[int]],
     output_tokens: int,
-    sample_every: float = BURST_SAMPLE_EVERY,
-) -> BurstRun:
+    sample_every: float = _BURST_SAMPLE_EVERY,
+) -> _BurstRun:
     """Send every prompt at once (forced output length) and sample /metrics meanwhile: how many
     requests ran together at most, how full the cache got, and how many were preempted."""
 
@@ -179,7 +172,7 @@ def run_burst(
     produced = {int(r["usage"]["completion_tokens"]) for r in replies}
     if produced != {output_tokens}:
         raise RuntimeError(f"run_burst: requests produced {produced} tokens, not {output_tokens}")
-    return BurstRun(
+    return _BurstRun(
         mode,
         len(prompts),
         len(prompts[0]),
@@ -192,7 +185,7 @@ def run_burst(
     )
 
 
-def capacity_table(runs: list[BurstRun], logged: dict[str, dict[str, float]]) -> pd.DataFrame:
+def capacity_table(runs: list[_BurstRun], logged: dict[str, dict[str, float]]) -> pd.DataFrame:
     """One row per server: its burst, and the capacity its start-up log states."""
     rows = []
     for run in runs:
@@ -210,7 +203,7 @@ def capacity_table(runs: list[BurstRun], logged: dict[str, dict[str, float]]) ->
 def shared_prefix_text(texts: list[str], base_url: str, model: str, block_size: int) -> str:
     """A system prompt of at least SHARED_PREFIX_BLOCKS KV blocks of tokens: the texts, one per
     line, as many as needed (repeated if they run out)."""
-    min_tokens = SHARED_PREFIX_BLOCKS * block_size
+    min_tokens = _SHARED_PREFIX_BLOCKS * block_size
     lines: list[str] = []
     count = 0
     for i in range(10_000):
@@ -223,7 +216,7 @@ def shared_prefix_text(texts: list[str], base_url: str, model: str, block_size: 
 
 
 @dataclass
-class PrefixRun:
+class _PrefixRun:
     """Requests with one shared system prompt, one after another; the first fills the cache."""
 
     mode: str
@@ -251,7 +244,7 @@ class PrefixRun:
 
 def run_shared_prefix(
     base_url: str, model: str, mode: str, system: str, questions: list[str], max_tokens: int = 8
-) -> PrefixRun:
+) -> _PrefixRun:
     """The same system prompt with each question, sent one at a time; the prefix-cache counters of
     every request after the first (which found the cache cold)."""
 
@@ -265,4 +258,4 @@ def run_shared_prefix(
     for question in questions[1:]:
         ask(question)
     after = scrape_engine_stats(base_url)
-    return PrefixRun(mode, len(questions), after - before, after.block_size)
+    return _PrefixRun(mode, len(questions), after - before, after.block_size)

@@ -1,4 +1,5 @@
-"""Clients of a vLLM OpenAI-compatible server: plain and streaming chat calls, curl, and /metrics (notebook 04).
+"""Clients of a vLLM OpenAI-compatible server: plain and streaming chat calls, curl, and /metrics
+(notebook 04).
 
 `chat` is the documents' plain `requests.post(API_URL, json=payload, timeout=120)`. `stream_chat`
 streams the same request and times it the way `vllm bench serve` does: TTFT = first content
@@ -30,46 +31,33 @@ from helpers.common import vllm_names
 from helpers.common.counters import RequestAcceptance, SpecCounters, counters_from_values
 
 __all__ = [
-    "Messages",
-    "CHAT_PATH",
-    "DONE",
-    "chat_payload",
-    "chat",
     "post_raw",
     "answer_text",
     "response_acceptance",
     "curl_command",
-    "StreamResult",
-    "parse_sse_line",
-    "result_from_events",
     "stream_chat",
-    "spec_counters_from_text",
     "scrape_metrics_text",
     "scrape_spec_counters",
-    "EngineStats",
-    "engine_stats_from_text",
     "scrape_engine_stats",
-    "tokenize",
-    "COMPLETIONS_PATH",
-    "complete_tokens",
     "served_models",
 ]
 
-Messages = list[dict[str, str]]
-CHAT_PATH = "/v1/chat/completions"
-COMPLETIONS_PATH = "/v1/completions"
-DONE = "[DONE]"
+_Messages = list[dict[str, str]]
+_CHAT_PATH = "/v1/chat/completions"
+_COMPLETIONS_PATH = "/v1/completions"
+_DONE = "[DONE]"
 
 
-def chat_payload(
+def _chat_payload(
     model: str,
-    messages: Messages,
+    messages: _Messages,
     max_tokens: int = 128,
     temperature: float = 0.0,
     stream: bool = False,
     **extra: Any,
 ) -> dict[str, Any]:
-    """The JSON body of a chat completion request (extra keys such as ignore_eos=True passed through)."""
+    """The JSON body of a chat completion request (extra keys such as ignore_eos=True passed
+    through)."""
     payload: dict[str, Any] = {
         "model": model,
         "messages": messages,
@@ -85,15 +73,16 @@ def chat_payload(
 def chat(
     base_url: str,
     model: str,
-    messages: Messages,
+    messages: _Messages,
     max_tokens: int = 128,
     temperature: float = 0.0,
     timeout: float = 120,
     **extra: Any,
 ) -> dict[str, Any]:
-    """One non-streaming chat completion; the response JSON (HTTP errors raised with the server's message)."""
-    payload = chat_payload(model, messages, max_tokens, temperature, stream=False, **extra)
-    response = requests.post(f"{base_url}{CHAT_PATH}", json=payload, timeout=timeout)
+    """One non-streaming chat completion; the response JSON (HTTP errors raised with the server's
+    message)."""
+    payload = _chat_payload(model, messages, max_tokens, temperature, stream=False, **extra)
+    response = requests.post(f"{base_url}{_CHAT_PATH}", json=payload, timeout=timeout)
     _raise_for_status(response)
     return response.json()
 
@@ -107,7 +96,7 @@ def _raise_for_status(response: requests.Response) -> None:
 
 
 def post_raw(
-    base_url: str, body: str, path: str = CHAT_PATH, timeout: float = 30
+    base_url: str, body: str, path: str = _CHAT_PATH, timeout: float = 30
 ) -> requests.Response:
     """POST a raw (possibly malformed) JSON body and return the response, whatever its status."""
     return requests.post(
@@ -138,7 +127,7 @@ def response_acceptance(body: dict[str, Any]) -> RequestAcceptance | None:
 def curl_command(
     base_url: str,
     model: str,
-    messages: Messages,
+    messages: _Messages,
     max_tokens: int = 128,
     temperature: float = 0.0,
     stream: bool = False,
@@ -146,10 +135,10 @@ def curl_command(
 ) -> str:
     """The curl command sending the same request as `chat` (or `stream_chat` with stream=True)."""
     body = json.dumps(
-        chat_payload(model, messages, max_tokens, temperature, stream=stream, **extra), indent=2
+        _chat_payload(model, messages, max_tokens, temperature, stream=stream, **extra), indent=2
     )
     lines = [
-        f"curl {'-N ' if stream else ''}{base_url}{CHAT_PATH}",
+        f"curl {'-N ' if stream else ''}{base_url}{_CHAT_PATH}",
         "  -H 'Content-Type: application/json'",
         f"  -d {shlex.quote(body)}",
     ]
@@ -202,7 +191,8 @@ class StreamResult:
 
     @property
     def tokens_per_chunk(self) -> float:
-        """Mean tokens delivered per content chunk (above 1 when accepted drafts arrive together)."""
+        """Mean tokens delivered per content chunk (above 1 when accepted drafts arrive
+        together)."""
         return self.output_tokens / self.chunks if self.chunks else 0.0
 
     def __str__(self) -> str:
@@ -214,16 +204,17 @@ class StreamResult:
         )
 
 
-def parse_sse_line(line: str | bytes) -> dict[str, Any] | str | None:
-    """One SSE line: the JSON of a `data:` event, DONE for `data: [DONE]`, None for blanks/comments/other fields."""
+def _parse_sse_line(line: str | bytes) -> dict[str, Any] | str | None:
+    """One SSE line: the JSON of a `data:` event, DONE for `data: [DONE]`, None for
+    blanks/comments/other fields."""
     if isinstance(line, bytes):
         line = line.decode("utf-8", errors="replace")
     line = line.strip()
     if not line.startswith("data:"):
         return None
     data = line[len("data:") :].strip()
-    if data == DONE:
-        return DONE
+    if data == _DONE:
+        return _DONE
     return json.loads(data)
 
 
@@ -235,16 +226,17 @@ def _chunk_content(event: dict[str, Any]) -> str:
     return (choices[0].get("delta") or {}).get("content") or ""
 
 
-def result_from_events(
+def _result_from_events(
     events: Iterable[tuple[float, dict[str, Any] | str]], start: float
 ) -> StreamResult:
-    """Fold (arrival time, parsed SSE event) pairs of one request sent at `start` into a StreamResult."""
+    """Fold (arrival time, parsed SSE event) pairs of one request sent at `start` into a
+    StreamResult."""
     result = StreamResult(started_at=start)
     parts: list[str] = []
     last = start
     for at, event in events:
         last = at
-        if event == DONE or not isinstance(event, dict):
+        if event == _DONE or not isinstance(event, dict):
             continue
         if "error" in event:
             raise RuntimeError(f"server error in stream: {event['error']}")
@@ -275,25 +267,26 @@ def result_from_events(
 def stream_chat(
     base_url: str,
     model: str,
-    messages: Messages,
+    messages: _Messages,
     max_tokens: int = 128,
     temperature: float = 0.0,
     timeout: float = 120,
     **extra: Any,
 ) -> StreamResult:
-    """One streaming chat completion (usage included), timed: TTFT, inter-chunk latencies, TPOT, tokens/s."""
-    payload = chat_payload(model, messages, max_tokens, temperature, stream=True, **extra)
+    """One streaming chat completion (usage included), timed: TTFT, inter-chunk latencies, TPOT,
+    tokens/s."""
+    payload = _chat_payload(model, messages, max_tokens, temperature, stream=True, **extra)
     start = time.perf_counter()
     with requests.post(
-        f"{base_url}{CHAT_PATH}", json=payload, timeout=timeout, stream=True
+        f"{base_url}{_CHAT_PATH}", json=payload, timeout=timeout, stream=True
     ) as response:
         _raise_for_status(response)
         events = (
             (time.perf_counter(), ev)
-            for ev in map(parse_sse_line, response.iter_lines(chunk_size=None))
+            for ev in map(_parse_sse_line, response.iter_lines(chunk_size=None))
             if ev is not None
         )
-        return result_from_events(events, start)
+        return _result_from_events(events, start)
 
 
 # ---------------------------------------------------------------- /metrics
@@ -324,7 +317,8 @@ def _read_lines(text: str) -> str:
 
 
 def spec_counters_from_text(text: str) -> SpecCounters:
-    """SpecCounters from Prometheus text: `_total` samples summed over label sets, per-position by `position`."""
+    """SpecCounters from Prometheus text: `_total` samples summed over label sets, per-position by
+    `position`."""
     values: dict[str, Any] = {}
     per_pos: dict[int, float] = {}
     for family in text_string_to_metric_families(_read_lines(text)):
@@ -383,7 +377,8 @@ class EngineStats:
 
     @property
     def prefix_hit_rate(self) -> float:
-        """Prompt tokens found in the prefix cache / prompt tokens looked up (NaN: none looked up)."""
+        """Prompt tokens found in the prefix cache / prompt tokens looked up (NaN: none looked
+        up)."""
         if not self.prefix_cache_queries:
             return math.nan
         return self.prefix_cache_hits / self.prefix_cache_queries
@@ -429,7 +424,8 @@ def scrape_engine_stats(base_url: str, timeout: float = 10) -> EngineStats:
 
 
 def tokenize(base_url: str, model: str, text: str, timeout: float = 30) -> list[int]:
-    """Token ids of a raw text (no chat template), from the server's own tokenizer (POST /tokenize)."""
+    """Token ids of a raw text (no chat template), from the server's own tokenizer (POST
+    /tokenize)."""
     body = {"model": model, "prompt": text, "add_special_tokens": False}
     response = requests.post(f"{base_url}/tokenize", json=body, timeout=timeout)
     _raise_for_status(response)
@@ -453,7 +449,7 @@ def complete_tokens(
         "temperature": 0.0,
         **extra,
     }
-    response = requests.post(f"{base_url}{COMPLETIONS_PATH}", json=payload, timeout=timeout)
+    response = requests.post(f"{base_url}{_COMPLETIONS_PATH}", json=payload, timeout=timeout)
     _raise_for_status(response)
     return response.json()
 

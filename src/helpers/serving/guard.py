@@ -25,21 +25,17 @@ import time
 from collections.abc import Sequence
 
 __all__ = [
-    "POLL_SECONDS",
-    "ORPHAN_GRACE",
-    "group_members",
-    "stop_group",
-    "parse_args",
     "main",
+    "parse_args",
 ]
 
 #: How often the guard looks at its parent and its child.
-POLL_SECONDS = 0.25
+_POLL_SECONDS = 0.25
 #: Seconds between SIGTERM and SIGKILL when the owner is gone.
-ORPHAN_GRACE = 5.0
+_ORPHAN_GRACE = 5.0
 
 
-def group_members(pgid: int) -> list[int]:
+def _group_members(pgid: int) -> list[int]:
     """Pids of live (non-zombie) processes in process group `pgid`, read from /proc."""
     found = []
     for entry in os.listdir("/proc"):
@@ -56,7 +52,7 @@ def group_members(pgid: int) -> list[int]:
     return found
 
 
-def stop_group(child: subprocess.Popen, grace: float = ORPHAN_GRACE) -> None:
+def _stop_group(child: subprocess.Popen, grace: float = _ORPHAN_GRACE) -> None:
     """SIGTERM this process group (the guard ignores it), wait up to `grace` s for the others to
     end, then SIGKILL the group, the guard included."""
     pgid, me = os.getpgrp(), os.getpid()
@@ -64,7 +60,7 @@ def stop_group(child: subprocess.Popen, grace: float = ORPHAN_GRACE) -> None:
     deadline = time.monotonic() + grace
     while time.monotonic() < deadline:
         child.poll()  # reap the command, so it does not linger as a zombie member
-        if not [pid for pid in group_members(pgid) if pid != me]:
+        if not [pid for pid in _group_members(pgid) if pid != me]:
             break
         time.sleep(0.1)
     os.killpg(pgid, signal.SIGKILL)
@@ -85,8 +81,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """--owner PID, --grace S, --poll S, then the command after `--`."""
     parser = argparse.ArgumentParser(prog="guard.py", description=__doc__.splitlines()[0])
     parser.add_argument("--owner", type=int, required=True, help="pid of the owning process")
-    parser.add_argument("--grace", type=float, default=ORPHAN_GRACE)
-    parser.add_argument("--poll", type=float, default=POLL_SECONDS)
+    parser.add_argument("--grace", type=float, default=_ORPHAN_GRACE)
+    parser.add_argument("--poll", type=float, default=_POLL_SECONDS)
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     if args.command[:1] == ["--"]:
@@ -111,7 +107,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         except subprocess.TimeoutExpired:
             pass
         if os.getppid() != args.owner:
-            stop_group(child, args.grace)
+            _stop_group(child, args.grace)
 
 
 if __name__ == "__main__":

@@ -32,9 +32,6 @@ from matplotlib.figure import Figure
 from helpers.common.plots import PALETTE, new_figure
 
 __all__ = [
-    "REPEAT_SPREAD",
-    "CACHE_SKEW",
-    "WAVE_FILL",
     "curves",
     "gain_at_equal_speed",
     "gain_statement",
@@ -44,15 +41,16 @@ __all__ = [
 ]
 
 #: Repeats of a level must lie within this fraction of their median (total tokens/s).
-REPEAT_SPREAD = 0.05
+_REPEAT_SPREAD = 0.05
 #: The prefix cache's saved share of token work may differ between modes by this much.
-CACHE_SKEW = 0.05
+_CACHE_SKEW = 0.05
 #: Time-averaged requests in flight must reach this share of the level's concurrency.
-WAVE_FILL = 0.9
+_WAVE_FILL = 0.9
 
 
 def curves(results: pd.DataFrame) -> pd.DataFrame:
-    """Per mode and concurrency: median total output tok/s and median per-user tok/s over repeats."""
+    """Per mode and concurrency: median total output tok/s and median per-user tok/s over
+    repeats."""
     return (
         results.groupby(["mode", "concurrency"])[["output_tok_s", "per_user_tok_s"]]
         .median()
@@ -174,8 +172,8 @@ def validity_checks(results: pd.DataFrame) -> pd.DataFrame:
                 "repeats",
                 where,
                 spread,
-                f"≤ {REPEAT_SPREAD:.0%} of the median",
-                spread <= REPEAT_SPREAD,
+                f"≤ {_REPEAT_SPREAD:.0%} of the median",
+                spread <= _REPEAT_SPREAD,
             )
         )
         rows.append(
@@ -183,7 +181,7 @@ def validity_checks(results: pd.DataFrame) -> pd.DataFrame:
         )
         fill = (g.mean_in_flight / c).min()
         rows.append(
-            _check("waves", where, fill, f"≥ {WAVE_FILL:.0%} of C in flight", fill >= WAVE_FILL)
+            _check("waves", where, fill, f"≥ {_WAVE_FILL:.0%} of C in flight", fill >= _WAVE_FILL)
         )
         rows.append(
             _check("preemptions", where, g.preemptions.sum(), "0", g.preemptions.sum() == 0)
@@ -196,10 +194,11 @@ def validity_checks(results: pd.DataFrame) -> pd.DataFrame:
         rows.append(
             _check(
                 "prefix cache",
-                f"C={c}: saved plain {share.get('plain', 0.0):.1%}, spec {share.get('spec', 0.0):.1%}",
+                f"C={c}: saved plain {share.get('plain', 0.0):.1%}, spec "
+                f"{share.get('spec', 0.0):.1%}",
                 skew,
-                f"modes differ by ≤ {CACHE_SKEW:.0%} of token work",
-                skew <= CACHE_SKEW,
+                f"modes differ by ≤ {_CACHE_SKEW:.0%} of token work",
+                skew <= _CACHE_SKEW,
             )
         )
     return pd.DataFrame(rows)

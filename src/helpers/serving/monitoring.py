@@ -46,16 +46,10 @@ from helpers.serving.clients import (
 __all__ = [
     "PROMQL",
     "TAU_ALERT",
-    "Sample",
     "Scraper",
     "dashboard",
     "alert_firing",
-    "LOG_LINE",
-    "spec_log_lines",
-    "LOG_POLL",
     "wait_for_spec_log",
-    "KV_SIZE_LINE",
-    "MAX_CONCURRENCY_LINE",
     "kv_capacity_from_log",
 ]
 
@@ -87,7 +81,7 @@ TAU_ALERT = f"""- alert: SpecDecodeAcceptanceDrop
 
 
 @dataclass(frozen=True)
-class Sample:
+class _Sample:
     """One scrape: seconds since the scraper started, the server's cumulative spec-decode counters,
     and its other engine figures (prefix cache, preemptions, running/waiting gauges)."""
 
@@ -98,19 +92,20 @@ class Sample:
 
 @dataclass
 class Scraper:
-    """Scrape a server's spec-decode counters every `interval` s in a thread: `with Scraper(url):`."""
+    """Scrape a server's spec-decode counters every `interval` s in a thread: `with
+    Scraper(url):`."""
 
     base_url: str
     interval: float = 1.0
-    samples: list[Sample] = field(default_factory=list)
+    samples: list[_Sample] = field(default_factory=list)
 
     def _scrape(self) -> None:
         """Append one sample (a failed scrape is skipped, as Prometheus would)."""
         try:
             text = scrape_metrics_text(self.base_url)
-        except Exception:  # noqa: BLE001 - a missed scrape is a gap in the series, not an error
+        except Exception:
             return
-        sample = Sample(
+        sample = _Sample(
             time.perf_counter() - self._t0,
             spec_counters_from_text(text),
             engine_stats_from_text(text),
@@ -150,8 +145,9 @@ class Scraper:
         return max(getattr(s.engine, gauge) for s in self.samples)
 
 
-def dashboard(samples: list[Sample], window: float) -> pd.DataFrame:
-    """The dashboard's panels at every sample: τ, acceptance rate, accepted tokens/s, per position."""
+def dashboard(samples: list[_Sample], window: float) -> pd.DataFrame:
+    """The dashboard's panels at every sample: τ, acceptance rate, accepted tokens/s, per
+    position."""
     rows = []
     for i, now in enumerate(samples):
         inside = [s for s in samples[: i + 1] if s.t >= now.t - window]
@@ -179,7 +175,7 @@ def alert_firing(panels: pd.DataFrame, threshold: float) -> pd.Series:
 
 
 #: vLLM's periodic log line (`SpecDecodingLogging.log`), every VLLM_LOG_STATS_INTERVAL seconds.
-LOG_LINE = re.compile(
+_LOG_LINE = re.compile(
     r"SpecDecoding metrics: Mean acceptance length: (?P<tau>[\d.]+), "
     r"Accepted throughput: (?P<accepted_per_s>[\d.]+) tokens/s, "
     r"Drafted throughput: (?P<drafted_per_s>[\d.]+) tokens/s, "
@@ -189,10 +185,10 @@ LOG_LINE = re.compile(
 )
 
 
-def spec_log_lines(log_text: str) -> pd.DataFrame:
+def _spec_log_lines(log_text: str) -> pd.DataFrame:
     """Every SpecDecoding metrics line of a server log as a row (counts since the previous line)."""
     rows = []
-    for m in LOG_LINE.finditer(log_text):
+    for m in _LOG_LINE.finditer(log_text):
         row = {k: float(v) for k, v in m.groupdict().items() if k != "per_position"}
         row["per_position"] = [float(x) for x in m["per_position"].split(",") if x.strip()]
         rows.append(row)
@@ -200,16 +196,16 @@ def spec_log_lines(log_text: str) -> pd.DataFrame:
 
 
 #: Seconds between two reads of a server log while waiting for it to catch up.
-LOG_POLL = 0.2
+_LOG_POLL = 0.2
 
 
 def wait_for_spec_log(log_path: Path, counters: SpecCounters, timeout: float) -> pd.DataFrame:
     """The log's SpecDecoding lines once their accepted and drafted tokens add up to `counters`
-    (the server's counters since it started); raise after `timeout` seconds with how far apart
-    they are. The server prints a line per interval with drafts, so the wait is about one interval."""
+    (the server's counters since it started); raise after `timeout` seconds with how far apart they
+    are. The server prints a line per interval with drafts, so the wait is about one interval."""
     deadline = time.perf_counter() + timeout
     while True:
-        lines = spec_log_lines(log_path.read_text(errors="replace"))
+        lines = _spec_log_lines(log_path.read_text(errors="replace"))
         accepted = int(lines.accepted.sum()) if len(lines) else 0
         drafted = int(lines.drafted.sum()) if len(lines) else 0
         if accepted >= counters.num_accepted_tokens and drafted >= counters.num_draft_tokens:
@@ -221,12 +217,12 @@ def wait_for_spec_log(log_path: Path, counters: SpecCounters, timeout: float) ->
                 f"{counters.num_accepted_tokens} / {counters.num_draft_tokens}: is the server "
                 f"logging at INFO with VLLM_LOG_STATS_INTERVAL shorter than the timeout?"
             )
-        time.sleep(LOG_POLL)
+        time.sleep(_LOG_POLL)
 
 
 #: The KV cache's size the engine logs at start: one line, or two in older vLLMs (compat).
-KV_SIZE_LINE = re.compile(r"KV cache size: (?P<tokens>[\d,]+) tokens")
-MAX_CONCURRENCY_LINE = re.compile(
+_KV_SIZE_LINE = re.compile(r"KV cache size: (?P<tokens>[\d,]+) tokens")
+_MAX_CONCURRENCY_LINE = re.compile(
     r"Maximum concurrency for (?P<max_model_len>[\d,]+) tokens per request: (?P<x>[\d.]+)x"
 )
 
@@ -234,7 +230,7 @@ MAX_CONCURRENCY_LINE = re.compile(
 def kv_capacity_from_log(log_text: str) -> dict[str, float]:
     """From a server log: the KV cache's size in tokens, max_model_len, and the 'maximum
     concurrency' (sequences of max_model_len tokens the cache holds); NaN where not logged."""
-    size, conc = KV_SIZE_LINE.search(log_text), MAX_CONCURRENCY_LINE.search(log_text)
+    size, conc = _KV_SIZE_LINE.search(log_text), _MAX_CONCURRENCY_LINE.search(log_text)
     return {
         "kv_cache_tokens": float(size["tokens"].replace(",", "")) if size else math.nan,
         "max_model_len": float(conc["max_model_len"].replace(",", "")) if conc else math.nan,

@@ -1,4 +1,5 @@
-"""Serve a profile through vLLM's OpenAI-compatible HTTP server, with or without EAGLE-3 (notebook 04).
+"""Serve a profile through vLLM's OpenAI-compatible HTTP server, with or without EAGLE-3 (notebook
+04).
 
 `serve_command` builds what a GPU user types (`vllm serve VERIFIER -tp 1 --speculative-config '…'`);
 `entry_point_argv` turns it into whatever the installed vLLM can run (the `vllm` console script, or
@@ -51,65 +52,39 @@ from helpers.engine.lifecycle import (
 from helpers.serving import guard
 
 __all__ = [
-    "HOST",
-    "MODULE_ENTRY",
-    "OWNER_ENV",
-    "START_TIMEOUT",
-    "STOP_GRACE",
-    "TERMINATE_GRACE",
-    "GUARD_FILE",
-    "SERVERS_DIR",
-    "PROGRESS_EVERY",
-    "LOG_TAIL_LINES",
-    "spec_config_json",
-    "serve_command",
     "shell_text",
     "serve_command_text",
-    "engine_flags",
-    "per_request_flags",
     "launch_command",
-    "model_name",
-    "console_script_works",
-    "entry_point_argv",
     "entry_point_name",
-    "port_in_use",
-    "free_port",
-    "log_tail",
-    "group_processes",
     "helper_processes",
     "open_ports",
-    "guarded_argv",
-    "write_record",
-    "read_records",
-    "owner_alive",
-    "record_processes",
     "sweep_orphans",
-    "VllmServer",
     "make_server",
-    "start_server",
     "start_together",
     "running_servers",
     "stop_all",
 ]
 
-HOST = "127.0.0.1"
-MODULE_ENTRY = "vllm.entrypoints.openai.api_server"
-#: Environment marker carried by every process a helper starts (children inherit it): owner pid + server name.
-OWNER_ENV = "EAGLE3_WORKBOOK_SERVER_OWNER"
+_HOST = "127.0.0.1"
+_MODULE_ENTRY = "vllm.entrypoints.openai.api_server"
+#: Environment marker carried by every process a helper starts (children inherit it): owner pid +
+#: server name.
+_OWNER_ENV = "EAGLE3_WORKBOOK_SERVER_OWNER"
 #: Seconds to wait for /health. A real-size model's first start on a GPU compiles, captures CUDA
-#: graphs and autotunes: 214 s for the 30B-A3B shape alone on an H200 (data/measurements/h200-moe-lab.json),
-#: more beside other work. A server that dies is seen at once, not at the timeout.
-START_TIMEOUT = 900.0
-STOP_GRACE = 15.0
+#: graphs and autotunes: 214 s for the 30B-A3B shape alone on an H200
+#: (data/measurements/h200-moe-lab.json), more beside other work. A server that dies is seen at
+#: once, not at the timeout.
+_START_TIMEOUT = 900.0
+_STOP_GRACE = 15.0
 #: Seconds between SIGTERM and SIGKILL when the kernel itself is being terminated: Jupyter sends
 #: SIGTERM 2.5 s after asking a kernel to shut down and SIGKILL 2.5 s later.
-TERMINATE_GRACE = 1.5
+_TERMINATE_GRACE = 1.5
 #: The guard program every server runs under (by path: it needs nothing but the standard library).
-GUARD_FILE: Path = Path(guard.__file__)
+_GUARD_FILE: Path = Path(guard.__file__)
 #: One record per running server: its process group, name, port and owner.
-SERVERS_DIR: Path = BUILD_DIR / "servers"
-PROGRESS_EVERY = 5.0
-LOG_TAIL_LINES = 20
+_SERVERS_DIR: Path = BUILD_DIR / "servers"
+_PROGRESS_EVERY = 5.0
+_LOG_TAIL_LINES = 20
 
 _running: list[VllmServer] = []
 _started_pgids: set[int] = set()
@@ -119,7 +94,7 @@ _started_ports: set[int] = set()
 # ---------------------------------------------------------------- commands
 
 
-def spec_config_json(drafter: str, k: int, extra: dict[str, Any] | None = None) -> str:
+def _spec_config_json(drafter: str, k: int, extra: dict[str, Any] | None = None) -> str:
     """The `--speculative-config` JSON: the same dict the in-process engine gets (plus `extra`
     keys such as vllm_names.DISABLE_EAGLE_BLOCK_DROP), serialised."""
     return json.dumps({**speculative_config(drafter, k), **(extra or {})})
@@ -135,7 +110,8 @@ def _drafter_default_k(drafter_dir: Path) -> int | None:
 
 
 def _check_short_form(profile: Profile) -> int | None:
-    """Fail in one line unless the drafter is a speculators-format folder whose config names its verifier."""
+    """Fail in one line unless the drafter is a speculators-format folder whose config names its
+    verifier."""
     if not profile.is_local:
         return None  # a hub drafter: vLLM reads its config; nothing to check offline
     drafter_dir = Path(profile.drafter_path())
@@ -155,7 +131,7 @@ def _check_short_form(profile: Profile) -> int | None:
     return _drafter_default_k(drafter_dir)
 
 
-def serve_command(
+def _serve_command(
     profile: Profile,
     k: int | None = None,
     port: int | None = None,
@@ -167,9 +143,9 @@ def serve_command(
 
     Long form: `vllm serve VERIFIER -tp N --speculative-config '{"model": DRAFTER, …}'`.
     Short form: `vllm serve DRAFTER -tp N` (vLLM reads the verifier and k from the drafter's
-    speculators config; a k different from the config's is passed as a `--speculative-config` override).
-    Local models appear as repo-relative paths: the server runs with cwd = repo root. A profile
-    with its own tokenizer folder (a shape profile: Qwen3's) adds `--tokenizer FOLDER`.
+    speculators config; a k different from the config's is passed as a `--speculative-config`
+    override). Local models appear as repo-relative paths: the server runs with cwd = repo root. A
+    profile with its own tokenizer folder (a shape profile: Qwen3's) adds `--tokenizer FOLDER`.
     `spec_extra` adds keys to the speculative config (long form) or to the short form's override.
     """
     k = profile.num_speculative_tokens if k is None else k
@@ -190,7 +166,7 @@ def serve_command(
     else:
         argv = ["vllm", "serve", profile.verifier, "-tp", str(tp)]
         if k:
-            argv += ["--speculative-config", spec_config_json(profile.drafter, k, spec_extra)]
+            argv += ["--speculative-config", _spec_config_json(profile.drafter, k, spec_extra)]
     if profile.tokenizer is not None:  # a shape profile: Qwen3's tokenizer, built by make venv
         argv += ["--tokenizer", profile.tokenizer]
     if port is not None:
@@ -205,7 +181,7 @@ def shell_text(argv: Sequence[str]) -> str:
 
 def serve_command_text(profile: Profile, **kwargs: Any) -> str:
     """`serve_command(profile, **kwargs)` as a copy-pasteable shell line."""
-    return shell_text(serve_command(profile, **kwargs))
+    return shell_text(_serve_command(profile, **kwargs))
 
 
 def _flag(name: str, value: Any) -> list[str]:
@@ -218,7 +194,7 @@ def _flag(name: str, value: Any) -> list[str]:
     return [flag, str(value)]
 
 
-def engine_flags(
+def _engine_flags(
     profile: Profile, gpu: bool | None = None, seed: int = 0, **overrides: Any
 ) -> list[str]:
     """CLI flags for the device defaults, the profile's engine args and `overrides` (e.g.
@@ -253,30 +229,31 @@ def launch_command(
         profile.verifier_path()
         profile.drafter_path()
         profile.tokenizer_path()
-    name = served_model_name or model_name(profile)
+    name = served_model_name or _model_name(profile)
     speculative = short_form or bool(profile.num_speculative_tokens if k is None else k)
     per_request = per_request_flags()[0] if speculative else []
     extra = [
         "--host",
-        HOST,
-        *engine_flags(profile, gpu, **engine),
+        _HOST,
+        *_engine_flags(profile, gpu, **engine),
         *per_request,
         "--served-model-name",
         name,
     ]
-    return serve_command(
+    return _serve_command(
         profile, k=k, port=port, short_form=short_form, extra=extra, spec_extra=spec_extra
     )
 
 
-def model_name(profile: Profile) -> str:
+def _model_name(profile: Profile) -> str:
     """The readable `--served-model-name` for a profile: the verifier's last path part."""
     return profile.verifier.rstrip("/").split("/")[-1]
 
 
 @lru_cache(maxsize=1)
-def console_script_works() -> bool:
-    """True when `vllm --version` runs (it does not without a `vllm` distribution: compat's vllm_cli)."""
+def _console_script_works() -> bool:
+    """True when `vllm --version` runs (it does not without a `vllm` distribution: compat's
+    vllm_cli)."""
     exe = _console_script()
     if exe is None or not compat.supports("vllm_cli"):  # else the script dies at once
         return False
@@ -293,40 +270,41 @@ def _console_script() -> str | None:
     return str(local) if local.is_file() else shutil.which("vllm")
 
 
-def entry_point_argv(argv: Sequence[str], use_console_script: bool | None = None) -> list[str]:
-    """Translate `vllm serve MODEL …` into what runs here: the console script, or the module form with `--model`."""
+def _entry_point_argv(argv: Sequence[str], use_console_script: bool | None = None) -> list[str]:
+    """Translate `vllm serve MODEL …` into what runs here: the console script, or the module form
+    with `--model`."""
     argv = list(argv)
     if argv[:2] != ["vllm", "serve"] or len(argv) < 3:
         raise ValueError(f"expected `vllm serve MODEL …`, got {shell_text(argv)!r}")
     use_console_script = (
-        console_script_works() if use_console_script is None else use_console_script
+        _console_script_works() if use_console_script is None else use_console_script
     )
     if use_console_script:
         return [_console_script() or "vllm", *argv[1:]]
-    return [sys.executable, "-m", MODULE_ENTRY, "--model", argv[2], *argv[3:]]
+    return [sys.executable, "-m", _MODULE_ENTRY, "--model", argv[2], *argv[3:]]
 
 
 def entry_point_name(use_console_script: bool | None = None) -> str:
     """A one-line description of the entry point in use."""
     use_console_script = (
-        console_script_works() if use_console_script is None else use_console_script
+        _console_script_works() if use_console_script is None else use_console_script
     )
     if use_console_script:
         return "`vllm serve` (the console script works)"
-    return f"`python -m {MODULE_ENTRY} --model …` (the `vllm` console script does not start here)"
+    return f"`python -m {_MODULE_ENTRY} --model …` (the `vllm` console script does not start here)"
 
 
 # ---------------------------------------------------------------- ports
 
 
-def port_in_use(port: int, host: str = HOST) -> bool:
+def _port_in_use(port: int, host: str = _HOST) -> bool:
     """True when something accepts TCP connections on host:port."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.settimeout(0.5)
         return s.connect_ex((host, port)) == 0
 
 
-def free_port(host: str = HOST) -> int:
+def _free_port(host: str = _HOST) -> int:
     """A TCP port nothing listens on right now (picked by the OS on 127.0.0.1)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((host, 0))
@@ -336,7 +314,7 @@ def free_port(host: str = HOST) -> int:
 # ---------------------------------------------------------------- the server process
 
 
-def log_tail(path: Path, n: int = LOG_TAIL_LINES) -> str:
+def _log_tail(path: Path, n: int = _LOG_TAIL_LINES) -> str:
     """The last n lines of a log file ('' when it does not exist)."""
     if not path.is_file():
         return ""
@@ -369,7 +347,8 @@ def group_processes(pgid: int) -> list[psutil.Process]:
 
 
 def helper_processes(owner_pid: int | None = None) -> list[psutil.Process]:
-    """Live processes started by this module: in a process group it created, or carrying its env marker.
+    """Live processes started by this module: in a process group it created, or carrying its env
+    marker.
 
     vLLM's EngineCore/Worker children rename themselves (setproctitle), which can wipe the marker
     from /proc/PID/environ, so the process groups are what counts; the marker catches anything
@@ -380,7 +359,7 @@ def helper_processes(owner_pid: int | None = None) -> list[psutil.Process]:
     for proc in psutil.process_iter(["pid"]):
         try:
             mine = os.getpgid(proc.pid) in _started_pgids or proc.environ().get(
-                OWNER_ENV, ""
+                _OWNER_ENV, ""
             ).startswith(prefix)
             if mine and _live(proc):
                 found[proc.pid] = proc
@@ -397,17 +376,18 @@ def helper_processes(owner_pid: int | None = None) -> list[psutil.Process]:
 
 def open_ports() -> list[int]:
     """Ports of servers started by this module that still accept connections."""
-    return [port for port in sorted(_started_ports) if port_in_use(port)]
+    return [port for port in sorted(_started_ports) if _port_in_use(port)]
 
 
-# ---------------------------------------------------------------- owners: a server dies with its owner
+# ---------------------------------------------------------------- owners: a server dies with its
+# owner
 
 
-def guarded_argv(argv: Sequence[str], owner: int | None = None) -> list[str]:
+def _guarded_argv(argv: Sequence[str], owner: int | None = None) -> list[str]:
     """argv run under the guard that stops the server's group once `owner` (default: this
     process) is gone; `-I -S`: the guard needs nothing but the standard library."""
     owner = os.getpid() if owner is None else owner
-    return [sys.executable, "-I", "-S", str(GUARD_FILE), "--owner", str(owner), "--", *argv]
+    return [sys.executable, "-I", "-S", str(_GUARD_FILE), "--owner", str(owner), "--", *argv]
 
 
 def _is_model_folder(arg: str) -> bool:
@@ -428,10 +408,10 @@ def _started_at(pid: int) -> float | None:
         return None
 
 
-def write_record(server: VllmServer, directory: Path | None = None) -> Path:
+def _write_record(server: VllmServer, directory: Path | None = None) -> Path:
     """Record a started server (process group, name, port, owner pid and start time) under
     build/servers/, so a later sweep can tell whether its owner is still alive."""
-    directory = SERVERS_DIR if directory is None else directory
+    directory = _SERVERS_DIR if directory is None else directory
     directory.mkdir(parents=True, exist_ok=True)
     assert server.pgid is not None, "record a server after it started"
     record = {
@@ -448,9 +428,9 @@ def write_record(server: VllmServer, directory: Path | None = None) -> Path:
     return path
 
 
-def read_records(directory: Path | None = None) -> list[tuple[Path, dict[str, Any]]]:
+def _read_records(directory: Path | None = None) -> list[tuple[Path, dict[str, Any]]]:
     """(path, record) of every server record; unreadable ones are deleted (nothing to act on)."""
-    directory = SERVERS_DIR if directory is None else directory
+    directory = _SERVERS_DIR if directory is None else directory
     found = []
     for path in sorted(directory.glob("*.json")) if directory.is_dir() else []:
         try:
@@ -463,7 +443,7 @@ def read_records(directory: Path | None = None) -> list[tuple[Path, dict[str, An
     return found
 
 
-def owner_alive(record: dict[str, Any]) -> bool:
+def _owner_alive(record: dict[str, Any]) -> bool:
     """True while the process that started the recorded server runs (same pid, same start time)."""
     try:
         owner = psutil.Process(int(record["owner_pid"]))
@@ -475,7 +455,7 @@ def owner_alive(record: dict[str, Any]) -> bool:
         return False
 
 
-def record_processes(record: dict[str, Any]) -> list[psutil.Process]:
+def _record_processes(record: dict[str, Any]) -> list[psutil.Process]:
     """Live processes of the recorded server's group, if that group is still the server's (none
     started before it: a reused group id is not the server's)."""
     started = record.get("group_started")
@@ -509,9 +489,9 @@ def sweep_orphans(directory: Path | None = None, grace: float = 5.0) -> list[str
     """Stop every recorded server whose owner is dead; drop records of servers already gone.
     Returns one line per server stopped (name, port, log)."""
     stopped = []
-    for path, record in read_records(directory):
-        procs = record_processes(record)
-        if procs and owner_alive(record):
+    for path, record in _read_records(directory):
+        procs = _record_processes(record)
+        if procs and _owner_alive(record):
             continue
         if procs:
             _end_processes(procs, grace)
@@ -524,7 +504,8 @@ def sweep_orphans(directory: Path | None = None, grace: float = 5.0) -> list[str
 
 
 class VllmServer:
-    """One vLLM OpenAI-compatible server subprocess: `with VllmServer(argv, port, name) as srv: srv.base_url`."""
+    """One vLLM OpenAI-compatible server subprocess: `with VllmServer(argv, port, name) as srv:
+    srv.base_url`."""
 
     def __init__(
         self,
@@ -548,24 +529,26 @@ class VllmServer:
     @property
     def base_url(self) -> str:
         """http://127.0.0.1:PORT (no trailing slash)."""
-        return f"http://{HOST}:{self.port}"
+        return f"http://{_HOST}:{self.port}"
 
     @property
     def alive(self) -> bool:
         """True while the server's main process runs."""
         return self.process is not None and self.process.poll() is None
 
-    def start(self, timeout: float = START_TIMEOUT, progress: bool = True) -> VllmServer:
-        """Start the subprocess and return once GET /health answers 200 (raise with the log's tail if it dies)."""
+    def start(self, timeout: float = _START_TIMEOUT, progress: bool = True) -> VllmServer:
+        """Start the subprocess and return once GET /health answers 200 (raise with the log's tail
+        if it dies)."""
         if self.alive:
             return self
-        if port_in_use(self.port):
+        if _port_in_use(self.port):
             raise RuntimeError(
-                f"port {self.port} on {HOST} is already in use: stop what holds it, "
+                f"port {self.port} on {_HOST} is already in use: stop what holds it, "
                 f"or pass port=None to pick a free one"
             )
         build_path("logs", f"{self.name}.log")
-        # Local model folders never need the hub; hub models keep the caller's setting (first downloads).
+        # Local model folders never need the hub; hub models keep the caller's setting (first
+        # downloads).
         local = any(_is_model_folder(arg) for arg in self.argv if not arg.startswith("-"))
         offline = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"} if local else {}
         # A server keeps vLLM's own processes even when this process runs its engines in-process.
@@ -580,7 +563,7 @@ class VllmServer:
             # where its SpecDecoding lines are read, not to the kernel's build/logs/vllm.log.
             "VLLM_LOGGING_CONFIG_PATH": "",
             **self.env,
-            OWNER_ENV: _owner_token(self.name),
+            _OWNER_ENV: _owner_token(self.name),
         }
         t0 = time.perf_counter()
         with self.log_path.open("w") as log:
@@ -588,7 +571,7 @@ class VllmServer:
             log.flush()
             # The guard leads the new session and runs the server as its child (see guard.py).
             self.process = subprocess.Popen(
-                guarded_argv(self.argv),
+                _guarded_argv(self.argv),
                 cwd=REPO_ROOT,
                 env=env,
                 stdout=log,
@@ -600,7 +583,7 @@ class VllmServer:
         _started_pgids.add(self.pgid)
         _started_ports.add(self.port)
         _running.append(self)
-        self.record = write_record(self)
+        self.record = _write_record(self)
         try:
             self._wait_healthy(t0, timeout, progress)
         except BaseException:
@@ -610,14 +593,15 @@ class VllmServer:
         return self
 
     def _wait_healthy(self, t0: float, timeout: float, progress: bool) -> None:
-        """Poll /health until 200; raise on early exit or timeout; print a progress line every few seconds."""
-        next_note = PROGRESS_EVERY
+        """Poll /health until 200; raise on early exit or timeout; print a progress line every few
+        seconds."""
+        next_note = _PROGRESS_EVERY
         while True:
             elapsed = time.perf_counter() - t0
             if self.process is not None and self.process.poll() is not None:
                 raise RuntimeError(
                     f"vLLM server {self.name!r} exited with code {self.process.returncode} after "
-                    f"{elapsed:.0f} s; last lines of {self.log_path}:\n{log_tail(self.log_path)}"
+                    f"{elapsed:.0f} s; last lines of {self.log_path}:\n{_log_tail(self.log_path)}"
                 )
             if self.healthy():
                 if progress:
@@ -626,13 +610,14 @@ class VllmServer:
             if elapsed > timeout:
                 raise TimeoutError(
                     f"vLLM server {self.name!r} not healthy after {timeout:.0f} s; "
-                    f"last lines of {self.log_path}:\n{log_tail(self.log_path)}"
+                    f"last lines of {self.log_path}:\n{_log_tail(self.log_path)}"
                 )
             if progress and elapsed >= next_note:
                 print(
-                    f"[{self.name}] starting… {elapsed:.0f} s (log: {self.log_path.relative_to(REPO_ROOT)})"
+                    f"[{self.name}] starting… {elapsed:.0f} s (log: "
+                    f"{self.log_path.relative_to(REPO_ROOT)})"
                 )
-                next_note += PROGRESS_EVERY
+                next_note += _PROGRESS_EVERY
             time.sleep(0.5)
 
     def healthy(self) -> bool:
@@ -643,7 +628,8 @@ class VllmServer:
             return False
 
     def group_processes(self) -> list[psutil.Process]:
-        """Live processes of this server (its process group without the guard; empty once stopped)."""
+        """Live processes of this server (its process group without the guard; empty once
+        stopped)."""
         return [p for p in self._members() if p.pid != self.pgid]
 
     def _members(self) -> list[psutil.Process]:
@@ -678,8 +664,9 @@ class VllmServer:
         with contextlib.suppress(ValueError):  # a start thread may have stopped it just now
             _running.remove(self)
 
-    def stop(self, grace: float = STOP_GRACE) -> None:
-        """SIGTERM the process group, SIGKILL it after `grace` seconds, and reap the main process."""
+    def stop(self, grace: float = _STOP_GRACE) -> None:
+        """SIGTERM the process group, SIGKILL it after `grace` seconds, and reap the main
+        process."""
         _stop_servers([self], grace)
 
     def __enter__(self) -> VllmServer:
@@ -705,7 +692,8 @@ def make_server(
     spec_extra: dict[str, Any] | None = None,
     **engine: Any,
 ) -> VllmServer:
-    """A (not yet started) server for a profile: speculative unless k=0; port=None picks a free port.
+    """A (not yet started) server for a profile: speculative unless k=0; port=None picks a free
+    port.
 
     `env` adds environment variables for the server process only (e.g. VLLM_LOG_STATS_INTERVAL);
     `spec_extra` keys go into the speculative config, `engine` overrides engine flags (e.g.
@@ -714,8 +702,8 @@ def make_server(
     """
     k = profile.num_speculative_tokens if k is None else k
     name = name or ("spec" if k else "plain")
-    port = free_port() if port is None else port
-    served = model_name(profile)
+    port = _free_port() if port is None else port
+    served = _model_name(profile)
     argv = launch_command(
         profile,
         k=k,
@@ -734,18 +722,19 @@ def make_server(
             f"make_server: this vLLM drops the short form's --speculative-config (fixed by vLLM "
             f"PR #42376): the server drafts the drafter's own k, not k={k}"
         )
-    return VllmServer(entry_point_argv(argv, use_console_script), port, name, served, env=env)
+    return VllmServer(_entry_point_argv(argv, use_console_script), port, name, served, env=env)
 
 
-def start_server(
-    profile: Profile, timeout: float = START_TIMEOUT, progress: bool = True, **server: Any
+def _start_server(
+    profile: Profile, timeout: float = _START_TIMEOUT, progress: bool = True, **server: Any
 ) -> VllmServer:
-    """make_server(profile, **server).start(): a healthy server on 127.0.0.1 (stop it with .stop())."""
+    """make_server(profile, **server).start(): a healthy server on 127.0.0.1 (stop it with
+    .stop())."""
     return make_server(profile, **server).start(timeout=timeout, progress=progress)
 
 
 def start_together(
-    servers: Sequence[VllmServer], timeout: float = START_TIMEOUT, progress: bool = True
+    servers: Sequence[VllmServer], timeout: float = _START_TIMEOUT, progress: bool = True
 ) -> None:
     """Start several servers at once and return when all are healthy; if one fails, stop them all
     and raise its error. Most of a start is each process importing vLLM on one core, so two starts
@@ -759,9 +748,9 @@ def start_together(
     except BaseException:
         pool.shutdown(wait=False, cancel_futures=True)
         while not all(f.done() for f in futures):  # a start thread sees its server gone and ends
-            _stop_servers(servers, TERMINATE_GRACE)
+            _stop_servers(servers, _TERMINATE_GRACE)
             wait(futures, timeout=0.5)
-        _stop_servers(servers, TERMINATE_GRACE)
+        _stop_servers(servers, _TERMINATE_GRACE)
         raise
     finally:
         pool.shutdown(wait=True)
@@ -792,11 +781,11 @@ def _stop_servers(servers: Sequence[VllmServer], grace: float) -> None:
         srv._finish()
 
 
-def stop_all(grace: float = STOP_GRACE) -> None:
+def stop_all(grace: float = _STOP_GRACE) -> None:
     """Stop every server this module started, all at once (registered with atexit; on SIGTERM,
     through setup_notebook's handler, with TERMINATE_GRACE)."""
     _stop_servers(list(_running), grace)
 
 
 atexit.register(stop_all)
-at_terminate(lambda: stop_all(TERMINATE_GRACE))
+at_terminate(lambda: stop_all(_TERMINATE_GRACE))

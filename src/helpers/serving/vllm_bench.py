@@ -9,7 +9,8 @@ the package metadata for a distribution named `vllm`, and this one is named `vll
 benchmark itself never needs it, so this module builds the same parser with
 `vllm.benchmarks.serve.add_cli_args` and calls `main` in a subprocess:
 
-    python -m helpers.serving.vllm_bench --base-url URL --model NAME ...   (every flag of vllm bench serve)
+    python -m helpers.serving.vllm_bench --base-url URL --model NAME ...   (every flag of vllm bench
+    serve)
 
 Its result JSON carries the same `spec_decode_*` keys the workbook's helpers compute, from the
 same `/metrics` counters, so the two can be reconciled exactly.
@@ -24,7 +25,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["write_dataset", "bench_serve_argv", "run_bench_serve", "main"]
+__all__ = [
+    "write_dataset",
+    "bench_serve_argv",
+    "run_bench_serve",
+    "main",
+]
 
 
 def write_dataset(prompts: Sequence[str], path: Path) -> Path:
@@ -44,7 +50,8 @@ def bench_serve_argv(
     output_len: int,
     result: Path,
 ) -> list[str]:
-    """The command line: chat endpoint, the prompts file, forced output length, greedy, saved JSON."""
+    """The command line: chat endpoint, the prompts file, forced output length, greedy, saved
+    JSON."""
     return [
         sys.executable,
         "-m",

@@ -1,4 +1,5 @@
-"""The tiny pair's chat corpus: four task categories whose predictability differs like real workloads.
+"""The tiny pair's chat corpus: four task categories whose predictability differs like real
+workloads.
 
 structured (JSON records copied from the request) > code (small functions named in the request)
 > prose (descriptions assembled from many sentence variants) > creative (poems from random words).
@@ -14,38 +15,9 @@ from dataclasses import dataclass
 
 from helpers.common.prompts import CATEGORIES
 
-__all__ = [
-    "FIRST",
-    "LAST",
-    "CITIES",
-    "JOBS",
-    "PETS",
-    "COLOR_WORDS",
-    "NOUNS",
-    "ITEMS",
-    "PLACES",
-    "FOODS",
-    "SEASONS",
-    "ADJS",
-    "POEM_WORDS",
-    "POEM_ADJS",
-    "POEM_VERBS",
-    "POEM_PLACES",
-    "Example",
-    "structured_example",
-    "code_example",
-    "PROSE_OPENERS",
-    "PROSE_MIDDLE",
-    "PROSE_CLOSERS",
-    "prose_example",
-    "creative_example",
-    "GENERATORS",
-    "make_examples",
-    "build_corpus",
-    "held_out_prompts",
-]
+__all__ = []  # used only inside helpers.tiny
 
-FIRST = (
+_FIRST = (
     "Ada",
     "Bruno",
     "Chen",
@@ -79,7 +51,7 @@ FIRST = (
     "Fiona",
     "Goran",
 )
-LAST = (
+_LAST = (
     "Moreno",
     "Novak",
     "Okafor",
@@ -101,7 +73,7 @@ LAST = (
     "Eriksen",
     "Fischer",
 )
-CITIES = (
+_CITIES = (
     "Porto",
     "Lyon",
     "Oslo",
@@ -123,7 +95,7 @@ CITIES = (
     "Izmir",
     "Malmo",
 )
-JOBS = (
+_JOBS = (
     "pilot",
     "baker",
     "nurse",
@@ -141,8 +113,8 @@ JOBS = (
     "librarian",
     "architect",
 )
-PETS = ("owl", "cat", "dog", "parrot", "turtle", "rabbit", "goat", "lizard", "hamster", "ferret")
-COLOR_WORDS = (
+_PETS = ("owl", "cat", "dog", "parrot", "turtle", "rabbit", "goat", "lizard", "hamster", "ferret")
+_COLOR_WORDS = (
     "red",
     "blue",
     "green",
@@ -154,7 +126,7 @@ COLOR_WORDS = (
     "teal",
     "scarlet",
 )
-NOUNS = (
+_NOUNS = (
     "price",
     "speed",
     "count",
@@ -172,8 +144,8 @@ NOUNS = (
     "distance",
     "level",
 )
-ITEMS = ("orders", "names", "files", "users", "tasks", "books", "cards", "rows", "events", "songs")
-PLACES = (
+_ITEMS = ("orders", "names", "files", "users", "tasks", "books", "cards", "rows", "events", "songs")
+_PLACES = (
     "harbor",
     "market",
     "bridge",
@@ -189,10 +161,10 @@ PLACES = (
     "tower",
     "park",
 )
-FOODS = ("bread", "fish", "cheese", "olives", "noodles", "soup", "rice", "pastries", "dumplings")
-SEASONS = ("spring", "summer", "autumn", "winter")
-ADJS = ("quiet", "busy", "old", "bright", "windy", "narrow", "gentle", "crowded", "green", "proud")
-POEM_WORDS = (
+_FOODS = ("bread", "fish", "cheese", "olives", "noodles", "soup", "rice", "pastries", "dumplings")
+_SEASONS = ("spring", "summer", "autumn", "winter")
+_ADJS = ("quiet", "busy", "old", "bright", "windy", "narrow", "gentle", "crowded", "green", "proud")
+_POEM_WORDS = (
     "lantern",
     "river",
     "copper",
@@ -218,7 +190,7 @@ POEM_WORDS = (
     "bell",
     "ladder",
 )
-POEM_ADJS = (
+_POEM_ADJS = (
     "silver",
     "hollow",
     "patient",
@@ -236,7 +208,7 @@ POEM_ADJS = (
     "velvet",
     "ancient",
 )
-POEM_VERBS = (
+_POEM_VERBS = (
     "hums",
     "waits",
     "remembers",
@@ -254,7 +226,7 @@ POEM_VERBS = (
     "sleeps",
     "calls",
 )
-POEM_PLACES = (
+_POEM_PLACES = (
     "below the hill",
     "across the water",
     "in the dark",
@@ -289,15 +261,15 @@ class Example:
 def _person(rng: random.Random) -> dict[str, object]:
     """A random person record."""
     return {
-        "name": f"{rng.choice(FIRST)} {rng.choice(LAST)}",
+        "name": f"{rng.choice(_FIRST)} {rng.choice(_LAST)}",
         "age": rng.randint(18, 90),
-        "city": rng.choice(CITIES),
-        "job": rng.choice(JOBS),
-        "pet": rng.choice(PETS),
+        "city": rng.choice(_CITIES),
+        "job": rng.choice(_JOBS),
+        "pet": rng.choice(_PETS),
     }
 
 
-def structured_example(rng: random.Random) -> Example:
+def _structured_example(rng: random.Random) -> Example:
     """A request listing people's fields in any order; the answer is canonical JSON of them."""
     people = [_person(rng) for _ in range(rng.randint(1, 3))]
     parts = []
@@ -325,7 +297,8 @@ def _code_body(rng: random.Random, fn: str, a: str, b: str, coll: str) -> tuple[
         return (
             f"limits {a} to the range from low to high",
             f'def {fn}({a}, low, high):\n    """Clamp {a} to [low, high]."""\n'
-            f"    if {a} < low:\n        return low\n    if {a} > high:\n        return high\n    return {a}\n",
+            f"    if {a} < low:\n        return low\n    if {a} > high:\n        return high\n    "
+            f"return {a}\n",
         )
     if kind == 2:
         return (
@@ -343,7 +316,8 @@ def _code_body(rng: random.Random, fn: str, a: str, b: str, coll: str) -> tuple[
         return (
             f"counts how many {coll} have a {a}",
             f'def {fn}({coll}):\n    """Count the {coll} that have a {a}."""\n    count = 0\n'
-            f"    for item in {coll}:\n        if item.{a} is not None:\n            count += 1\n    return count\n",
+            f"    for item in {coll}:\n        if item.{a} is not None:\n            count += 1\n  "
+            "  return count\n",
         )
     return (
         f"looks up the {a} of a key in {coll}, with {b} as the default",
@@ -352,10 +326,10 @@ def _code_body(rng: random.Random, fn: str, a: str, b: str, coll: str) -> tuple[
     )
 
 
-def code_example(rng: random.Random) -> Example:
+def _code_example(rng: random.Random) -> Example:
     """A request naming a Python function and what it does; the answer is the function."""
-    a, b = rng.sample(NOUNS, 2)
-    coll = rng.choice(ITEMS)
+    a, b = rng.sample(_NOUNS, 2)
+    coll = rng.choice(_ITEMS)
     verb = rng.choice(("get", "compute", "check", "find", "scale", "count", "pick", "apply"))
     fn = f"{verb}_{a}"
     desc, src = _code_body(rng, fn, a, b, coll)
@@ -369,12 +343,12 @@ def code_example(rng: random.Random) -> Example:
     return Example("code", user.format(fn=fn, desc=desc), f"```python\n{src}```")
 
 
-PROSE_OPENERS = (
+_PROSE_OPENERS = (
     "{city} is a {adj} city known for its {place}.",
     "{city} sits by the {place}, and it is {adj} most of the year.",
     "People describe {city} as {adj}, with a famous {place} at its center.",
 )
-PROSE_MIDDLE = (
+_PROSE_MIDDLE = (
     "Many people there work as {job}s, and the {job}s of {city} are proud of their craft.",
     "In {season} the streets fill with music, and visitors come to see the {place2}.",
     "The local food is simple: {food} in the morning and {food2} at night.",
@@ -383,29 +357,29 @@ PROSE_MIDDLE = (
     "The weather is mild in {season}, but the {place} can be cold after sunset.",
     "Most visitors remember the {food} sold near the {place2}.",
 )
-PROSE_CLOSERS = (
+_PROSE_CLOSERS = (
     "If {first} visits the {place}, {first} will see the city at its best.",
     "{city} is small, but {first} will find that it rewards anyone who stays.",
     "In short, {first} should expect a {adj} {season} in {city}.",
 )
 
 
-def prose_example(rng: random.Random) -> Example:
+def _prose_example(rng: random.Random) -> Example:
     """A request about a city for a named person; the answer is a paragraph of varied sentences."""
-    city, first, last = rng.choice(CITIES), rng.choice(FIRST), rng.choice(LAST)
+    city, first, last = rng.choice(_CITIES), rng.choice(_FIRST), rng.choice(_LAST)
     slots = {
         "city": city,
         "first": first,
-        "adj": rng.choice(ADJS),
-        "place": rng.choice(PLACES),
-        "place2": rng.choice(PLACES),
-        "job": rng.choice(JOBS),
-        "season": rng.choice(SEASONS),
-        "food": rng.choice(FOODS),
-        "food2": rng.choice(FOODS),
+        "adj": rng.choice(_ADJS),
+        "place": rng.choice(_PLACES),
+        "place2": rng.choice(_PLACES),
+        "job": rng.choice(_JOBS),
+        "season": rng.choice(_SEASONS),
+        "food": rng.choice(_FOODS),
+        "food2": rng.choice(_FOODS),
     }
-    middle = rng.sample(PROSE_MIDDLE, rng.randint(2, 4))
-    sentences = [rng.choice(PROSE_OPENERS), *middle, rng.choice(PROSE_CLOSERS)]
+    middle = rng.sample(_PROSE_MIDDLE, rng.randint(2, 4))
+    sentences = [rng.choice(_PROSE_OPENERS), *middle, rng.choice(_PROSE_CLOSERS)]
     ask = rng.choice(
         ("Tell them about the city.", "What is the city like?", "Describe it for them.")
     )
@@ -413,19 +387,19 @@ def prose_example(rng: random.Random) -> Example:
     return Example("prose", user, " ".join(s.format(**slots) for s in sentences))
 
 
-def creative_example(rng: random.Random) -> Example:
+def _creative_example(rng: random.Random) -> Example:
     """A request for a poem with some given words; each line uses one of them among random words."""
-    words = rng.sample(POEM_WORDS, rng.randint(3, 5))
+    words = rng.sample(_POEM_WORDS, rng.randint(3, 5))
     lines = []
     for w in words:
         form = rng.randrange(3)
-        adj, verb, where = rng.choice(POEM_ADJS), rng.choice(POEM_VERBS), rng.choice(POEM_PLACES)
+        adj, verb, where = rng.choice(_POEM_ADJS), rng.choice(_POEM_VERBS), rng.choice(_POEM_PLACES)
         if form == 0:
             lines.append(f"the {adj} {w} {verb} {where}")
         elif form == 1:
-            lines.append(f"a {w} of {rng.choice(POEM_WORDS)} {verb} {where}")
+            lines.append(f"a {w} of {rng.choice(_POEM_WORDS)} {verb} {where}")
         else:
-            lines.append(f"and every {w} {verb}, {adj} and {rng.choice(POEM_ADJS)}")
+            lines.append(f"and every {w} {verb}, {adj} and {rng.choice(_POEM_ADJS)}")
     user = (
         rng.choice(
             (
@@ -440,18 +414,18 @@ def creative_example(rng: random.Random) -> Example:
     return Example("creative", user, "\n".join(lines))
 
 
-GENERATORS: dict[str, Callable[[random.Random], Example]] = {
-    "structured": structured_example,
-    "code": code_example,
-    "prose": prose_example,
-    "creative": creative_example,
+_GENERATORS: dict[str, Callable[[random.Random], Example]] = {
+    "structured": _structured_example,
+    "code": _code_example,
+    "prose": _prose_example,
+    "creative": _creative_example,
 }
 
 
 def make_examples(category: str, n: int, seed: int) -> list[Example]:
     """`n` examples of one category, reproducible from `seed`."""
     rng = random.Random(f"{category}-{seed}")
-    return [GENERATORS[category](rng) for _ in range(n)]
+    return [_GENERATORS[category](rng) for _ in range(n)]
 
 
 def build_corpus(n_per_category: int, seed: int = 0) -> list[Example]:

@@ -35,20 +35,14 @@ from helpers.tiny.recipe import VERIFIER_NAME, local_profile
 from helpers.tiny.verifier import encode_examples
 
 __all__ = [
-    "DFLASH_NAME",
-    "DFLASH_LOG",
     "DFlashRecipe",
     "SMOKE",
-    "recipe_config",
-    "weights_sha256",
     "drafter_for",
-    "measure",
-    "card",
     "build_dflash",
 ]
 
-DFLASH_NAME = "tiny-qwen3-moe-dflash"
-DFLASH_LOG = "tiny-dflash-recipe.json"
+_DFLASH_NAME = "tiny-qwen3-moe-dflash"
+_DFLASH_LOG = "tiny-dflash-recipe.json"
 
 
 @dataclass(frozen=True)
@@ -84,7 +78,7 @@ SMOKE = DFlashRecipe(
 )  # fmt: skip
 
 
-def recipe_config(verifier_dir: Path, cfg: DFlashRecipe) -> dict[str, Any]:
+def _recipe_config(verifier_dir: Path, cfg: DFlashRecipe) -> dict[str, Any]:
     """The drafter's config.json as the recipe writes it for the verifier in verifier_dir."""
     from transformers import AutoConfig
 
@@ -94,14 +88,14 @@ def recipe_config(verifier_dir: Path, cfg: DFlashRecipe) -> dict[str, Any]:
     return dflash.dflash_config(shape, taps, cfg.mask_token_id, cfg.block_size, cfg.num_layers)
 
 
-def weights_sha256(model_dir: Path) -> str:
+def _weights_sha256(model_dir: Path) -> str:
     """sha256 of a drafter's model.safetensors."""
     return hashlib.sha256((Path(model_dir) / "model.safetensors").read_bytes()).hexdigest()
 
 
 def drafter_for(verifier_dir: str | Path) -> Path | None:
     """The DFlash drafter the recipe built beside this verifier, if there is one."""
-    path = Path(verifier_dir).parent / DFLASH_NAME
+    path = Path(verifier_dir).parent / _DFLASH_NAME
     return path if (path / "config.json").is_file() else None
 
 
@@ -130,7 +124,7 @@ def build_dflash(out_dir: Path = DATA_DIR, cfg: DFlashRecipe = DFlashRecipe()) -
     _log(f"self-distillation: {len(distilled)} answers, {sum(map(len, distilled))} tokens", t0)
 
     verifier = load_verifier(ver_dir)
-    config = recipe_config(ver_dir, cfg)
+    config = _recipe_config(ver_dir, cfg)
     taps = [i + 1 for i in config["dflash_config"]["target_layer_ids"]]  # vLLM's aux ids
     torch.manual_seed(cfg.seed)
     rows = MixedSampler(distilled, corpus, cfg.seq_len, cfg.corpus_share, cfg.seed).batch(cfg.rows)
@@ -147,7 +141,7 @@ def build_dflash(out_dir: Path = DATA_DIR, cfg: DFlashRecipe = DFlashRecipe()) -
         cfg.batch, cfg.anchors_per_row, cfg.lr, cfg.seed,
     )  # fmt: skip
     tail = hist.agreement[-10:]
-    target = dflash.save_dflash(drafter, out_dir / DFLASH_NAME, config)
+    target = dflash.save_dflash(drafter, out_dir / _DFLASH_NAME, config)
     log["drafter"] = {
         "seconds": round(time.time() - ts, 1),
         "params": sum(p.numel() for p in drafter.parameters()),
@@ -156,19 +150,19 @@ def build_dflash(out_dir: Path = DATA_DIR, cfg: DFlashRecipe = DFlashRecipe()) -
         "top1_agreement_last10": [
             round(sum(a[i] for a in tail) / len(tail), 3) for i in range(cfg.k)
         ],
-        "sha256": weights_sha256(target),
+        "sha256": _weights_sha256(target),
     }
     _log(f"drafter: {log['drafter']} -> {target}", t0)
     if cfg.measure_prompts:
-        log["measured"] = measure(out_dir, cfg.measure_prompts, cfg.k)
+        log["measured"] = _measure(out_dir, cfg.measure_prompts, cfg.k)
         _log(f"measured: {log['measured']}", t0)
     log["total_seconds"] = round(time.time() - t0, 1)
-    (out_dir / DFLASH_LOG).write_text(json.dumps(log, indent=2) + "\n")
-    (target / "README.md").write_text(card(log))
+    (out_dir / _DFLASH_LOG).write_text(json.dumps(log, indent=2) + "\n")
+    (target / "README.md").write_text(_card(log))
     return log
 
 
-def measure(out_dir: Path = DATA_DIR, n_per_category: int = 8, k: int = 3) -> dict[str, Any]:
+def _measure(out_dir: Path = DATA_DIR, n_per_category: int = 8, k: int = 3) -> dict[str, Any]:
     """τ and tokens per verifier forward of the DFlash drafter and the EAGLE-3 drafter in out_dir,
     on held-out prompts at T = 0, one request at a time (vLLM's counters per request)."""
     from helpers.common.prompts import load_prompts
@@ -178,7 +172,7 @@ def measure(out_dir: Path = DATA_DIR, n_per_category: int = 8, k: int = 3) -> di
     prompts = [p for items in load_prompts(n_per_category).values() for p in items]
     specs = {
         "dflash": {
-            "model": str(out_dir / DFLASH_NAME),
+            "model": str(out_dir / _DFLASH_NAME),
             "method": "dflash",
             "num_speculative_tokens": k,
         },
@@ -201,7 +195,7 @@ def measure(out_dir: Path = DATA_DIR, n_per_category: int = 8, k: int = 3) -> di
     return result
 
 
-def card(log: dict[str, Any]) -> str:
+def _card(log: dict[str, Any]) -> str:
     """The drafter's README, rendered from the recipe's log."""
     c, d = log["config"], log["drafter"]
     m = log.get("measured") or {}
@@ -213,7 +207,7 @@ def card(log: dict[str, Any]) -> str:
         if m
         else "not measured by the recipe; notebook 07 measures it"
     )
-    return f"""# {DFLASH_NAME}: a DFlash drafter for {VERIFIER_NAME}
+    return f"""# {_DFLASH_NAME}: a DFlash drafter for {VERIFIER_NAME}
 
 A {c["num_layers"]}-layer DFlash drafter ({d["params"] / 1e6:.2f} M parameters: `fc` {c["taps"]}H→H,
 `hidden_norm`, {c["num_layers"]} Qwen3 decoder layers with q/k norms, final norm; token embeddings
@@ -223,7 +217,7 @@ and `lm_head` shared with the verifier) in the z-lab format vLLM loads as `metho
 become its context keys and values, and a query block `[last token, mask × {c["block_size"] - 1}]`
 (the mask: the verifier's embedding of token id {c["mask_token_id"]}) attends to them and to itself.
 
-**Trained by** `make tiny-models` (`helpers.tiny.dflash_recipe`, log in `data/{DFLASH_LOG}`):
+**Trained by** `make tiny-models` (`helpers.tiny.dflash_recipe`, log in `data/{_DFLASH_LOG}`):
 {c["distill_per_category"] * 4} verifier greedy answers generated with vLLM mixed with
 {c["corpus_share"]:.0%} corpus rows, {c["rows"]} rows of {c["seq_len"]} tokens run through the
 verifier once; {c["steps"]} AdamW steps of {c["batch"]} rows × {c["anchors_per_row"]} random
@@ -237,7 +231,7 @@ steps on this CPU it stayed at 10-16 % top-1 agreement on its first slot.
 
 **Use**
 ```
-vllm serve data/{VERIFIER_NAME} --speculative-config '{{"model": "data/{DFLASH_NAME}", "num_speculative_tokens": {c["block_size"] - 1}, "method": "dflash"}}'
+vllm serve data/{VERIFIER_NAME} --speculative-config '{{"model": "data/{_DFLASH_NAME}", "num_speculative_tokens": {c["block_size"] - 1}, "method": "dflash"}}'
 ```
 
 **Measured**: {measured}.

@@ -1,4 +1,5 @@
-"""Train your own EAGLE-3 drafter: checkpoints, τ measured in vLLM, the learning curve, the wrong verifier (notebook 05).
+"""Train your own EAGLE-3 drafter: checkpoints, τ measured in vLLM, the learning curve, the wrong
+verifier (notebook 05).
 
 The recipe itself (the drafter, the training-time test) lives in helpers.eagle3.train;
 this module adds what a learner needs around it: a few checkpoints written in the speculators
@@ -46,12 +47,9 @@ __all__ = [
     "corpus_rows",
     "CheckpointSaver",
     "eagle3_shape_table",
-    "TauResult",
     "evaluate_tau",
     "tau_table",
-    "smooth",
     "plot_learning_curve",
-    "COPIED_FILES",
     "random_verifier",
     "compare_verifiers",
 ]
@@ -71,7 +69,8 @@ def training_plan(steps: int, eval_at: Sequence[int]) -> tuple[int, tuple[int, .
 
 
 def distill_examples(per_category: int, seed: int, exclude: Sequence[str] = ()) -> list[Example]:
-    """Fresh corpus exchanges of every category; their user turns become self-distillation prompts."""
+    """Fresh corpus exchanges of every category; their user turns become self-distillation
+    prompts."""
     banned = set(exclude)
     return [
         ex
@@ -108,7 +107,8 @@ def answer_agreement(
 
 
 def corpus_rows(tok: PreTrainedTokenizerBase, per_category: int, seed: int) -> list[list[int]]:
-    """A small slice of the chat corpus, tokenized: the share of training rows not self-distilled."""
+    """A small slice of the chat corpus, tokenized: the share of training rows not
+    self-distilled."""
     return encode_examples(tok, build_corpus(per_category, seed))
 
 
@@ -116,7 +116,8 @@ def corpus_rows(tok: PreTrainedTokenizerBase, per_category: int, seed: int) -> l
 
 
 class CheckpointSaver:
-    """A `train_drafter` callback that saves the drafter at chosen steps, in the speculators format."""
+    """A `train_drafter` callback that saves the drafter at chosen steps, in the speculators
+    format."""
 
     def __init__(self, steps: Sequence[int], out_root: Path, config: dict[str, Any]) -> None:
         out_root = Path(out_root).resolve()
@@ -166,7 +167,8 @@ def _shape_hooks(modules: dict[str, torch.nn.Module], seen: dict[str, tuple]) ->
 def eagle3_shape_table(
     d: Eagle3Drafter, verifier: Qwen3MoeForCausalLM, x: torch.Tensor, aux_layers: Sequence[int]
 ) -> pd.DataFrame:
-    """Shapes of the real tensors in draft step 0, read by forward hooks during one draft_chain call."""
+    """Shapes of the real tensors in draft step 0, read by forward hooks during one draft_chain
+    call."""
     ml, seen = d.midlayer, {}
     hooks = _shape_hooks(
         {
@@ -244,7 +246,7 @@ def eagle3_shape_table(
 
 
 @dataclass(frozen=True)
-class TauResult:
+class _TauResult:
     """Acceptance measured by vLLM for one verifier + drafter pair (k draft tokens, T=0)."""
 
     label: str
@@ -274,7 +276,7 @@ def evaluate_tau(
     max_tokens: int = 64,
     label: str = "",
     **overrides: Any,
-) -> TauResult:
+) -> _TauResult:
     """Start an engine for the pair (validator first), generate greedily, shut it down; pooled τ."""
     kwargs = engine_kwargs(
         profile,
@@ -287,7 +289,7 @@ def evaluate_tau(
     with open_engine(**kwargs) as llm:
         runs = run_categories(llm, prompts, sampling(max_tokens))
     stats = acceptance_stats(pooled(runs))
-    return TauResult(
+    return _TauResult(
         label=label or Path(drafter_dir).name,
         tau=stats[vllm_names.TAU],
         per_position=list(stats[vllm_names.PER_POSITION_RATES]),
@@ -300,7 +302,7 @@ def evaluate_tau(
     )
 
 
-def tau_table(results: dict[Any, TauResult], by_category: bool = False) -> pd.DataFrame:
+def tau_table(results: dict[Any, _TauResult], by_category: bool = False) -> pd.DataFrame:
     """One row per measured pair: τ, acceptance rate at each draft position, drafts, seconds.
 
     With by_category, τ of each task category instead of the per-position rates. Where vLLM kept
@@ -334,18 +336,19 @@ def tau_table(results: dict[Any, TauResult], by_category: bool = False) -> pd.Da
 # --------------------------------------------------------------------------- the learning curve
 
 
-def smooth(values: Sequence[float], window: int = 10) -> list[float]:
+def _smooth(values: Sequence[float], window: int = 10) -> list[float]:
     """Trailing moving average (shorter at the start)."""
     return pd.Series(list(values), dtype=float).rolling(window, min_periods=1).mean().tolist()
 
 
 def plot_learning_curve(
-    taus: dict[int, TauResult],
+    taus: dict[int, _TauResult],
     history: DrafterHistory,
-    shipped: TauResult,
+    shipped: _TauResult,
     window: int = 10,
 ) -> Figure:
-    """τ at each checkpoint vs the shipped drafter; training loss; top-1 agreement per draft step."""
+    """τ at each checkpoint vs the shipped drafter; training loss; top-1 agreement per draft
+    step."""
     fig, (ax_tau, ax_loss, ax_agree) = new_figure(3, width=4.4, height=3.4)
     steps, k = sorted(taus), len(shipped.per_position)
     ivs = [taus[s].interval for s in steps]
@@ -385,14 +388,14 @@ def plot_learning_curve(
     )
     ax_tau.legend(fontsize=8)
     x = range(1, len(history.loss) + 1)
-    ax_loss.plot(x, smooth(history.loss, window), color=PALETTE["correction"])
+    ax_loss.plot(x, _smooth(history.loss, window), color=PALETTE["correction"])
     ax_loss.set(
         xlabel="training step", ylabel="TTT loss", title=f"training loss ({window}-step mean)"
     )
     for j in range(len(history.agreement[0]) if history.agreement else 0):
         ax_agree.plot(
             x,
-            smooth([a[j] for a in history.agreement], window),
+            _smooth([a[j] for a in history.agreement], window),
             label=f"draft step {j + 1}",
             alpha=1.0 - 0.18 * j,
             color=PALETTE["spec"] if j == 0 else None,
@@ -412,7 +415,7 @@ def plot_learning_curve(
 
 #: Files copied verbatim from the trained verifier: its config and what vLLM needs to tokenize.
 #: Not its weights, and not its model card (README.md), which describes the trained model.
-COPIED_FILES = (
+_COPIED_FILES = (
     "config.json",
     "generation_config.json",
     "tokenizer*",
@@ -432,7 +435,7 @@ def random_verifier(like_dir: str | Path, out_dir: str | Path, seed: int = 0) ->
     model = Qwen3MoeForCausalLM(Qwen3MoeConfig.from_pretrained(like_dir))
     shutil.rmtree(out_dir, ignore_errors=True)
     model.save_pretrained(out_dir)
-    for pattern in COPIED_FILES:
+    for pattern in _COPIED_FILES:
         for f in like_dir.glob(pattern):
             shutil.copy2(f, out_dir / f.name)
     return out_dir

@@ -11,10 +11,7 @@ from helpers.tiny.recipe import DRAFTER_NAME, RECIPE_LOG, VERIFIER_NAME
 
 __all__ = [
     "TARGETS",
-    "speedup",
     "check_targets",
-    "verifier_card",
-    "drafter_card",
     "write_model_cards",
 ]
 
@@ -33,7 +30,7 @@ def _row(res: dict[str, Any], k: int) -> dict[str, Any]:
     return next(r for r in res["acceptance"] if r["k"] == k)
 
 
-def speedup(res: dict[str, Any], concurrency: str) -> float:
+def _speedup(res: dict[str, Any], concurrency: str) -> float:
     """spec/plain output tokens/s at a concurrency."""
     tp = res["throughput"]
     return (
@@ -63,8 +60,8 @@ def check_targets(res: dict[str, Any]) -> dict[str, tuple[bool, str]]:
         ),
         "lossless": (same == total, f"{same}/{total} outputs over k=1..5"),
         "speedup": (
-            speedup(res, "1") >= 1.5,
-            f"{speedup(res, '1'):.2f}x (16 concurrent: {speedup(res, '16'):.2f}x)",
+            _speedup(res, "1") >= 1.5,
+            f"{_speedup(res, '1'):.2f}x (16 concurrent: {_speedup(res, '16'):.2f}x)",
         ),
     }
 
@@ -100,17 +97,19 @@ def _provenance(res: dict[str, Any]) -> str:
     """One line saying where and how the numbers were measured."""
     p, s = res["provenance"], res["settings"]
     return (
-        f"Measured {p['date']} by `{p['command']}` on {p['machine']} (vLLM {p['vllm']}, torch {p['torch']}), "
+        f"Measured {p['date']} by `{p['command']}` on {p['machine']} (vLLM {p['vllm']}, torch "
+        f"{p['torch']}), "
         f"{s['prompts']} held-out prompts per category, temperature 0; τ on natural answers capped "
         f"at {s['max_tokens']} new tokens, tokens/s at forced length (ignore_eos)."
     )
 
 
-def verifier_card(res: dict[str, Any], log: dict[str, Any]) -> str:
+def _verifier_card(res: dict[str, Any], log: dict[str, Any]) -> str:
     """README.md of the tiny verifier."""
     v, c = log["verifier"], log["config"]
     quality = "\n".join(
-        f"| {cat} | {q['distinct_4gram_ratio']:.2f} | {q['max_repeated_line_run']} | {q['mean_tokens']:.0f} |"
+        f"| {cat} | {q['distinct_4gram_ratio']:.2f} | {q['max_repeated_line_run']} | "
+        f"{q['mean_tokens']:.0f} |"
         for cat, q in res["quality"].items()
     )
     return f"""# {VERIFIER_NAME}: the workbook's tiny Qwen3-MoE verifier
@@ -142,7 +141,7 @@ Its drafter is `../{DRAFTER_NAME}`.
 """
 
 
-def drafter_card(res: dict[str, Any], log: dict[str, Any]) -> str:
+def _drafter_card(res: dict[str, Any], log: dict[str, Any]) -> str:
     """README.md of the tiny EAGLE-3 drafter."""
     d, c, sd = log["drafter"], log["config"], log["self_distill"]
     tp = res["throughput"]
@@ -172,8 +171,8 @@ vllm serve data/{VERIFIER_NAME} --speculative-config '{{"model": "data/{DRAFTER_
 
 Output tokens/s, k={res["settings"]["throughput_k"]} vs plain (256 tokens per request): concurrency 1
 {tp["spec"]["1"]["output_tokens_per_s"]:.0f} vs {tp["plain"]["1"]["output_tokens_per_s"]:.0f}
-({speedup(res, "1"):.2f}x); 16 concurrent {tp["spec"]["16"]["output_tokens_per_s"]:.0f} vs
-{tp["plain"]["16"]["output_tokens_per_s"]:.0f} ({speedup(res, "16"):.2f}x).
+({_speedup(res, "1"):.2f}x); 16 concurrent {tp["spec"]["16"]["output_tokens_per_s"]:.0f} vs
+{tp["plain"]["16"]["output_tokens_per_s"]:.0f} ({_speedup(res, "16"):.2f}x).
 
 **Targets**
 
@@ -184,5 +183,5 @@ Output tokens/s, k={res["settings"]["throughput_k"]} vs plain (256 tokens per re
 def write_model_cards(res: dict[str, Any]) -> None:
     """Write README.md into the verifier and drafter folders of data/."""
     log = json.loads((DATA_DIR / RECIPE_LOG).read_text())
-    (DATA_DIR / VERIFIER_NAME / "README.md").write_text(verifier_card(res, log))
-    (DATA_DIR / DRAFTER_NAME / "README.md").write_text(drafter_card(res, log))
+    (DATA_DIR / VERIFIER_NAME / "README.md").write_text(_verifier_card(res, log))
+    (DATA_DIR / DRAFTER_NAME / "README.md").write_text(_drafter_card(res, log))

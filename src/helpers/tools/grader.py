@@ -9,14 +9,16 @@ runs the exercise's checks in order against its functions and prints one line pe
 or the first failed check's one-line hint. The same checks run against the reference solutions in
 CI (tests/tools/test_grader.py), so a check fails only on code that behaves differently.
 
-| file              | write                                     | taught in      | reference              |
+| file              | write                                     | taught in      | reference
+|
 |-------------------|-------------------------------------------|----------------|------------------------|
-| accept_greedy.py  | the greedy accept rule                    | 03 §4          | decode.accept_greedy   |
-| draft_step.py     | one EAGLE-3 draft step, and k of them     | 03 §4          | drafter.draft_step,    |
-|                   |                                           |                | decode.draft           |
-| accept_sampled.py | rejection sampling at T > 0               | 03 exercise 8  | decode.accept_sampled, |
-|                   |                                           |                | vLLM's own sampler     |
-| ttt_loss.py       | the training-time-test loss               | 05 §4          | train.ttt_loss         |
+| accept_greedy.py  | the greedy accept rule                    | 03 §4          |
+decode.accept_greedy   | | draft_step.py     | one EAGLE-3 draft step, and k of them     | 03 §4
+| drafter.draft_step,    | |                   |                                           |
+| decode.draft           | | accept_sampled.py | rejection sampling at T > 0               | 03
+exercise 8  | decode.accept_sampled, | |                   |
+|                | vLLM's own sampler     | | ttt_loss.py       | the training-time-test loss
+| 05 §4          | train.ttt_loss         |
 
 The checks use the tiny pair in data/ (the verifier in transformers, float32, on the CPU);
 accept_sampled is compared in distribution with vLLM's rejection sampler (`helpers.engine.sampler`)
@@ -38,35 +40,25 @@ from typing import Any
 from helpers.common.paths import REPO_ROOT
 
 __all__ = [
-    "EXERCISES_DIR",
-    "Hint",
-    "check",
-    "TinyPair",
-    "Exercise",
-    "EXERCISES",
-    "reference_functions",
-    "load_functions",
-    "grade",
-    "grade_all",
     "main",
 ]
 
 #: Where the learner's files are (the starters ship there).
-EXERCISES_DIR = REPO_ROOT / "exercises"
+_EXERCISES_DIR = REPO_ROOT / "exercises"
 
 
-class Hint(Exception):  # noqa: N818 - a hint to the learner, not an error of the grader
+class _Hint(Exception):  # noqa: N818 - a hint to the learner, not an error of the grader
     """A failed check: one line saying what to look at."""
 
 
-def check(condition: bool, hint: str) -> None:
+def _check(condition: bool, hint: str) -> None:
     """Raise Hint(hint) unless condition holds."""
     if not condition:
-        raise Hint(hint)
+        raise _Hint(hint)
 
 
 @dataclass
-class TinyPair:
+class _TinyPair:
     """The tiny verifier and drafter, loaded once for the checks that need them."""
 
     verifier_dir: Path | None = None
@@ -84,7 +76,7 @@ class TinyPair:
             tiny = load_profile("tiny")
             vdir = Path(self.verifier_dir or tiny.verifier_path())
             ddir = Path(self.drafter_dir or tiny.drafter_path())
-            check(
+            _check(
                 (vdir / "model.safetensors").is_file() and (ddir / "model.safetensors").is_file(),
                 f"the checks need the tiny pair in {vdir.parent}: run `make tiny-models`",
             )
@@ -108,22 +100,22 @@ class TinyPair:
 # ------------------------------------------------------------------------------------ the checks
 
 
-def _accept_greedy(f: SimpleNamespace, _tiny: TinyPair) -> None:
+def _accept_greedy(f: SimpleNamespace, _tiny: _TinyPair) -> None:
     from helpers.eagle3 import decode
 
     r = f.accept_greedy([5, 6, 7], [5, 9, 7, 8])
-    check(isinstance(r, decode.Round), "return a decode.Round(drafted, accepted, emitted)")
-    check(r.drafted == (5, 6, 7), "Round.drafted is the k drafts, as a tuple")
-    check(
+    _check(isinstance(r, decode.Round), "return a decode.Round(drafted, accepted, emitted)")
+    _check(r.drafted == (5, 6, 7), "Round.drafted is the k drafts, as a tuple")
+    _check(
         f.accept_greedy([5, 6, 7], [5, 6, 7, 8]) == decode.Round((5, 6, 7), 3, (5, 6, 7, 8)),
         "when all k drafts equal the verifier's argmax, accept all k and add the verifier's "
         "(k+1)-th token (the bonus)",
     )
-    check(
+    _check(
         r == decode.Round((5, 6, 7), 1, (5, 9)),
         "stop at the first mismatch and emit the verifier's token there (the correction)",
     )
-    check(
+    _check(
         f.accept_greedy([4, 6, 7], [5, 6, 7, 8]) == decode.Round((4, 6, 7), 0, (5,)),
         "acceptance is a prefix: after the first mismatch, later matches do not count",
     )
@@ -132,13 +124,13 @@ def _accept_greedy(f: SimpleNamespace, _tiny: TinyPair) -> None:
         k = rng.randint(1, 6)
         drafts = [rng.randint(0, 3) for _ in range(k)]
         targets = [rng.randint(0, 3) for _ in range(k + 1)]
-        check(
+        _check(
             f.accept_greedy(drafts, targets) == decode.accept_greedy(drafts, targets),
             f"differs from the rule on drafts {drafts}, targets {targets}",
         )
 
 
-def _draft_step(f: SimpleNamespace, tiny: TinyPair) -> None:
+def _draft_step(f: SimpleNamespace, tiny: _TinyPair) -> None:
     import torch
 
     from helpers.eagle3 import decode, drafter
@@ -157,28 +149,28 @@ def _draft_step(f: SimpleNamespace, tiny: TinyPair) -> None:
     with torch.no_grad():
         out = f.draft_step(d, embeds, hidden, drafter.KVCache(d).attend)
         want_logits, want_prenorm = drafter.draft_step(d, embeds, hidden, drafter.KVCache(d).attend)
-    check(isinstance(out, tuple) and len(out) == 2, "draft_step returns (logits, prenorm)")
+    _check(isinstance(out, tuple) and len(out) == 2, "draft_step returns (logits, prenorm)")
     logits, prenorm = out
-    check(
+    _check(
         tuple(logits.shape) == (1, 5, 50) and tuple(prenorm.shape) == (1, 5, 32),
         "shapes: logits [B, T, draft vocabulary], prenorm [B, T, H]",
     )
-    check(
+    _check(
         torch.allclose(prenorm, want_prenorm, atol=1e-5),
         "the pre-norm output: hidden_norm(hidden) is both the hidden half of [embed ‖ hidden] and "
         "the residual; attention output + residual, then + the MLP of post_attention_layernorm",
     )
-    check(torch.allclose(logits, want_logits, atol=1e-5), "the logits are lm_head(norm(prenorm))")
+    _check(torch.allclose(logits, want_logits, atol=1e-5), "the logits are lm_head(norm(prenorm))")
 
     pair = tiny.pair()
     for ids in ([1, 17, 33, 250, 9], [5, 40, 41, 42, 43, 44, 45, 46]):
         _, aux = decode.verify(pair, ids)
-        check(
+        _check(
             f.draft(pair, ids, aux, 1) == decode.draft(pair, ids, aux, 1),
             "the first draft: fc over the taps of positions 0..root (aux[:, : len(ids) - 1]) "
             "and the embeddings of ids[1:] (the input shifted by one), the last position's argmax",
         )
-        check(
+        _check(
             f.draft(pair, ids, aux, 4) == decode.draft(pair, ids, aux, 4),
             "later drafts: feed back the pre-norm output of the last position and the embedding "
             "of the token just drafted, through the same KVCache",
@@ -186,14 +178,14 @@ def _draft_step(f: SimpleNamespace, tiny: TinyPair) -> None:
     reduced = tiny.reduced()
     ids = [1, 17, 33, 250, 9]
     _, aux = decode.verify(reduced, ids)
-    check(
+    _check(
         f.draft(reduced, ids, aux, 3) == decode.draft(reduced, ids, aux, 3),
         "with a draft vocabulary, map each drafted id to a verifier id (d.target_ids: d2t) "
         "before you keep it and embed it",
     )
 
 
-def _accept_sampled(f: SimpleNamespace, _tiny: TinyPair) -> None:
+def _accept_sampled(f: SimpleNamespace, _tiny: _TinyPair) -> None:
     import torch
 
     from helpers.analytics.distribution import permutation_test
@@ -203,7 +195,7 @@ def _accept_sampled(f: SimpleNamespace, _tiny: TinyPair) -> None:
     targets = [5, 9, 7, 8]
     one_hot = torch.nn.functional.one_hot(torch.tensor(targets), 12).float()
     for drafts in ([5, 9, 7], [5, 6, 7], [4, 9, 7]):
-        check(
+        _check(
             f.accept_sampled(drafts, one_hot) == decode.accept_greedy(drafts, targets),
             "with a one-hot p (T -> 0) the rule must be the greedy one: accept d with "
             "probability p(d), and on rejection draw from p without d",
@@ -211,13 +203,13 @@ def _accept_sampled(f: SimpleNamespace, _tiny: TinyPair) -> None:
     probs = torch.tensor([[0.5, 0.3, 0.15, 0.05], [0.2, 0.6, 0.1, 0.1], [0.1, 0.1, 0.3, 0.5]])
     g = torch.Generator().manual_seed(0)
     ours = [f.accept_sampled([0, 1], probs, generator=g) for _ in range(3000)]
-    check(
+    _check(
         all(r.emitted[: r.accepted] == (0, 1)[: r.accepted] for r in ours)
         and all(len(r.emitted) == r.accepted + 1 for r in ours),
         "emit the accepted drafts, then exactly one token (a replacement or the bonus)",
     )
     test = permutation_test(vllm_rounds([0, 1], probs, 3000), [r.emitted for r in ours])
-    check(
+    _check(
         not test.rejects(0.001),
         f"your rounds differ from vLLM's rejection sampler ({test}): accept d with probability "
         "p(d), on rejection draw from p with d removed, after k accepted drafts a bonus from p_k",
@@ -225,14 +217,14 @@ def _accept_sampled(f: SimpleNamespace, _tiny: TinyPair) -> None:
     q = torch.tensor([[0.7, 0.1, 0.1, 0.1], [0.1, 0.7, 0.1, 0.1]])
     ours_q = [f.accept_sampled([0, 1], probs, q, g).emitted for _ in range(3000)]
     test = permutation_test(vllm_rounds([0, 1], probs, 3000, draft_probs=q, seed=1), ours_q)
-    check(
+    _check(
         not test.rejects(0.001),
         f"with draft probabilities q your rounds differ from vLLM's ({test}): accept with "
         "probability min(1, p(d) / q(d)), on rejection draw from max(p - q, 0)",
     )
 
 
-def _ttt_loss(f: SimpleNamespace, tiny: TinyPair) -> None:
+def _ttt_loss(f: SimpleNamespace, tiny: _TinyPair) -> None:
     import torch
 
     from helpers.eagle3 import train
@@ -244,29 +236,29 @@ def _ttt_loss(f: SimpleNamespace, tiny: TinyPair) -> None:
     )
     d = train.new_drafter(verifier, aux, seed=0)
     out = f.ttt_loss(d, verifier, x, aux, 1)
-    check(
+    _check(
         isinstance(out, tuple) and len(out) == 2 and isinstance(out[0], torch.Tensor),
         "ttt_loss returns (loss tensor, [top-1 agreement of each step])",
     )
     loss, agree = out
-    check(
+    _check(
         loss.requires_grad and loss.dim() == 0,
         "the loss is one number that keeps its graph (no .item(), no torch.no_grad around the "
         "drafter)",
     )
     want, want_agree = train.ttt_loss(d, verifier, x, aux, 1)
-    check(
+    _check(
         torch.allclose(loss, want, rtol=1e-5),
         "step 0 at root t is scored against the verifier at position t + 1: soft cross-entropy "
         "-sum(softmax(verifier) * log_softmax(drafter)), the mean over roots and rows",
     )
-    check(
+    _check(
         len(agree) == 1 and abs(agree[0] - want_agree[0]) < 1e-6,
         "agreement: the drafter's argmax, as a verifier id, equals the verifier's argmax at t + 1",
     )
     loss, agree = f.ttt_loss(d, verifier, x, aux, 3, 0.5)
     want, want_agree = train.ttt_loss(d, verifier, x, aux, 3, 0.5)
-    check(
+    _check(
         torch.allclose(loss, want, rtol=1e-5) and len(agree) == 3,
         "step j targets position t + 1 + j over the n = T - 2 - j roots that have one, weighted "
         "decay**j, fed the true token (drafter.teacher_forced)",
@@ -274,7 +266,7 @@ def _ttt_loss(f: SimpleNamespace, tiny: TinyPair) -> None:
     reduced = tiny.reduced().drafter.train()
     loss, _ = f.ttt_loss(reduced, verifier, x, aux, 2)
     want, _ = train.ttt_loss(reduced, verifier, x, aux, 2)
-    check(
+    _check(
         torch.allclose(loss, want, rtol=1e-5),
         "with a draft vocabulary, score the verifier over the draft ids only (d.draft_scores) and "
         "map drafted ids back (d.target_ids) before comparing argmaxes",
@@ -282,13 +274,13 @@ def _ttt_loss(f: SimpleNamespace, tiny: TinyPair) -> None:
 
 
 @dataclass(frozen=True)
-class Exercise:
+class _Exercise:
     """One graded exercise: the learner's file, the functions it defines, and its checks."""
 
     name: str
     functions: tuple[str, ...]
     taught: str
-    checks: Callable[[SimpleNamespace, TinyPair], None]
+    checks: Callable[[SimpleNamespace, _TinyPair], None]
 
     @property
     def file(self) -> str:
@@ -296,15 +288,15 @@ class Exercise:
         return f"{self.name}.py"
 
 
-EXERCISES: tuple[Exercise, ...] = (
-    Exercise("accept_greedy", ("accept_greedy",), "notebook 03 §4", _accept_greedy),
-    Exercise("draft_step", ("draft_step", "draft"), "notebook 03 §4", _draft_step),
-    Exercise("accept_sampled", ("accept_sampled",), "notebook 03, exercise 8", _accept_sampled),
-    Exercise("ttt_loss", ("ttt_loss",), "notebook 05 §4", _ttt_loss),
+_EXERCISES: tuple[_Exercise, ...] = (
+    _Exercise("accept_greedy", ("accept_greedy",), "notebook 03 §4", _accept_greedy),
+    _Exercise("draft_step", ("draft_step", "draft"), "notebook 03 §4", _draft_step),
+    _Exercise("accept_sampled", ("accept_sampled",), "notebook 03, exercise 8", _accept_sampled),
+    _Exercise("ttt_loss", ("ttt_loss",), "notebook 05 §4", _ttt_loss),
 )
 
 
-def reference_functions(exercise: Exercise) -> SimpleNamespace:
+def _reference_functions(exercise: _Exercise) -> SimpleNamespace:
     """The library's own solution of an exercise."""
     from helpers.eagle3 import decode, drafter, train
 
@@ -318,18 +310,18 @@ def reference_functions(exercise: Exercise) -> SimpleNamespace:
     return SimpleNamespace(**{name: getattr(where[name], name) for name in exercise.functions})
 
 
-def load_functions(exercise: Exercise, folder: Path) -> SimpleNamespace:
+def _load_functions(exercise: _Exercise, folder: Path) -> SimpleNamespace:
     """The learner's functions of an exercise, imported from folder/<name>.py."""
     path = Path(folder) / exercise.file
-    check(path.is_file(), f"no {path}: copy the starter from the repository's exercises/")
+    _check(path.is_file(), f"no {path}: copy the starter from the repository's exercises/")
     spec = importlib.util.spec_from_file_location(f"exercise_{exercise.name}", path)
     module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
     try:
         spec.loader.exec_module(module)  # type: ignore[union-attr]
-    except Exception as err:  # noqa: BLE001 - any failure of the learner's file is one line
-        raise Hint(f"{path.name} does not import: {type(err).__name__}: {err}") from err
+    except Exception as err:
+        raise _Hint(f"{path.name} does not import: {type(err).__name__}: {err}") from err
     missing = [n for n in exercise.functions if not callable(getattr(module, n, None))]
-    check(not missing, f"{path.name} defines no {', '.join(missing)}")
+    _check(not missing, f"{path.name} defines no {', '.join(missing)}")
     return SimpleNamespace(**{n: getattr(module, n) for n in exercise.functions})
 
 
@@ -339,66 +331,69 @@ def _one_line(text: str) -> str:
     return line if len(line) <= 200 else line[:197] + "..."
 
 
-def grade(
-    exercise: Exercise, functions: SimpleNamespace, tiny: TinyPair | None = None
+def _grade(
+    exercise: _Exercise, functions: SimpleNamespace, tiny: _TinyPair | None = None
 ) -> str | None:
     """Run an exercise's checks: None when they all pass, else the one-line hint."""
     try:
-        exercise.checks(functions, tiny or TinyPair())
-    except Hint as hint:
+        exercise.checks(functions, tiny or _TinyPair())
+    except _Hint as hint:
         return _one_line(str(hint))
     except NotImplementedError:
         return f"not written yet: exercises/{exercise.file} still raises NotImplementedError"
-    except Exception as err:  # noqa: BLE001 - a learner's bug is reported, not raised
+    except Exception as err:
         return _one_line(f"your code raised {type(err).__name__}: {err}")
     return None
 
 
-def grade_all(
+def _grade_all(
     folder: Path | None = None,
     names: Sequence[str] = (),
-    tiny: TinyPair | None = None,
+    tiny: _TinyPair | None = None,
 ) -> dict[str, str | None]:
     """Grade every exercise (or those named) from folder, or the reference solutions (None)."""
-    tiny = tiny or TinyPair()
+    tiny = tiny or _TinyPair()
     results: dict[str, str | None] = {}
-    for exercise in EXERCISES:
+    for exercise in _EXERCISES:
         if names and exercise.name not in names:
             continue
         try:
             fns = (
-                reference_functions(exercise)
+                _reference_functions(exercise)
                 if folder is None
-                else load_functions(exercise, folder)
+                else _load_functions(exercise, folder)
             )
-        except Hint as hint:
+        except _Hint as hint:
             results[exercise.name] = _one_line(str(hint))
             continue
-        results[exercise.name] = grade(exercise, fns, tiny)
+        results[exercise.name] = _grade(exercise, fns, tiny)
     return results
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Print one line per exercise; exit 0 when all pass, 1 otherwise."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("folder", nargs="?", default=str(EXERCISES_DIR), help="your exercise files")
+    parser.add_argument(
+        "folder", nargs="?", default=str(_EXERCISES_DIR), help="your exercise files"
+    )
     parser.add_argument("--reference", action="store_true", help="grade the library's solutions")
     parser.add_argument("--only", action="append", default=[], help="an exercise name (repeatable)")
     args = parser.parse_args(argv)
     from transformers.utils import logging as transformers_logging
 
     transformers_logging.disable_progress_bar()  # the tiny verifier loads in a blink
-    unknown = set(args.only) - {e.name for e in EXERCISES}
+    unknown = set(args.only) - {e.name for e in _EXERCISES}
     if unknown:
         print(f"grader: no exercise named {', '.join(sorted(unknown))}")
         return 2
     folder = None if args.reference else Path(args.folder)
-    results = grade_all(folder, args.only)
+    results = _grade_all(folder, args.only)
     where = "the reference solutions" if folder is None else str(folder)
     for name, hint in results.items():
-        taught = next(e.taught for e in EXERCISES if e.name == name)
+        taught = next(e.taught for e in _EXERCISES if e.name == name)
         print(
-            f"{'ok  ' if hint is None else 'FAIL'} {name:15s} ({taught}){'' if hint is None else ': ' + hint}"
+            f"{'ok  ' if hint is None else 'FAIL'} {name:15s} "
+            f"({taught}){'' if hint is None else ': ' + hint}"
         )
     passed = sum(h is None for h in results.values())
     print(f"{passed}/{len(results)} exercises pass ({where})")

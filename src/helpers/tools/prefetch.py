@@ -1,6 +1,8 @@
-"""Prefetch: download a hub profile's verifier and drafter into the Hugging Face cache, then validate the pair there.
+"""Prefetch: download a hub profile's verifier and drafter into the Hugging Face cache, then
+validate the pair there.
 
-    make prefetch PROFILE=qwen3-30b-a3b      (once, online, e.g. the day before; about 61 GB for 30B)
+    make prefetch PROFILE=qwen3-30b-a3b      (once, online, e.g. the day before; about 61 GB for
+    30B)
 
 Only what vLLM loads is fetched (ALLOW_PATTERNS: configs, tokenizer, safetensors), with
 huggingface_hub's progress bar; a dry run first sums the bytes still missing and checks the cache's
@@ -24,44 +26,39 @@ from helpers.engine.pairing import PairingReport, validate_pair
 from helpers.tools.preflight import EXIT_FAIL, EXIT_OK, HUB_TIMEOUT, cached_model_complete
 
 __all__ = [
-    "ALLOW_PATTERNS",
-    "DISK_MARGIN_GIB",
-    "cache_root",
-    "bytes_to_fetch",
-    "disk_problem",
-    "download",
-    "cached_snapshot",
-    "validate_cached",
-    "run_prefetch",
     "main",
 ]
 
 #: The files vLLM and transformers read: config.json, generation_config.json, tokenizer files,
 #: the safetensors and their index, a chat template (no *.bin / *.pth duplicates, no originals/).
-ALLOW_PATTERNS: tuple[str, ...] = ("*.json", "*.safetensors", "*.txt", "*.model", "*.jinja")
+_ALLOW_PATTERNS: tuple[str, ...] = ("*.json", "*.safetensors", "*.txt", "*.model", "*.jinja")
 #: Free space to keep beyond the download (the cache's own files, build/ outputs).
-DISK_MARGIN_GIB = 2.0
+_DISK_MARGIN_GIB = 2.0
 
 
-def cache_root(cache_dir: str | Path | None = None) -> Path:
+def _cache_root(cache_dir: str | Path | None = None) -> Path:
     """The Hugging Face hub cache in use: cache_dir, else $HF_HUB_CACHE / $HF_HOME/hub."""
     from huggingface_hub import constants
 
     return Path(cache_dir or constants.HF_HUB_CACHE)
 
 
-def bytes_to_fetch(repo: str, cache_dir: str | Path | None = None) -> int:
-    """Bytes of ALLOW_PATTERNS files of a hub model not yet in the cache (a dry run: no download)."""
+def _bytes_to_fetch(repo: str, cache_dir: str | Path | None = None) -> int:
+    """Bytes of ALLOW_PATTERNS files of a hub model not yet in the cache (a dry run: no
+    download)."""
     from huggingface_hub import snapshot_download
 
     infos = snapshot_download(
-        repo, cache_dir=cache_dir, allow_patterns=list(ALLOW_PATTERNS), dry_run=True
+        repo, cache_dir=cache_dir, allow_patterns=list(_ALLOW_PATTERNS), dry_run=True
     )
     return sum(info.file_size or 0 for info in infos if info.will_download)
 
 
-def disk_problem(
-    need_bytes: int, where: Path, free_bytes: int | None = None, margin_gib: float = DISK_MARGIN_GIB
+def _disk_problem(
+    need_bytes: int,
+    where: Path,
+    free_bytes: int | None = None,
+    margin_gib: float = _DISK_MARGIN_GIB,
 ) -> str | None:
     """One line when the cache's disk cannot hold need_bytes plus the margin, else None."""
     probe = where
@@ -72,30 +69,33 @@ def disk_problem(
         return None
     return (
         f"the download needs {need_bytes / GIB:.1f} GiB (+{margin_gib:g} GiB spare) but only "
-        f"{free / GIB:.1f} GiB is free at {where}: free space there, or point HF_HOME at a bigger disk"
+        f"{free / GIB:.1f} GiB is free at {where}: free space there, or point HF_HOME at a bigger "
+        "disk"
     )
 
 
-def download(repo: str, cache_dir: str | Path | None = None) -> Path:
-    """Download a hub model's ALLOW_PATTERNS files into the cache (progress bar on stderr); its snapshot folder."""
+def _download(repo: str, cache_dir: str | Path | None = None) -> Path:
+    """Download a hub model's ALLOW_PATTERNS files into the cache (progress bar on stderr); its
+    snapshot folder."""
     from huggingface_hub import snapshot_download
 
-    return Path(snapshot_download(repo, cache_dir=cache_dir, allow_patterns=list(ALLOW_PATTERNS)))
+    return Path(snapshot_download(repo, cache_dir=cache_dir, allow_patterns=list(_ALLOW_PATTERNS)))
 
 
-def cached_snapshot(repo: str, cache_dir: str | Path | None = None) -> Path:
+def _cached_snapshot(repo: str, cache_dir: str | Path | None = None) -> Path:
     """The cached snapshot folder of a hub model, without any network access."""
     from huggingface_hub import snapshot_download
 
     return Path(
         snapshot_download(
-            repo, cache_dir=cache_dir, allow_patterns=list(ALLOW_PATTERNS), local_files_only=True
+            repo, cache_dir=cache_dir, allow_patterns=list(_ALLOW_PATTERNS), local_files_only=True
         )
     )
 
 
-def validate_cached(profile: Profile, verifier: Path, drafter: Path) -> PairingReport:
-    """The pairing validator on the cached folders (local files, so a reduced vocab's d2t is read too)."""
+def _validate_cached(profile: Profile, verifier: Path, drafter: Path) -> PairingReport:
+    """The pairing validator on the cached folders (local files, so a reduced vocab's d2t is read
+    too)."""
     return validate_pair(
         verifier,
         drafter,
@@ -113,7 +113,8 @@ def _say(tag: str, line: str) -> None:
 def _fetch(
     profile: Profile, tag: str, cache_dir: str | Path | None, hub_timeout: float
 ) -> dict[str, Path] | None:
-    """The snapshot folder of each model, downloading what is missing; None after one failure line."""
+    """The snapshot folder of each model, downloading what is missing; None after one failure
+    line."""
     refs = [profile.verifier, profile.drafter]
     rerun = f"run `make prefetch PROFILE={profile.name}` again"
     var = offline_var()
@@ -123,36 +124,40 @@ def _fetch(
             _say(
                 tag,
                 f"{var} is set, so nothing can be downloaded, and {' and '.join(missing)} "
-                f"{'is' if len(missing) == 1 else 'are'} not in the cache: unset {var} on a machine "
+                f"{'is' if len(missing) == 1 else 'are'} not in the cache: unset {var} on a "
+                "machine "
                 f"that reaches huggingface.co and {rerun}",
             )
             return None
         _say(tag, f"{var} is set and both models are in the cache: validating only")
-        return {ref: cached_snapshot(ref, cache_dir) for ref in refs}
+        return {ref: _cached_snapshot(ref, cache_dir) for ref in refs}
     if not hub_reachable(timeout=hub_timeout):
         _say(
             tag,
-            f"the Hugging Face hub (huggingface.co) is unreachable (probe timeout {hub_timeout:g} s), "
-            f"so nothing can be downloaded: connect this machine (network, proxy, HF_ENDPOINT) and {rerun}",
+            f"the Hugging Face hub (huggingface.co) is unreachable (probe timeout {hub_timeout:g} "
+            "s), "
+            "so nothing can be downloaded: connect this machine (network, proxy, HF_ENDPOINT) and "
+            f"{rerun}",
         )
         return None
-    sizes = {ref: bytes_to_fetch(ref, cache_dir) for ref in refs}
-    where = cache_root(cache_dir)
-    problem = disk_problem(sum(sizes.values()), where)
+    sizes = {ref: _bytes_to_fetch(ref, cache_dir) for ref in refs}
+    where = _cache_root(cache_dir)
+    problem = _disk_problem(sum(sizes.values()), where)
     if problem:
         _say(tag, problem)
         return None
     paths = {}
     for ref in refs:
         _say(tag, f"{ref}: {sizes[ref] / GIB:.2f} GiB to download into {where}")
-        paths[ref] = download(ref, cache_dir)
+        paths[ref] = _download(ref, cache_dir)
     return paths
 
 
-def run_prefetch(
+def _run_prefetch(
     name: str | None = None, cache_dir: str | Path | None = None, hub_timeout: float = HUB_TIMEOUT
 ) -> int:
-    """Fetch (or find) a profile's pair in the HF cache and validate it; 0 ok, 2 with one failure line."""
+    """Fetch (or find) a profile's pair in the HF cache and validate it; 0 ok, 2 with one failure
+    line."""
     profile = load_profile(name)
     tag = f"prefetch {profile.name}"
     if profile.is_local:
@@ -169,7 +174,7 @@ def run_prefetch(
         return EXIT_OK
     try:
         paths = _fetch(profile, tag, cache_dir, hub_timeout)
-    except Exception as err:  # noqa: BLE001 - HTTP, auth, disk errors become one line
+    except Exception as err:
         first = str(err).strip().splitlines()[0] if str(err).strip() else ""
         _say(
             tag,
@@ -179,14 +184,14 @@ def run_prefetch(
         return EXIT_FAIL
     if paths is None:
         return EXIT_FAIL
-    report = validate_cached(profile, paths[profile.verifier], paths[profile.drafter])
+    report = _validate_cached(profile, paths[profile.verifier], paths[profile.drafter])
     for problem in report.problems:
         _say(tag, f"pairing {problem.severity}: {problem.code}: {problem.message}")
     if not report.ok:
         return EXIT_FAIL
     _say(
         tag,
-        f"OK: {profile.verifier} and {profile.drafter} are in {cache_root(cache_dir)} and pair "
+        f"OK: {profile.verifier} and {profile.drafter} are in {_cache_root(cache_dir)} and pair "
         f"correctly; offline from now on: `HF_HUB_OFFLINE=1 make run PROFILE={profile.name}`",
     )
     return EXIT_OK
@@ -206,7 +211,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     try:
-        return run_prefetch(profile_name(args.profile), args.cache_dir, args.hub_timeout)
+        return _run_prefetch(profile_name(args.profile), args.cache_dir, args.hub_timeout)
     except ValueError as err:  # unknown profile, malformed profile file
         print(f"prefetch: {err}", file=sys.stderr)
         return EXIT_FAIL

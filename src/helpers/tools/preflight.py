@@ -42,25 +42,7 @@ from helpers.engine import compat
 from helpers.engine.pairing import HeaderError, safetensors_header, validate_pair
 
 __all__ = [
-    "EXIT_OK",
-    "EXIT_FAIL",
-    "HUB_TIMEOUT",
-    "tiny_gpu_notice",
-    "FLASHINFER_WARNING",
-    "PreflightResult",
     "gpu_notice",
-    "flashinfer_installed",
-    "check_gpus",
-    "cached_model_complete",
-    "check_hub",
-    "check_local_files",
-    "shown_path",
-    "check_safetensors",
-    "check_json",
-    "check_shipped_files",
-    "check_tokenizer",
-    "check_pairing",
-    "run_preflight",
     "main",
 ]
 
@@ -68,14 +50,14 @@ EXIT_OK = 0
 EXIT_FAIL = 2
 HUB_TIMEOUT = 5.0
 
-FLASHINFER_WARNING = (
+_FLASHINFER_WARNING = (
     f"flashinfer is not installed: {compat.seen('flashinfer')}; if the engine fails that way, "
     "`pip install flashinfer-python` in .venv"
 )
 
 
 @dataclass
-class PreflightResult:
+class _PreflightResult:
     """What the preflight found: failures stop the run, warnings do not."""
 
     profile: str
@@ -107,10 +89,10 @@ class PreflightResult:
 # --------------------------------------------------------------------------- GPUs
 
 
-def tiny_gpu_notice() -> str:
+def _tiny_gpu_notice() -> str:
     """Why the tiny pair makes EAGLE-3 look slow on a GPU, with the recorded H200 numbers
     (data/measurements/h200-vllm-step-costs.json, computed by helpers.analytics.speedup)."""
-    from helpers.analytics import speedup  # noqa: PLC0415 - pandas and torch only when it is due
+    from helpers.analytics import speedup
 
     path, k = speedup.H200_FILE, 3
     tiny = speedup.recorded_tiny_pair_speedups("conc1", path)
@@ -127,14 +109,15 @@ def tiny_gpu_notice() -> str:
 
 
 def gpu_notice(profile: Profile, gpu: bool | None = None) -> str | None:
-    """The one-line notice that the tiny pair is a loss on GPUs, when a CPU-sized profile runs on one; else None."""
+    """The one-line notice that the tiny pair is a loss on GPUs, when a CPU-sized profile runs on
+    one; else None."""
     if profile.gpus_needed > 0:
         return None
     gpu = has_gpu() if gpu is None else gpu
-    return tiny_gpu_notice() if gpu else None
+    return _tiny_gpu_notice() if gpu else None
 
 
-def flashinfer_installed() -> bool:
+def _flashinfer_installed() -> bool:
     """True when the flashinfer module is importable (found, not imported)."""
     return importlib.util.find_spec("flashinfer") is not None
 
@@ -144,8 +127,9 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
-def check_gpus(profile: Profile, gpus: list[GpuInfo] | str) -> tuple[list[str], list[str]]:
-    """(failures, warnings) for the profile's GPU needs: count, memory per GPU, compute capability."""
+def _check_gpus(profile: Profile, gpus: list[GpuInfo] | str) -> tuple[list[str], list[str]]:
+    """(failures, warnings) for the profile's GPU needs: count, memory per GPU, compute
+    capability."""
     need, need_gib = profile.gpus_needed, profile.gpu_memory_gib
     if need <= 0:
         return [], []
@@ -180,8 +164,8 @@ def check_gpus(profile: Profile, gpus: list[GpuInfo] | str) -> tuple[list[str], 
                 f"{profile.name} wants compute capability >= {min_cc} (native FP8); {names}: "
                 f"expect slower fallback kernels, or a load error"
             )
-    if not flashinfer_installed():
-        warnings.append(FLASHINFER_WARNING)
+    if not _flashinfer_installed():
+        warnings.append(_FLASHINFER_WARNING)
     return failures, warnings
 
 
@@ -190,7 +174,7 @@ def check_gpus(profile: Profile, gpus: list[GpuInfo] | str) -> tuple[list[str], 
 
 def _cached(repo: str, filename: str, cache_dir: str | Path | None = None) -> str | None:
     """Local path of a hub file in the HF cache, or None (never touches the network)."""
-    from huggingface_hub import try_to_load_from_cache  # noqa: PLC0415
+    from huggingface_hub import try_to_load_from_cache
 
     found = try_to_load_from_cache(repo, filename, cache_dir=cache_dir)
     return found if isinstance(found, str) else None
@@ -207,7 +191,7 @@ def cached_model_complete(repo: str, cache_dir: str | Path | None = None) -> boo
     return _cached(repo, "model.safetensors", cache_dir) is not None
 
 
-def check_hub(profile: Profile, timeout: float = HUB_TIMEOUT) -> tuple[str | None, str | None]:
+def _check_hub(profile: Profile, timeout: float = HUB_TIMEOUT) -> tuple[str | None, str | None]:
     """(failure, pass note): offline needs both models cached; online needs the hub to answer."""
     refs = [ref for ref in (profile.verifier, profile.drafter) if not is_local_ref(ref)]
     var = offline_var()
@@ -216,8 +200,10 @@ def check_hub(profile: Profile, timeout: float = HUB_TIMEOUT) -> tuple[str | Non
         if missing:
             return (
                 f"Hugging Face hub is off ({var} is set) and {' and '.join(missing)} "
-                f"{'is' if len(missing) == 1 else 'are'} not in the local cache: unset {var} on a machine "
-                f"that reaches huggingface.co (log in with `hf auth login` or HF_TOKEN), or download "
+                f"{'is' if len(missing) == 1 else 'are'} not in the local cache: unset {var} on a "
+                "machine "
+                "that reaches huggingface.co (log in with `hf auth login` or HF_TOKEN), or "
+                "download "
                 f"the models there first"
             ), None
         return None, f"hub off ({var}), models in the local cache"
@@ -226,11 +212,12 @@ def check_hub(profile: Profile, timeout: float = HUB_TIMEOUT) -> tuple[str | Non
         hint = (
             "both models are in the local cache: set HF_HUB_OFFLINE=1 to use it"
             if cached
-            else "check the network, proxy or HF_ENDPOINT, or download the models elsewhere into the HF "
-            "cache and set HF_HUB_OFFLINE=1"
+            else "check the network, proxy or HF_ENDPOINT, or download the models elsewhere into "
+            "the HF cache and set HF_HUB_OFFLINE=1"
         )
         return (
-            f"Hugging Face hub (huggingface.co) is unreachable (probe timeout {timeout:g} s): {hint}",
+            f"Hugging Face hub (huggingface.co) is unreachable (probe timeout {timeout:g} s): "
+            f"{hint}",
             None,
         )
     return None, "hub reachable"
@@ -239,7 +226,7 @@ def check_hub(profile: Profile, timeout: float = HUB_TIMEOUT) -> tuple[str | Non
 # --------------------------------------------------------------------------- models
 
 
-def check_local_files(profile: Profile) -> str | None:
+def _check_local_files(profile: Profile) -> str | None:
     """One line when a local model folder lacks config.json or safetensors (a shape profile's needs
     only config.json: vLLM gives it random weights), else None."""
     missing = []
@@ -261,7 +248,7 @@ def check_local_files(profile: Profile) -> str | None:
     )
 
 
-def shown_path(path: Path) -> str:
+def _shown_path(path: Path) -> str:
     """A path as the user types it: relative to the repo root when inside it."""
     try:
         return path.resolve().relative_to(REPO_ROOT.resolve()).as_posix()
@@ -269,17 +256,17 @@ def shown_path(path: Path) -> str:
         return str(path)
 
 
-def check_safetensors(path: Path) -> str | None:
+def _check_safetensors(path: Path) -> str | None:
     """One line when a safetensors file is not exactly what its header says (truncated, padded,
     garbage), else None."""
     try:
         safetensors_header(path)
     except (HeaderError, OSError) as err:
-        return str(err).replace(str(path), shown_path(path))
+        return str(err).replace(str(path), _shown_path(path))
     return None
 
 
-def check_json(path: Path, prompts_dir: Path = PROMPTS_DIR) -> str | None:
+def _check_json(path: Path, prompts_dir: Path = PROMPTS_DIR) -> str | None:
     """One line when a shipped JSON file does not parse (or a prompt file in `prompts_dir` is not
     a list of prompts, a model config not an object), else None."""
     try:
@@ -288,10 +275,10 @@ def check_json(path: Path, prompts_dir: Path = PROMPTS_DIR) -> str | None:
             return None
         content = read_json(path)
     except (OSError, ValueError) as err:
-        return str(err).replace(str(path), shown_path(path))
+        return str(err).replace(str(path), _shown_path(path))
     if path.name == "config.json" and not isinstance(content, dict):
         return (
-            f"{shown_path(path)} holds a JSON {type(content).__name__}, not a model config "
+            f"{_shown_path(path)} holds a JSON {type(content).__name__}, not a model config "
             f"object: {restore_hint(path)}"
         )
     return None
@@ -307,19 +294,19 @@ def _profile_weights(profile: Profile) -> list[Path]:
     return found
 
 
-def check_shipped_files(profile: Profile | None = None, data_dir: Path | None = None) -> list[str]:
+def _check_shipped_files(profile: Profile | None = None, data_dir: Path | None = None) -> list[str]:
     """One line per damaged file in data/ (and in the profile's local model folders): every
     safetensors file against its header, every JSON file parsed."""
     data_dir = DATA_DIR if data_dir is None else data_dir
     weights = sorted(data_dir.rglob("*.safetensors"))
     weights += [p for p in (_profile_weights(profile) if profile else []) if p not in weights]
-    problems = [check_safetensors(path) for path in weights]
+    problems = [_check_safetensors(path) for path in weights]
     prompts_dir = data_dir / PROMPTS_DIR.name
-    problems += [check_json(path, prompts_dir) for path in sorted(data_dir.rglob("*.json"))]
+    problems += [_check_json(path, prompts_dir) for path in sorted(data_dir.rglob("*.json"))]
     return [line for line in problems if line]
 
 
-def check_tokenizer(profile: Profile) -> str | None:
+def _check_tokenizer(profile: Profile) -> str | None:
     """One line when the profile names a tokenizer folder (a shape profile: Qwen3's, which
     `make venv` builds and verifies) that is not there or not verified, else None."""
     try:
@@ -329,8 +316,9 @@ def check_tokenizer(profile: Profile) -> str | None:
     return None
 
 
-def check_pairing(profile: Profile) -> tuple[list[str], list[str]]:
-    """(failures, warnings) helpers.engine.pairing.validate_pair plus the profile's recorded verifier shape."""
+def _check_pairing(profile: Profile) -> tuple[list[str], list[str]]:
+    """(failures, warnings) helpers.engine.pairing.validate_pair plus the profile's recorded
+    verifier shape."""
 
     verifier = profile.verifier_path() if profile.is_local else profile.verifier
     drafter = profile.drafter_path() if profile.is_local else profile.drafter
@@ -372,13 +360,14 @@ def check_pairing(profile: Profile) -> tuple[list[str], list[str]]:
 # --------------------------------------------------------------------------- the whole preflight
 
 
-def _guarded(result: PreflightResult, what: str, func, *args):  # noqa: ANN001, ANN202
+def _guarded(result: _PreflightResult, what: str, func, *args):
     """Run a check; an unexpected exception becomes one failure line instead of a traceback."""
     try:
         return func(*args)
-    except Exception as err:  # noqa: BLE001
+    except Exception as err:
         result.failures.append(
-            f"{what} check crashed: {type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"
+            f"{what} check crashed: {type(err).__name__}: "
+            f"{str(err).splitlines()[0] if str(err) else ''}"
         )
         return None
 
@@ -387,12 +376,12 @@ def run_preflight(
     profile: Profile | str | None = None,
     gpus: list[GpuInfo] | str | None = None,
     hub_timeout: float = HUB_TIMEOUT,
-) -> PreflightResult:
+) -> _PreflightResult:
     """Check a profile on this machine (gpus: inject for tests; None asks nvidia-smi)."""
     t0 = time.perf_counter()
     profile = profile if isinstance(profile, Profile) else load_profile(profile)
-    result = PreflightResult(profile.name)
-    damaged = _guarded(result, "shipped files", check_shipped_files, profile)
+    result = _PreflightResult(profile.name)
+    damaged = _guarded(result, "shipped files", _check_shipped_files, profile)
     if damaged or damaged is None:
         result.failures += damaged or []
         result.seconds = time.perf_counter() - t0
@@ -406,26 +395,28 @@ def run_preflight(
     return result
 
 
-def _run_local(profile: Profile, result: PreflightResult, gpus: list[GpuInfo] | str | None) -> None:
+def _run_local(
+    profile: Profile, result: _PreflightResult, gpus: list[GpuInfo] | str | None
+) -> None:
     """Local profiles: a shape profile's GPUs first (stop there if they fall short: one line), files
     present, pairing OK; the tiny on a GPU: the notice."""
     gpus = query_gpus() if gpus is None else gpus
-    gpu_failures, gpu_warnings = check_gpus(profile, gpus)
+    gpu_failures, gpu_warnings = _check_gpus(profile, gpus)
     if gpu_failures:  # random weights of a real size need its GPUs: nothing else matters here
         result.failures += gpu_failures
         return
-    missing = check_local_files(profile)
+    missing = _check_local_files(profile)
     if missing:
         result.failures.append(missing)
         return
     result.passed.append("models present")
     if profile.tokenizer is not None:
-        problem = check_tokenizer(profile)
+        problem = _check_tokenizer(profile)
         if problem:
             result.failures.append(problem)
             return
         result.passed.append("Qwen3 tokenizer verified")
-    checked = _guarded(result, "pairing", check_pairing, profile)
+    checked = _guarded(result, "pairing", _check_pairing, profile)
     if checked is not None:
         result.failures += checked[0]
         result.warnings += checked[1]
@@ -442,15 +433,16 @@ def _run_local(profile: Profile, result: PreflightResult, gpus: list[GpuInfo] | 
         result.warnings.append(notice)
     if profile.gpus_needed:
         result.warnings += gpu_warnings
-    elif on_gpu and not flashinfer_installed():
-        result.warnings.append(FLASHINFER_WARNING)
+    elif on_gpu and not _flashinfer_installed():
+        result.warnings.append(_FLASHINFER_WARNING)
 
 
 def _run_hub(
-    profile: Profile, result: PreflightResult, gpus: list[GpuInfo] | str | None, timeout: float
+    profile: Profile, result: _PreflightResult, gpus: list[GpuInfo] | str | None, timeout: float
 ) -> None:
-    """Hub profiles: hub first (stop there if it fails), then GPUs and pairing (all failures reported)."""
-    checked = _guarded(result, "hub", check_hub, profile, timeout)
+    """Hub profiles: hub first (stop there if it fails), then GPUs and pairing (all failures
+    reported)."""
+    checked = _guarded(result, "hub", _check_hub, profile, timeout)
     if checked is None:
         return
     failure, note = checked
@@ -459,14 +451,14 @@ def _run_hub(
         return
     result.passed.append(note)
     gpus = query_gpus() if gpus is None else gpus
-    gpu_failures, gpu_warnings = check_gpus(profile, gpus)
+    gpu_failures, gpu_warnings = _check_gpus(profile, gpus)
     result.failures += gpu_failures
     result.warnings += gpu_warnings
     if not gpu_failures:
         result.passed.append(
             f"{_plural(profile.gpus_needed, 'GPU')} with >= {profile.gpu_memory_gib:g} GiB"
         )
-    paired = _guarded(result, "pairing", check_pairing, profile)
+    paired = _guarded(result, "pairing", _check_pairing, profile)
     if paired is not None:
         result.failures += paired[0]
         result.warnings += paired[1]
@@ -475,7 +467,8 @@ def _run_hub(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """CLI: print the report (OK line to stdout, failures and warnings to stderr); 0 ok, 2 failed."""
+    """CLI: print the report (OK line to stdout, failures and warnings to stderr); 0 ok, 2
+    failed."""
     parser = argparse.ArgumentParser(
         prog="python -m helpers.tools.preflight", description=__doc__.splitlines()[0]
     )

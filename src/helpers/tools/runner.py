@@ -1,4 +1,5 @@
-"""Run notebooks headless (`python -m helpers.tools.runner`): executed copies + HTML under build/, a peak-RSS summary.
+"""Run notebooks headless (`python -m helpers.tools.runner`): executed copies + HTML under build/, a
+peak-RSS summary.
 
 A notebook that passes replaces build/<name>.ipynb and .html; one that fails or is interrupted
 goes to build/<name>.failed.ipynb and .html, so the last good copy stays until a new run of it
@@ -37,49 +38,24 @@ from helpers.common.paths import BUILD_DIR, NOTEBOOKS_DIR
 from helpers.serving.server import sweep_orphans
 
 __all__ = [
-    "DEFAULT_TIMEOUT",
-    "SAMPLE_INTERVAL",
-    "KERNEL_NAME",
-    "SUMMARY_NAME",
-    "GIB",
-    "INTERRUPT_GRACE",
-    "EXIT_INTERRUPTED",
-    "NotebookResult",
-    "CurrentEnvKernelSpecManager",
-    "InterruptibleClient",
-    "RssSampler",
-    "tree_processes",
-    "tree_rss_bytes",
-    "stop_leftovers",
-    "kernel_pid",
-    "find_notebooks",
-    "describe_error",
-    "failing_cell",
-    "cell_timeout_func",
-    "output_paths",
-    "write_outputs",
-    "run_notebook",
-    "format_summary",
-    "merge_records",
-    "write_summary",
-    "run_all",
-    "parse_args",
     "main",
+    "parse_args",
 ]
 
-DEFAULT_TIMEOUT = 1200.0
-SAMPLE_INTERVAL = 0.5
-KERNEL_NAME = "python3"
-SUMMARY_NAME = "run-summary.json"
-GIB = 1024**3
-#: Seconds an interrupted cell gets to stop (KeyboardInterrupt in the kernel) before the kernel is killed.
-INTERRUPT_GRACE = 15.0
+_DEFAULT_TIMEOUT = 1200.0
+_SAMPLE_INTERVAL = 0.5
+_KERNEL_NAME = "python3"
+_SUMMARY_NAME = "run-summary.json"
+_GIB = 1024**3
+#: Seconds an interrupted cell gets to stop (KeyboardInterrupt in the kernel) before the kernel is
+#: killed.
+_INTERRUPT_GRACE = 15.0
 #: Exit status after Ctrl-C (the shell's 128 + SIGINT); SIGTERM gives 128 + 15.
-EXIT_INTERRUPTED = 128 + signal.SIGINT
+_EXIT_INTERRUPTED = 128 + signal.SIGINT
 
 
 @dataclass
-class NotebookResult:
+class _NotebookResult:
     """How one notebook run went."""
 
     notebook: str
@@ -101,12 +77,13 @@ class NotebookResult:
         return "ok" if self.ok else "FAILED"
 
 
-class CurrentEnvKernelSpecManager(KernelSpecManager):
-    """Resolves the 'python3' kernel to this interpreter (the venv), whatever kernelspecs are installed."""
+class _CurrentEnvKernelSpecManager(KernelSpecManager):
+    """Resolves the 'python3' kernel to this interpreter (the venv), whatever kernelspecs are
+    installed."""
 
     def get_kernel_spec(self, kernel_name: str) -> KernelSpec:
         """The ipykernel spec for sys.executable when asked for KERNEL_NAME."""
-        if kernel_name != KERNEL_NAME:
+        if kernel_name != _KERNEL_NAME:
             return super().get_kernel_spec(kernel_name)
         return KernelSpec(
             argv=[sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
@@ -120,7 +97,7 @@ class _StopAfterInterruptError(Exception):
     """Raised by InterruptibleClient's cell hook to run no cell after an interrupt."""
 
 
-class InterruptibleClient(NotebookClient):
+class _InterruptibleClient(NotebookClient):
     """A NotebookClient that knows when it was interrupted (SIGINT, SIGTERM) and in which cell.
 
     The first signal interrupts the kernel (the cell gets KeyboardInterrupt and can clean up, as
@@ -165,7 +142,7 @@ class InterruptibleClient(NotebookClient):
         if first:
             asyncio.ensure_future(self.km.interrupt_kernel())
             loop = asyncio.get_running_loop()
-            self._kill_timer = loop.call_later(INTERRUPT_GRACE, self._kill_kernel)
+            self._kill_timer = loop.call_later(_INTERRUPT_GRACE, self._kill_kernel)
         else:
             self._kill_kernel()
 
@@ -176,12 +153,12 @@ class InterruptibleClient(NotebookClient):
             asyncio.ensure_future(km.shutdown_kernel(now=True))
 
 
-class RssSampler:
+class _RssSampler:
     """Samples the summed RSS of a process and all its descendants in a thread; keeps the peak
     and every process it saw (`seen`), so what outlives the process can be found afterwards."""
 
     def __init__(
-        self, get_pid: Callable[[], int | None], interval: float = SAMPLE_INTERVAL
+        self, get_pid: Callable[[], int | None], interval: float = _SAMPLE_INTERVAL
     ) -> None:
         """`get_pid` may return None until the process exists (the kernel is still starting)."""
         self._get_pid = get_pid
@@ -191,7 +168,7 @@ class RssSampler:
         self.peak_bytes = 0
         self.seen: dict[int, psutil.Process] = {}
 
-    def __enter__(self) -> RssSampler:
+    def __enter__(self) -> _RssSampler:
         self._thread.start()
         return self
 
@@ -206,7 +183,7 @@ class RssSampler:
     def sample(self) -> int:
         """One sample now: the summed RSS in bytes (0 when the process is not there)."""
         pid = self._get_pid()
-        procs = tree_processes(pid) if pid else []
+        procs = _tree_processes(pid) if pid else []
         for proc in procs:
             self.seen.setdefault(proc.pid, proc)
         total = _rss_bytes(procs)
@@ -220,7 +197,7 @@ class RssSampler:
             self._stop.wait(self._interval)
 
 
-def tree_processes(pid: int) -> list[psutil.Process]:
+def _tree_processes(pid: int) -> list[psutil.Process]:
     """`pid` and all its descendants ([] when it is gone)."""
     try:
         root = psutil.Process(pid)
@@ -240,12 +217,13 @@ def _rss_bytes(procs: Sequence[psutil.Process]) -> int:
     return total
 
 
-def tree_rss_bytes(pid: int) -> int:
-    """RSS of `pid` plus all its descendants, in bytes; processes that vanish mid-count are skipped."""
-    return _rss_bytes(tree_processes(pid))
+def _tree_rss_bytes(pid: int) -> int:
+    """RSS of `pid` plus all its descendants, in bytes; processes that vanish mid-count are
+    skipped."""
+    return _rss_bytes(_tree_processes(pid))
 
 
-def stop_leftovers(procs: Sequence[psutil.Process], grace: float = 5.0) -> list[str]:
+def _stop_leftovers(procs: Sequence[psutil.Process], grace: float = 5.0) -> list[str]:
     """Stop the processes of `procs` that still run (the same processes: psutil checks their start
     time): SIGTERM, SIGKILL after `grace` s. Returns 'name (pid N)' for each."""
     alive = []
@@ -265,7 +243,7 @@ def stop_leftovers(procs: Sequence[psutil.Process], grace: float = 5.0) -> list[
     return [name for _, name in alive]
 
 
-def kernel_pid(km: AsyncKernelManager) -> int | None:
+def _kernel_pid(km: AsyncKernelManager) -> int | None:
     """The kernel process id once it has started, else None."""
     provisioner = getattr(km, "provisioner", None)
     pid = getattr(provisioner, "pid", None)
@@ -275,8 +253,9 @@ def kernel_pid(km: AsyncKernelManager) -> int | None:
     return pid
 
 
-def find_notebooks(names: Sequence[str] = (), notebooks_dir: Path = NOTEBOOKS_DIR) -> list[Path]:
-    """The given notebooks (paths, or names inside notebooks_dir), else notebooks_dir/*.ipynb by name."""
+def _find_notebooks(names: Sequence[str] = (), notebooks_dir: Path = NOTEBOOKS_DIR) -> list[Path]:
+    """The given notebooks (paths, or names inside notebooks_dir), else notebooks_dir/*.ipynb by
+    name."""
     if not names:
         return sorted(notebooks_dir.glob("*.ipynb"), key=lambda p: p.name)
     found = []
@@ -290,7 +269,7 @@ def find_notebooks(names: Sequence[str] = (), notebooks_dir: Path = NOTEBOOKS_DI
     return found
 
 
-def describe_error(err: BaseException) -> str:
+def _describe_error(err: BaseException) -> str:
     """A one- or two-line account of a failure: the failing cell's error name + message."""
     if isinstance(err, CellExecutionError):
         name, message = err.ename, err.evalue
@@ -301,7 +280,7 @@ def describe_error(err: BaseException) -> str:
     return f"{name}: {text}"[:600]
 
 
-def failing_cell(nb: nbformat.NotebookNode) -> int | None:
+def _failing_cell(nb: nbformat.NotebookNode) -> int | None:
     """1-based index (among all cells) of the first cell with an error output, else None."""
     for index, cell in enumerate(nb.cells, 1):
         if any(out.get("output_type") == "error" for out in cell.get("outputs", [])):
@@ -309,8 +288,9 @@ def failing_cell(nb: nbformat.NotebookNode) -> int | None:
     return None
 
 
-def cell_timeout_func(deadline: float, cell_timeout: float | None) -> Callable[[Any], int]:
-    """nbclient timeout_func: a cell gets the notebook's remaining budget (at least 1 s), capped by cell_timeout."""
+def _cell_timeout_func(deadline: float, cell_timeout: float | None) -> Callable[[Any], int]:
+    """nbclient timeout_func: a cell gets the notebook's remaining budget (at least 1 s), capped by
+    cell_timeout."""
 
     def timeout(_cell: Any) -> int:
         remaining = deadline - time.monotonic()
@@ -321,8 +301,9 @@ def cell_timeout_func(deadline: float, cell_timeout: float | None) -> Callable[[
     return timeout
 
 
-def output_paths(notebook: str, build_dir: Path, ok: bool) -> tuple[Path, Path]:
-    """(executed .ipynb, .html) for a run: build/<name>.* when it passed, else build/<name>.failed.*."""
+def _output_paths(notebook: str, build_dir: Path, ok: bool) -> tuple[Path, Path]:
+    """(executed .ipynb, .html) for a run: build/<name>.* when it passed, else
+    build/<name>.failed.*."""
     stem = Path(notebook).stem + ("" if ok else ".failed")
     return build_dir / f"{stem}.ipynb", build_dir / f"{stem}.html"
 
@@ -334,7 +315,7 @@ def _replace(path: Path, write: Callable[[Path], None]) -> None:
     os.replace(partial, path)
 
 
-def write_outputs(nb: nbformat.NotebookNode, ipynb_path: Path, html_path: Path) -> None:
+def _write_outputs(nb: nbformat.NotebookNode, ipynb_path: Path, html_path: Path) -> None:
     """Write the executed notebook and its HTML export (each whole, or not at all)."""
     ipynb_path.parent.mkdir(parents=True, exist_ok=True)
     body, _ = HTMLExporter().from_notebook_node(nb)
@@ -346,8 +327,8 @@ def _error_text(
     err: BaseException, nb: nbformat.NotebookNode, deadline: float, timeout: float
 ) -> str:
     """The failure line: the failing cell and its error, and the timeout when it ran out."""
-    error = describe_error(err)
-    index = failing_cell(nb)
+    error = _describe_error(err)
+    index = _failing_cell(nb)
     if index is not None:
         error = f"cell {index}: {error}"
     if time.monotonic() >= deadline:
@@ -355,25 +336,25 @@ def _error_text(
     return error
 
 
-def run_notebook(
+def _run_notebook(
     path: Path,
     build_dir: Path = BUILD_DIR,
-    timeout: float = DEFAULT_TIMEOUT,
+    timeout: float = _DEFAULT_TIMEOUT,
     cell_timeout: float | None = None,
     cwd: Path | None = None,
-) -> NotebookResult:
+) -> _NotebookResult:
     """Execute one notebook on this interpreter's kernel; outputs land in build_dir (a failed or
     interrupted run beside the last good one); what the kernel left running is stopped."""
     nb = nbformat.read(str(path), as_version=4)
     km = AsyncKernelManager(
-        kernel_name=KERNEL_NAME, kernel_spec_manager=CurrentEnvKernelSpecManager()
+        kernel_name=_KERNEL_NAME, kernel_spec_manager=_CurrentEnvKernelSpecManager()
     )
     deadline = time.monotonic() + timeout
-    client = InterruptibleClient(
+    client = _InterruptibleClient(
         nb,
         km=km,
-        kernel_name=KERNEL_NAME,
-        timeout_func=cell_timeout_func(deadline, cell_timeout),
+        kernel_name=_KERNEL_NAME,
+        timeout_func=_cell_timeout_func(deadline, cell_timeout),
         startup_timeout=120,
         resources={"metadata": {"path": str(cwd or path.parent)}},
         extra_arguments=["--IPKernelApp.log_level=ERROR"],  # not the TCP-without-encryption warning
@@ -384,12 +365,12 @@ def run_notebook(
     # from vLLM and torch) goes to a log, not the terminal.
     kernel_log = build_dir / "logs" / f"kernel-{path.stem}.log"
     kernel_log.parent.mkdir(parents=True, exist_ok=True)
-    with kernel_log.open("w") as stderr, RssSampler(lambda: kernel_pid(km)) as sampler:
+    with kernel_log.open("w") as stderr, _RssSampler(lambda: _kernel_pid(km)) as sampler:
         # Also sample after every cell: a short notebook can finish between two timer ticks.
         client.on_cell_executed = lambda **_: sampler.sample()
         try:
             client.execute(cleanup_kc=True, stderr=stderr)
-        except Exception as err:  # noqa: BLE001 - any failure is reported, outputs still written
+        except Exception as err:
             error = _error_text(err, nb, deadline, timeout)
         finally:
             sampler.sample()
@@ -399,17 +380,17 @@ def run_notebook(
     if interrupted:
         cell = f"cell {client.current_cell}" if client.current_cell else "kernel start"
         error = f"interrupted in {cell} ({signal.Signals(client.signal_received).name})"
-    leftovers = stop_leftovers(list(sampler.seen.values())) + sweep_orphans()
-    ipynb_path, html_path = output_paths(path.name, build_dir, ok=error is None)
-    write_outputs(nb, ipynb_path, html_path)
+    leftovers = _stop_leftovers(list(sampler.seen.values())) + sweep_orphans()
+    ipynb_path, html_path = _output_paths(path.name, build_dir, ok=error is None)
+    _write_outputs(nb, ipynb_path, html_path)
     if error is None:  # this run is the good copy now: drop an older failed one
-        for stale in output_paths(path.name, build_dir, ok=False):
+        for stale in _output_paths(path.name, build_dir, ok=False):
             stale.unlink(missing_ok=True)
-    return NotebookResult(
+    return _NotebookResult(
         notebook=path.name,
         ok=error is None,
         seconds=round(seconds, 1),
-        peak_rss_gib=round(sampler.peak_bytes / GIB, 3),
+        peak_rss_gib=round(sampler.peak_bytes / _GIB, 3),
         executed=str(ipynb_path),
         html=str(html_path),
         error=error,
@@ -418,7 +399,7 @@ def run_notebook(
     )
 
 
-def format_summary(results: Sequence[NotebookResult]) -> str:
+def _format_summary(results: Sequence[_NotebookResult]) -> str:
     """The one-screen table: notebook, status, seconds, peak RSS (GiB)."""
     width = max([len("notebook"), *(len(r.notebook) for r in results)])
     lines = [f"{'notebook':<{width}}  {'status':<6}  {'seconds':>8}  {'peak RSS GiB':>12}"]
@@ -430,7 +411,7 @@ def format_summary(results: Sequence[NotebookResult]) -> str:
     return "\n".join(lines)
 
 
-def merge_records(
+def _merge_records(
     old: Sequence[dict[str, Any]], new: Sequence[dict[str, Any]]
 ) -> list[dict[str, Any]]:
     """The summary's records: each notebook's newest record, ordered by notebook name."""
@@ -439,16 +420,16 @@ def merge_records(
     return [merged[name] for name in sorted(merged)]
 
 
-def write_summary(results: Sequence[NotebookResult], build_dir: Path = BUILD_DIR) -> Path:
+def _write_summary(results: Sequence[_NotebookResult], build_dir: Path = BUILD_DIR) -> Path:
     """Merge this run's records into build_dir/run-summary.json (one record per notebook, with
     'status'; notebooks this run did not run keep their last record)."""
     build_dir.mkdir(parents=True, exist_ok=True)
-    path = build_dir / SUMMARY_NAME
+    path = build_dir / _SUMMARY_NAME
     try:
         old = json.loads(path.read_text()).get("notebooks", [])
     except (OSError, ValueError, AttributeError):
         old = []  # none yet, or unreadable: start over
-    records = merge_records(old, [{**asdict(r), "status": r.status} for r in results])
+    records = _merge_records(old, [{**asdict(r), "status": r.status} for r in results])
     ok = all(r.get("status") == "ok" for r in records)
     _replace(
         path,
@@ -459,12 +440,12 @@ def write_summary(results: Sequence[NotebookResult], build_dir: Path = BUILD_DIR
     return path
 
 
-def run_all(
+def _run_all(
     notebooks: Sequence[Path],
     build_dir: Path = BUILD_DIR,
-    timeout: float = DEFAULT_TIMEOUT,
+    timeout: float = _DEFAULT_TIMEOUT,
     cell_timeout: float | None = None,
-) -> list[NotebookResult]:
+) -> list[_NotebookResult]:
     """Run `notebooks` in order, printing a progress line as each starts and any failure as it
     ends; the summary is merged after each one. An interrupted notebook ends the run."""
     results = []
@@ -472,7 +453,9 @@ def run_all(
         print(f"[run] stopped a server an earlier kernel left running: {line}", flush=True)
     for i, path in enumerate(notebooks, 1):
         print(f"[run] {i}/{len(notebooks)} {path.name} ...", flush=True)
-        result = run_notebook(path, build_dir=build_dir, timeout=timeout, cell_timeout=cell_timeout)
+        result = _run_notebook(
+            path, build_dir=build_dir, timeout=timeout, cell_timeout=cell_timeout
+        )
         if not result.ok:
             print(
                 f"[run]   {result.status} after {result.seconds:.1f} s: {_indent(result.error)}",
@@ -485,7 +468,7 @@ def run_all(
                 flush=True,
             )
         results.append(result)
-        write_summary([result], build_dir)
+        _write_summary([result], build_dir)
         if result.interrupted:
             break
     return results
@@ -503,7 +486,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "notebooks", nargs="*", help="notebooks to run (default: notebooks/*.ipynb by name)"
     )
     parser.add_argument(
-        "--timeout", type=float, default=DEFAULT_TIMEOUT, help="seconds per notebook (default 1200)"
+        "--timeout",
+        type=float,
+        default=_DEFAULT_TIMEOUT,
+        help="seconds per notebook (default 1200)",
     )
     parser.add_argument(
         "--cell-timeout",
@@ -522,7 +508,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     SIGTERM) when interrupted."""
     args = parse_args(argv)
     try:
-        notebooks = find_notebooks(args.notebooks)
+        notebooks = _find_notebooks(args.notebooks)
     except FileNotFoundError as err:
         print(f"[run] {err}", file=sys.stderr)
         return 1
@@ -530,7 +516,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"[run] no notebooks found in {NOTEBOOKS_DIR}", file=sys.stderr)
         return 1
     try:
-        results = run_all(
+        results = _run_all(
             notebooks,
             build_dir=args.build_dir,
             timeout=args.timeout,
@@ -538,10 +524,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     except KeyboardInterrupt:  # between notebooks: nothing was running
         print("\n[run] interrupted between notebooks", flush=True)
-        return EXIT_INTERRUPTED
+        return _EXIT_INTERRUPTED
     print()
-    print(format_summary(results))
-    summary = args.build_dir / SUMMARY_NAME
+    print(_format_summary(results))
+    summary = args.build_dir / _SUMMARY_NAME
     failed = [r for r in results if not r.ok]
     for r in failed:
         print(f"\n{r.status} {r.notebook}: {_indent(r.error)}")
