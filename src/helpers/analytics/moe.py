@@ -298,28 +298,3 @@ def relative_cost(shape: MoeShape, k: int, batch: int, rho: float, context: int 
     plain = step_bytes(shape, batch, plain_union, context)
     spec = step_bytes(shape, batch, spec_union, context, drafter_steps=k)
     return spec / plain
-
-
-def _cost_table(
-    shapes: Sequence[MoeShape],
-    ks: Sequence[int],
-    batches: Sequence[int],
-    rhos: dict[str, float],
-    context: int = 512,
-) -> pd.DataFrame:
-    """c(k, B) for every shape, k, batch and named routing correlation (a tidy table)."""
-    rows = [
-        {
-            "shape": s.name,
-            "num_speculative_tokens": k,
-            "batch": b,
-            "routing": name,
-            "rho": rho,
-            "relative_step_cost": relative_cost(s, k, b, rho, context),
-        }
-        for s in shapes
-        for k in ks
-        for b in batches
-        for name, rho in rhos.items()
-    ]
-    return pd.DataFrame(rows)

@@ -23,7 +23,6 @@ __all__ = [
     "ExpandKernelCheck",
 ]
 
-_ISSUE_URL = "https://github.com/vllm-project/vllm/issues/55005"
 _KERNEL_NAME = "vllm.v1.sample.rejection_sampler.expand_kernel"
 #: `worker_extension_cls` for vLLM: the worker imports this class by name.
 EXPAND_KERNEL_CHECK = "helpers.engine.vllm_issue_55005.ExpandKernelCheck"

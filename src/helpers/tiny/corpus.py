@@ -114,18 +114,6 @@ _JOBS = (
     "architect",
 )
 _PETS = ("owl", "cat", "dog", "parrot", "turtle", "rabbit", "goat", "lizard", "hamster", "ferret")
-_COLOR_WORDS = (
-    "red",
-    "blue",
-    "green",
-    "amber",
-    "violet",
-    "silver",
-    "copper",
-    "ivory",
-    "teal",
-    "scarlet",
-)
 _NOUNS = (
     "price",
     "speed",
