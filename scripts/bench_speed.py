@@ -121,7 +121,7 @@ def markdown(res: dict[str, Any]) -> str:
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     """Command-line flags."""
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     p.add_argument("--workdir", type=Path, default=Path("/tmp/speed-clone"))
     p.add_argument("--skip-test", action="store_true", help="only make run and the engine starts")
     return p.parse_args(argv)

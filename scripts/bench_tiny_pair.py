@@ -41,7 +41,7 @@ from helpers.tiny.recipe import local_profile
 
 def parse_args() -> argparse.Namespace:
     """Command-line flags (small defaults, like vLLM's examples)."""
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     p.add_argument("--prompts", type=int, default=32, help="held-out prompts per category")
     p.add_argument("--max-tokens", type=int, default=128, help="new tokens per answer")
     p.add_argument("--ks", default="1,2,3,4,5", help="numbers of speculative tokens to sweep")

@@ -598,7 +598,7 @@ def _on_signal(signum, _frame):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     parser.add_argument(
         "--notebook", type=Path, default=DEFAULT_NOTEBOOK, help="notebook to open (default: 01)"
     )

@@ -54,7 +54,7 @@ TIMING_WORDS = ("took", "seconds", "Graph capturing", "compil", "Loading weights
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     """Command-line flags."""
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     p.add_argument("--out", type=Path, default=Path("build/gpu-engine-lab.json"))
     p.add_argument("--configs", default=",".join(CONFIGS), help="comma-separated names")
     p.add_argument("--prompts", type=int, default=32)

@@ -87,7 +87,7 @@ CPU_DEFAULTS = {
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     """Command-line flags; defaults are notebook 06's full grid on the 30B-A3B shape (GPU_DEFAULTS),
     or the tiny pair's smoke test with --cpu (CPU_DEFAULTS)."""
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     p.add_argument("--out", type=Path, default=Path("build/gpu-moe-lab.json"))
     p.add_argument("--ks", help=f"speculative engines, in order (default {GPU_DEFAULTS['ks']})")
     p.add_argument("--taus", help="τ grid, each k measures τ ≤ k + 1; 0: real acceptance")

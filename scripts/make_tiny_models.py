@@ -14,7 +14,7 @@ from helpers.tiny.recipe import SMOKE, RecipeConfig, build_tiny_pair, resume_dra
 
 def parse_args() -> argparse.Namespace:
     """Command-line flags."""
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     p.add_argument(
         "--out", type=Path, default=DATA_DIR, help="folder to write into (default: data/)"
     )

@@ -273,7 +273,7 @@ def build_qwen_tokenizer(python: Path) -> bool:
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     """Command-line options (--force, --verbose)."""
     parser = argparse.ArgumentParser(
-        prog="python3 scripts/setup_env.py", description=__doc__.splitlines()[0]
+        prog="python3 scripts/setup_env.py", description=" ".join(__doc__.split("\n\n")[0].split())
     )
     parser.add_argument(
         "--force", action="store_true", help="reinstall even if the stamp says up to date"

@@ -158,8 +158,7 @@ def schema_sampling(max_tokens: int, schema: Mapping[str, Any] = RECORDS_SCHEMA)
     )
 
 
-# --------------------------------------------------------------------------- drafts the grammar
-# dropped
+# ---------------------------------------------------------------------- drafts the grammar dropped
 
 
 def _steps_without_draft(run: CategoryRun) -> int:

@@ -402,4 +402,4 @@ class RoutingLab:
 
 
 #: The dotted name vLLM loads RoutingLab by (`worker_extension_cls`).
-ROUTING_LAB = f"{__name__}.RoutingLab"
+ROUTING_LAB = f"{__name__}.{RoutingLab.__qualname__}"

@@ -185,8 +185,7 @@ def _model_curve(
     return pd.DataFrame(rows)
 
 
-# --------------------------------------------------------------------------- the recorded H200
-# measurement
+# ------------------------------------------------------------------- the recorded H200 measurement
 
 
 def load_h200(path: Path = H200_FILE) -> dict[str, Any]:

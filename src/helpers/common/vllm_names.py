@@ -93,8 +93,7 @@ PER_POSITION_RATES = "spec_decode_per_position_acceptance_rates"
 #: The workbook's long tables hold one of those rates per row, under the singular (not vLLM's key).
 PER_POSITION_RATE = "spec_decode_per_position_acceptance_rate"
 
-# ------------------------- per-request acceptance (some vLLMs lack it:
-# helpers.engine.compat.FEATURES)
+# --------------------- per-request acceptance (some vLLMs lack it: helpers.engine.compat.FEATURES)
 
 #: Engine argument (EngineArgs, engine/arg_utils.py; ObservabilityConfig, config/observability.py).
 PER_REQUEST_METRICS_ARG = "per_request_spec_decode_metrics"
@@ -105,8 +104,7 @@ PER_REQUEST_DETAILED = "detailed"
 #: Where a finished CompletionOutput carries that record (outputs.py).
 OUTPUT_METRICS_ATTR = "spec_decode_metrics"
 
-# ------------------- per-request acceptance in a server's response
-# (entrypoints/generate/base/protocol.py)
+# ----------- per-request acceptance in a server's response (entrypoints/generate/base/protocol.py)
 
 #: The response's (and the final streaming usage chunk's) per-request block (PerRequestMetrics).
 RESPONSE_METRICS_KEY = "metrics"
@@ -138,8 +136,7 @@ NUM_GPU_BLOCKS_LABEL = "num_gpu_blocks"
 #: Its label with the tokens per block.
 BLOCK_SIZE_LABEL = "block_size"
 
-# ------------------------- the EAGLE prefix-cache block drop (config/speculative.py; compat names
-# who has it)
+# -------------- the EAGLE prefix-cache block drop (config/speculative.py; compat names who has it)
 
 #: `speculative_config` key that keeps the last matched prefix-cache block for EAGLE drafters.
 DISABLE_EAGLE_BLOCK_DROP = "disable_eagle_block_drop"

@@ -312,7 +312,7 @@ class _WorkerProbe:
 
 
 #: The dotted name vLLM loads WorkerProbe by (`worker_extension_cls`).
-WORKER_PROBE = f"{__name__}.WorkerProbe"
+WORKER_PROBE = f"{__name__}.{_WorkerProbe.__qualname__}"
 
 
 def runs_model_runner_v2(runner: str) -> bool:

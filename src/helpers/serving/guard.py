@@ -79,7 +79,9 @@ def _exit_like(code: int) -> int:
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """--owner PID, --grace S, --poll S, then the command after `--`."""
-    parser = argparse.ArgumentParser(prog="guard.py", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="guard.py", description=" ".join(__doc__.split("\n\n")[0].split())
+    )
     parser.add_argument("--owner", type=int, required=True, help="pid of the owning process")
     parser.add_argument("--grace", type=float, default=_ORPHAN_GRACE)
     parser.add_argument("--poll", type=float, default=_POLL_SECONDS)

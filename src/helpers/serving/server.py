@@ -379,8 +379,7 @@ def open_ports() -> list[int]:
     return [port for port in sorted(_started_ports) if _port_in_use(port)]
 
 
-# ---------------------------------------------------------------- owners: a server dies with its
-# owner
+# ------------------------------------------------------------ owners: a server dies with its owner
 
 
 def _guarded_argv(argv: Sequence[str], owner: int | None = None) -> list[str]:

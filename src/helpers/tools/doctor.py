@@ -248,8 +248,7 @@ def _check_venv(
     return _Row("venv", _OK, f"{venv} runs Python {have}")
 
 
-# --------------------------------------------------------------------------- stage two: inside
-# .venv
+# ------------------------------------------------------------------------- stage two: inside .venv
 
 
 def _load_setup_env() -> ModuleType:
@@ -580,7 +579,8 @@ def _env_default(name: str, default: Any) -> Any:
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """Command-line options; each defaults to its WORKBOOK_DOCTOR_* variable when set."""
     parser = argparse.ArgumentParser(
-        prog="python -m helpers.tools.doctor", description=__doc__.splitlines()[0]
+        prog="python -m helpers.tools.doctor",
+        description=" ".join(__doc__.split("\n\n")[0].split()),
     )
     flag = _env_default
     parser.add_argument("--profile", default=None, help="default: $WORKBOOK_PROFILE, else tiny")

@@ -9,16 +9,12 @@ runs the exercise's checks in order against its functions and prints one line pe
 or the first failed check's one-line hint. The same checks run against the reference solutions in
 CI (tests/tools/test_grader.py), so a check fails only on code that behaves differently.
 
-| file              | write                                     | taught in      | reference
-|
-|-------------------|-------------------------------------------|----------------|------------------------|
-| accept_greedy.py  | the greedy accept rule                    | 03 §4          |
-decode.accept_greedy   | | draft_step.py     | one EAGLE-3 draft step, and k of them     | 03 §4
-| drafter.draft_step,    | |                   |                                           |
-| decode.draft           | | accept_sampled.py | rejection sampling at T > 0               | 03
-exercise 8  | decode.accept_sampled, | |                   |
-|                | vLLM's own sampler     | | ttt_loss.py       | the training-time-test loss
-| 05 §4          | train.ttt_loss         |
+| file | write | taught in | reference |
+|---|---|---|---|
+| accept_greedy.py | the greedy accept rule | 03 §4 | decode.accept_greedy |
+| draft_step.py | one EAGLE-3 draft step, and k of them | 03 §4 | drafter.draft_step, decode.draft |
+| accept_sampled.py | rejection sampling, T > 0 | 03 ex. 8 | decode.accept_sampled, vLLM's sampler |
+| ttt_loss.py | the training-time-test loss | 05 §4 | train.ttt_loss |
 
 The checks use the tiny pair in data/ (the verifier in transformers, float32, on the CPU);
 accept_sampled is compared in distribution with vLLM's rejection sampler (`helpers.engine.sampler`)
@@ -372,7 +368,7 @@ def _grade_all(
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Print one line per exercise; exit 0 when all pass, 1 otherwise."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     parser.add_argument(
         "folder", nargs="?", default=str(_EXERCISES_DIR), help="your exercise files"
     )

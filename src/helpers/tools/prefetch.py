@@ -200,7 +200,8 @@ def _run_prefetch(
 def main(argv: Sequence[str] | None = None) -> int:
     """CLI: prefetch one profile; 0 ok, 2 failed (one line)."""
     parser = argparse.ArgumentParser(
-        prog="python -m helpers.tools.prefetch", description=__doc__.splitlines()[0]
+        prog="python -m helpers.tools.prefetch",
+        description=" ".join(__doc__.split("\n\n")[0].split()),
     )
     parser.add_argument(
         "--profile", default=None, help="profile name (default: $WORKBOOK_PROFILE, else tiny)"

@@ -470,7 +470,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """CLI: print the report (OK line to stdout, failures and warnings to stderr); 0 ok, 2
     failed."""
     parser = argparse.ArgumentParser(
-        prog="python -m helpers.tools.preflight", description=__doc__.splitlines()[0]
+        prog="python -m helpers.tools.preflight",
+        description=" ".join(__doc__.split("\n\n")[0].split()),
     )
     parser.add_argument(
         "--profile", default=None, help="profile name (default: $WORKBOOK_PROFILE, else tiny)"
