@@ -62,7 +62,7 @@ def test_alpha_for_tau_inverts_the_model(k: int, alpha: float) -> None:
 
 
 def test_relative_step_cost() -> None:
-    assert sp.relative_step_cost(
+    assert sp._relative_step_cost(
         verifier_seconds=0.012, drafter_seconds=0.002, plain_seconds=0.010, k=3
     ) == pytest.approx(1.8)
 

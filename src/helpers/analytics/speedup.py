@@ -80,7 +80,7 @@ def _alpha_for_tau(tau: float, k: int, tol: float = 1e-10) -> float:
     return (lo + hi) / 2
 
 
-def relative_step_cost(
+def _relative_step_cost(
     verifier_seconds: float, drafter_seconds: float, plain_seconds: float, k: int
 ) -> float:
     """c(k): (one verifier step over k + 1 tokens + k drafter steps) / one 1-token verifier step."""
@@ -158,7 +158,7 @@ def _measure_step_costs(
             "verifier_step_ms": 1e3 * verify[k],
             "drafter_step_ms": 1e3 * draft,
             "spec_step_ms": 1e3 * (verify[k] + k * draft),
-            "relative_step_cost": relative_step_cost(verify[k], draft, plain, k),
+            "relative_step_cost": _relative_step_cost(verify[k], draft, plain, k),
             "threads": threads,
         }
         for k in ks
