@@ -3,8 +3,6 @@ decoding wins), and replays of static k, the schedule and the utility controller
 
 from __future__ import annotations
 
-import random
-
 import pytest
 
 from helpers.analytics import schedule
@@ -67,14 +65,7 @@ def test_static_replay_is_tau_over_c() -> None:
 
 
 def iid_trace(alpha: float, steps: int, k_max: int = 5, seed: int = 0) -> list[int]:
-    rng = random.Random(seed)
-    out = []
-    for _ in range(steps):
-        j = 0
-        while j < k_max and rng.random() < alpha:
-            j += 1
-        out.append(j)
-    return out
+    return schedule.iid_traces(alpha, 1, steps, k_max, seed)[0]
 
 
 def test_utility_controller_stops_speculating_when_it_does_not_pay() -> None:

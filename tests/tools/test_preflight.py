@@ -320,22 +320,28 @@ def test_gpu_notice_only_for_tiny_on_a_gpu() -> None:
     assert preflight.gpu_notice(real, gpu=True) is None
 
 
-def test_hub_profile_preflight_end_to_end_on_a_local_pair(
-    monkeypatch: pytest.MonkeyPatch, tiny_pair
-) -> None:
-    """The whole hub path (hub -> GPUs -> pairing) on the stand-in pair, as if served from the hub."""
+def fake_hub(monkeypatch: pytest.MonkeyPatch, tiny_pair, **fields) -> Profile:
+    """The stand-in pair as a hub profile on one 75 GiB GPU, with the hub reachable."""
     monkeypatch.setattr(preflight, "_check_hub", lambda profile, timeout: (None, "hub reachable"))
     monkeypatch.setattr(preflight, "_flashinfer_installed", lambda: True)
-    profile = Profile(
+    return Profile(
         name="fake-hub",
         description="",
         verifier=str(tiny_pair.verifier),
         drafter=str(tiny_pair.drafter),
         num_speculative_tokens=3,
-        engine={"max_model_len": 1024},
         needs={"hub": True, "gpus": 1, "gpu_memory_gib": 75},
         verifier_layers=8,
-        verifier_hidden_size=128,
+        **fields,
+    )
+
+
+def test_hub_profile_preflight_end_to_end_on_a_local_pair(
+    monkeypatch: pytest.MonkeyPatch, tiny_pair
+) -> None:
+    """The whole hub path (hub -> GPUs -> pairing) on the stand-in pair, as if served from the hub."""
+    profile = fake_hub(
+        monkeypatch, tiny_pair, engine={"max_model_len": 1024}, verifier_hidden_size=128
     )
     ok = preflight.run_preflight(profile, gpus=[H100])
     assert ok.exit_code == 0, ok.lines()
@@ -493,18 +499,8 @@ def test_a_corrupt_verifier_config_is_a_pairing_line_not_a_crash(
     config: str,
     code: str,
 ) -> None:
-    monkeypatch.setattr(preflight, "_check_hub", lambda profile, timeout: (None, "hub reachable"))
-    monkeypatch.setattr(preflight, "_flashinfer_installed", lambda: True)
     (tiny_pair.verifier / "config.json").write_text(config)
-    profile = Profile(
-        name="fake-hub",
-        description="",
-        verifier=str(tiny_pair.verifier),
-        drafter=str(tiny_pair.drafter),
-        num_speculative_tokens=3,
-        needs={"hub": True, "gpus": 1, "gpu_memory_gib": 75},
-        verifier_layers=8,
-    )
+    profile = fake_hub(monkeypatch, tiny_pair)
     result = preflight.run_preflight(profile, gpus=[H100])
     assert result.exit_code == 2 and not any("crashed" in f for f in result.failures)
     assert [f.split(":")[:2] for f in result.failures] == [["pairing", f" {code}"]]

@@ -234,8 +234,7 @@ def transformers_warning() -> str | None:
         return None
     return (
         f"WARNING: transformers {installed or _NOT_INSTALLED} is installed but this workbook is "
-        "pinned to "
-        f"{_PINNED_TRANSFORMERS}; model loading and outputs may differ (run `make venv`)"
+        f"pinned to {_PINNED_TRANSFORMERS}; model loading and outputs may differ (run `make venv`)"
     )
 
 

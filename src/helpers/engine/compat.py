@@ -86,8 +86,7 @@ FEATURES: Mapping[str, _Feature] = {
     ),
     vllm_names.DISABLE_EAGLE_BLOCK_DROP: _Feature(
         f"`speculative_config` key `{vllm_names.DISABLE_EAGLE_BLOCK_DROP}` (vLLM PR #53388): keep "
-        "the "
-        "last matched prefix-cache block that EAGLE-like drafters otherwise drop and recompute",
+        "the last matched prefix-cache block that EAGLE-like drafters otherwise drop and recompute",
         has=("vLLM 0.31.0",),
         lacks=("vLLM 0.26.0",),
         lost="EAGLE always drops the last prefix-cache hit block: no server without the drop "

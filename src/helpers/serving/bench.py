@@ -268,8 +268,7 @@ def run_benchmark(
             r = run.row()
             print(
                 f"[{mode}] concurrency {c:>2}: {r['requests']} requests, {r['output_tok_s']:.0f} "
-                "tok/s, "
-                f"TTFT {r['mean_ttft_ms']:.0f} ms, TPOT {r['mean_tpot_ms']:.1f} ms, "
+                f"tok/s, TTFT {r['mean_ttft_ms']:.0f} ms, TPOT {r['mean_tpot_ms']:.1f} ms, "
                 f"{run.duration:.1f} s"
             )
     return runs
@@ -467,8 +466,7 @@ def crossing_statement(table: pd.DataFrame) -> str:
     if (t["speedup"] < 1).all():
         return (
             f"The ratio is below 1 at every concurrency measured ({span}): on this machine "
-            "speculative "
-            f"decoding never served more tokens per second than plain decoding."
+            f"speculative decoding never served more tokens per second than plain decoding."
         )
     i = int(t.index[t.concurrency == cross][0])
     prev = f"; {t.speedup[i - 1]:.2f}× at {int(t.concurrency[i - 1])}" if i > 0 else ""

@@ -178,8 +178,7 @@ def _check_memory(total_gib: float | None, min_gib: float = _MIN_RAM_GIB) -> _Ro
         "memory",
         _PROBLEM,
         f"This machine has {total_gib:.1f} GiB of RAM but the notebooks need {min_gib:g} GiB: use "
-        "a "
-        f"bigger machine or a Codespace with 8 GB or more.",
+        f"a bigger machine or a Codespace with 8 GB or more.",
     )
 
 
@@ -242,8 +241,7 @@ def _check_venv(
             "venv",
             _PROBLEM,
             f"{venv} was built with Python {have} but the workbook needs >= {need[0]}.{need[1]}: "
-            "rebuild "
-            f"it with `rm -rf {venv} && make venv PYTHON=python3.11`.",
+            f"rebuild it with `rm -rf {venv} && make venv PYTHON=python3.11`.",
         )
     return _Row("venv", _OK, f"{venv} runs Python {have}")
 
@@ -478,8 +476,7 @@ def _run_venv_stage(
                 "engine" if engine else "venv stage",
                 _PROBLEM,
                 f"The venv checks did not finish within {timeout:g} s: close other work and run "
-                "`make doctor` again, or raise the limit with DOCTOR_FLAGS='--engine-timeout "
-                "300'.",
+                "`make doctor` again, or raise the limit with DOCTOR_FLAGS='--engine-timeout 300'.",
             )
         )
     elif proc.returncode != 0 or not rows:

@@ -125,8 +125,7 @@ def _fetch(
                 tag,
                 f"{var} is set, so nothing can be downloaded, and {' and '.join(missing)} "
                 f"{'is' if len(missing) == 1 else 'are'} not in the cache: unset {var} on a "
-                "machine "
-                f"that reaches huggingface.co and {rerun}",
+                f"machine that reaches huggingface.co and {rerun}",
             )
             return None
         _say(tag, f"{var} is set and both models are in the cache: validating only")

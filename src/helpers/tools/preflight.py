@@ -201,10 +201,8 @@ def _check_hub(profile: Profile, timeout: float = HUB_TIMEOUT) -> tuple[str | No
             return (
                 f"Hugging Face hub is off ({var} is set) and {' and '.join(missing)} "
                 f"{'is' if len(missing) == 1 else 'are'} not in the local cache: unset {var} on a "
-                "machine "
-                "that reaches huggingface.co (log in with `hf auth login` or HF_TOKEN), or "
-                "download "
-                f"the models there first"
+                "machine that reaches huggingface.co (log in with `hf auth login` or HF_TOKEN), or "
+                f"download the models there first"
             ), None
         return None, f"hub off ({var}), models in the local cache"
     if not hub_reachable(timeout=timeout):
