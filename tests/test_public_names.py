@@ -22,10 +22,11 @@ from helpers.common.paths import REPO_ROOT
 SRC = REPO_ROOT / "src" / "helpers"
 PACKAGES = sorted(p for p in SRC.iterdir() if (p / "__init__.py").is_file())
 MODULES = sorted(p for p in SRC.glob("*/*.py") if p.name != "__init__.py")
-#: The most names all modules together may export. Every public name was exported before (914 at
-#: 52507a3); the issue's target was 250, but notebooks' code alone calls 277 helpers names, so the
-#: face cannot be narrower than the notebooks' use without rewriting their calls.
-MAX_EXPORTED = 424
+#: The most names all modules together may export: the count measured at the last narrowing, so a
+#: new export has to be argued here. Every public name was exported before (914 at 52507a3). Of the
+#: 421 left, notebooks use 281 (188 of them in one notebook only) and the other packages, scripts,
+#: command lines and twins the rest. The issue's target of 250 was set when notebooks used 196.
+MAX_EXPORTED = 421
 
 
 def declared_all(tree: ast.Module) -> list[str] | None:
@@ -61,9 +62,8 @@ def users() -> dict[str, str]:
         cells = json.loads(p.read_text())["cells"]
         code = [c["source"] for c in cells]  # markdown too: an exercise's answer calls helpers
         texts[f"notebook:{p.name}"] = "\n".join("".join(s) for s in code)
-    # `python -m helpers.pkg.mod` (Makefile, scripts, helpers, CI) runs the module's main() (as
-    # does a helper run by path, `Path(guard.__file__)`), which reads its parse_args(): a command
-    # line's two names stay public
+    # `python -m helpers.pkg.mod` (Makefile, scripts, helpers, CI) runs the module's main(), as
+    # does a helper run by path (`Path(guard.__file__)`): main is its one public name
     runners = [REPO_ROOT / "Makefile", *(REPO_ROOT / ".ci").glob("*"), *SRC.rglob("*.py")]
     runners += [*(REPO_ROOT / "scripts").glob("*")]
     ran = {
@@ -82,7 +82,7 @@ def users() -> dict[str, str]:
     cli += [
         m for p in SRC.rglob("*.py") for m in re.findall(r"Path\((\w+)\.__file__\)", p.read_text())
     ]
-    texts["python -m"] = "\n".join(f"{m}.main {m}.parse_args" for m in cli)
+    texts["python -m"] = "\n".join(f"{m}.main" for m in cli)
     pyproject = (REPO_ROOT / "pyproject.toml").read_text()
     texts["pyproject"] = re.sub(r"helpers\.(\w+)\.(\w+):(\w+)", r"\2.\3", pyproject)
     texts["twins"] = (REPO_ROOT / "tests" / "test_notebook_twins.py").read_text()

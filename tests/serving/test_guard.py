@@ -116,6 +116,6 @@ def test_group_members_reads_proc() -> None:
 
 def test_parse_args_needs_a_command() -> None:
     with pytest.raises(SystemExit):
-        guard.parse_args(["--owner", "1", "--"])
-    args = guard.parse_args(["--owner", "5", "--grace", "2", "--", "echo", "--x"])
+        guard._parse_args(["--owner", "1", "--"])
+    args = guard._parse_args(["--owner", "5", "--grace", "2", "--", "echo", "--x"])
     assert args.owner == 5 and args.grace == 2.0 and args.command == ["echo", "--x"]

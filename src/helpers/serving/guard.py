@@ -26,7 +26,6 @@ from collections.abc import Sequence
 
 __all__ = [
     "main",
-    "parse_args",
 ]
 
 #: How often the guard looks at its parent and its child.
@@ -77,7 +76,7 @@ def _exit_like(code: int) -> int:
     return code
 
 
-def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+def _parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """--owner PID, --grace S, --poll S, then the command after `--`."""
     parser = argparse.ArgumentParser(
         prog="guard.py", description=" ".join(__doc__.split("\n\n")[0].split())
@@ -96,7 +95,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Start the command, then wait for it; stop the whole group if the owner dies first."""
-    args = parse_args(argv)
+    args = _parse_args(argv)
     if os.getppid() != args.owner:
         return 1  # the owner is already gone: start nothing
     # A Python-level handler (not SIG_IGN, which the command would inherit through exec): the

@@ -45,7 +45,6 @@ from helpers.common.paths import REPO_ROOT
 
 __all__ = [
     "main",
-    "parse_args",
 ]
 
 _OK = "ok"
@@ -573,7 +572,7 @@ def _env_default(name: str, default: Any) -> Any:
     return os.environ.get(_ENV_PREFIX + name.upper(), default)
 
 
-def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+def _parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """Command-line options; each defaults to its WORKBOOK_DOCTOR_* variable when set."""
     parser = argparse.ArgumentParser(
         prog="python -m helpers.tools.doctor",
@@ -616,7 +615,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Print the table and one verdict line; 0 when the workbook will run, 2 when not."""
-    args = parse_args(argv)
+    args = _parse_args(argv)
     if args.stage == "venv":  # inside .venv, started by stage one: rows only, no table
         for row in _venv_rows(args.profile):
             _emit(row)

@@ -39,7 +39,6 @@ from helpers.serving.server import sweep_orphans
 
 __all__ = [
     "main",
-    "parse_args",
 ]
 
 _DEFAULT_TIMEOUT = 1200.0
@@ -479,7 +478,7 @@ def _indent(text: str | None) -> str:
     return (text or "").replace("\n", "\n        ")
 
 
-def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+def _parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """Command-line options."""
     parser = argparse.ArgumentParser(prog="python -m helpers.tools.runner", description=__doc__)
     parser.add_argument(
@@ -506,7 +505,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the notebooks, print the summary table; 0 if all passed, 1 otherwise, 130 (143 for
     SIGTERM) when interrupted."""
-    args = parse_args(argv)
+    args = _parse_args(argv)
     try:
         notebooks = _find_notebooks(args.notebooks)
     except FileNotFoundError as err:
