@@ -1,79 +1,81 @@
 #!/usr/bin/env bash
-# The workbook on a GPU box, measured in one sequential run, with the evidence kept: engine starts
-# and decode speed per configuration (scripts/gpu_engine_lab.py), every notebook on the tiny profile
-# executed by the workbook's runner (nbclient: a cell error fails the notebook, as under nbval
-# --nbval-lax; the executed copy with its outputs is kept), the vLLM-marked tests, notebooks 02 and
-# 04 on a shape profile (random weights, no download; $SHAPE, default qwen3-30b-a3b-shape), and the
-# MoE step-cost lab on the same shape.
-# Per step: wall seconds and the GPU's peak memory (nvidia-smi every 0.5 s). No hub access needed.
-# Results go to $LOGS (default build/gpu-check): table.md, summary.txt, one log per step, the
-# executed notebooks under tiny/ and shape/, gpu-engine-lab.json, gpu-moe-lab.json.
-#   setsid nohup bash scripts/gpu_check.sh &       (detached on a shared box)
-#   STEPS="engines nb tests shape lab" (default, in that order)   NOTEBOOKS="06 04" (default all)
-#   SHAPE_NOTEBOOKS="02 04"   ENGINE_CONFIGS=a,b (gpu_engine_lab.py names)   LAB_ARGS="--engines 1:1.5"
-#   SHAPE=qwen3-235b-a22b-shape (4 GPUs) STEPS="shape lab" SHAPE_NOTEBOOKS=02 LAB_ARGS="--kv-cache-gib 4"
+# The workbook on a GPU box, measured, with the evidence kept. Steps (each timed, each with its log):
+#   engines   engine starts and decode speed per configuration (scripts/gpu_engine_lab.py)
+#   nb        every notebook on the tiny profile under nbval (`pytest --nbval-lax`, as make test
+#             runs them), each executed once: helpers.tools.nbval_keep keeps that execution
+#   tests     the vLLM-marked tests (pytest -m vllm)
+#   shape-NN  notebook NN on a shape profile under nbval ($SHAPE, default qwen3-30b-a3b-shape)
+#   lab       the MoE step-cost lab on the same shape (scripts/gpu_moe_lab.py $LAB_ARGS)
+# LANES lists the steps: '|' separates lanes that run at the same time, each in its own copy of
+# the checkout (its own build/: servers, logs, figures), steps inside a lane one after another.
+#   LANES="engines nb | tests | shape-02 shape-04" (the default)   LANES="nb" (one lane)
+# Per step and per notebook: seconds, the GPU's peak memory in that time (nvidia-smi every 0.5 s;
+# with several lanes it is the whole GPU's, every lane together) and the model runner of every
+# engine started (build/logs/engine-starts.jsonl of the lane). Results go to $LOGS (default
+# build/gpu-check): table.md, summary.txt, one log per step, tiny/ and shape-NN/ (the executed
+# notebooks and nbval-times.json), gpu-engine-lab.json, gpu-moe-lab.json, lane-N-engine-starts.jsonl.
+# On the H200 test machine, first install the stack (scripts/gpu_stack/) and source its env.sh.
+#   setsid nohup bash scripts/gpu_check.sh > build/gpu-check.out 2>&1 &     (detached)
 set -u
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-PY=${PY:-$([ -x .venv/bin/python ] && echo .venv/bin/python || echo python3)}
-LOGS=${LOGS:-build/gpu-check}
-STEPS=${STEPS-engines nb tests shape lab}
+ROOT=$(pwd)
+PY=${PY:-$([ -x .venv/bin/python ] && echo "$ROOT/.venv/bin/python" || echo python3)}
+LOGS=$(mkdir -p "${LOGS:-build/gpu-check}" && cd "${LOGS:-build/gpu-check}" && pwd)
+LANES=${LANES-engines nb | tests | shape-02 shape-04}
 SHAPE=${SHAPE:-qwen3-30b-a3b-shape}
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 PYTHONUNBUFFERED=1
 command -v nvidia-smi > /dev/null || { echo "gpu_check: no nvidia-smi here: this script measures a GPU box"; exit 2; }
-mkdir -p "$LOGS"
 summary="$LOGS/summary.txt"
-echo "commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown) start $(date +%s)" >> "$summary"
+echo "commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown) start $(date +%s) lanes $LANES" >> "$summary"
 nvidia-smi --query-gpu=timestamp,memory.used --format=csv,noheader,nounits -lms 500 \
   > "$LOGS/gpumem.csv" 2>/dev/null &
 sampler=$!
 trap 'kill "$sampler" 2>/dev/null' EXIT
-step() {  # step NAME COMMAND...: run, log, and append "NAME rc=N start end" to the summary
-  local name=$1; shift
-  local start; start=$(date +%s)
-  echo "[gpu_check] $name ..."
-  "$@" > "$LOGS/$name.log" 2>&1
-  local rc=$?
-  echo "$name rc=$rc $start $(date +%s)" >> "$summary"
-  echo "[gpu_check] $name rc=$rc in $(( $(date +%s) - start )) s"
+
+nbval() {  # nbval PROFILE KEEP_DIR NOTEBOOK...: nbval over the notebooks, keeping what it executed
+  local profile=$1 keep=$2; shift 2
+  env WORKBOOK_PROFILE="$profile" "$PY" -m pytest --nbval-lax --nbval-current-env "$@" \
+    -p helpers.tools.nbval_keep --nbval-keep "$keep" -p no:cacheprovider -q -rf
 }
-notebooks() {  # notebooks PREFIXES...: the notebook files, every one when no prefix is given
-  if [ $# -eq 0 ]; then ls notebooks/*.ipynb; else for n in "$@"; do ls notebooks/"$n"_*.ipynb; done; fi
-}
-for s in $STEPS; do
-  case $s in
-    engines) step engines "$PY" scripts/gpu_engine_lab.py --profile-first \
-               --out "$LOGS/gpu-engine-lab.json" ${ENGINE_CONFIGS:+--configs "$ENGINE_CONFIGS"} ;;
-    nb) for nb in $(notebooks ${NOTEBOOKS:-}); do
-          step "tiny-$(basename "$nb" .ipynb)" env WORKBOOK_PROFILE=tiny \
-            "$PY" -m helpers.tools.runner "$nb" --build-dir "$LOGS/tiny"
-        done ;;
-    tests) step vllm-tests env WORKBOOK_PROFILE=tiny \
-             "$PY" -m pytest tests -m vllm -p no:cacheprovider -q -rf --durations=10 ;;
-    shape) for nb in $(notebooks ${SHAPE_NOTEBOOKS:-02 04}); do
-             step "shape-$(basename "$nb" .ipynb)" env WORKBOOK_PROFILE=$SHAPE \
-               "$PY" -m helpers.tools.runner "$nb" --build-dir "$LOGS/shape"
-           done ;;
-    lab) step lab "$PY" scripts/gpu_moe_lab.py --profile "$SHAPE" --out "$LOGS/gpu-moe-lab.json" \
-           ${LAB_ARGS:-} ;;
-    *) echo "gpu_check: unknown step $s (engines nb tests shape lab)"; exit 2 ;;
+run_step() {  # run_step STEP: the step's command, in the current lane's checkout
+  case $1 in
+    engines) "$PY" scripts/gpu_engine_lab.py --out "$LOGS/gpu-engine-lab.json" \
+               ${ENGINE_CONFIGS:+--configs "$ENGINE_CONFIGS"} ;;
+    nb) nbval tiny "$LOGS/tiny" notebooks/*.ipynb ;;
+    tests) env WORKBOOK_PROFILE=tiny "$PY" -m pytest tests -m vllm -p no:cacheprovider -q -rf \
+             --durations=10 ;;
+    shape-*) nbval "$SHAPE" "$LOGS/$1" notebooks/"${1#shape-}"_*.ipynb ;;
+    lab) "$PY" scripts/gpu_moe_lab.py --profile "$SHAPE" --out "$LOGS/gpu-moe-lab.json" ${LAB_ARGS:-} ;;
+    *) echo "gpu_check: unknown step $1 (engines nb tests shape-NN lab)"; return 2 ;;
   esac
+}
+lane() {  # lane N STEP...: the steps one after another in a copy of the checkout of their own
+  local n=$1; shift
+  local copy=/tmp/gpu-lane-$n
+  rm -rf "$copy" && mkdir -p "$copy"
+  tar -C "$ROOT" --exclude=./.gpu --exclude=./.venv --exclude=./build/gpu-check -cf - . \
+    | tar -C "$copy" -xf -
+  rm -f "$copy/build/logs/engine-starts.jsonl"
+  cd "$copy" || return 2
+  export PYTHONPATH="$copy/src${PYTHONPATH:+:$PYTHONPATH}"
+  for s in "$@"; do
+    local start; start=$(date +%s)
+    echo "[gpu_check] lane $n: $s ..."
+    run_step "$s" > "$LOGS/$s.log" 2>&1
+    local rc=$?
+    echo "$s rc=$rc $start $(date +%s) lane=$n" >> "$summary"
+    echo "[gpu_check] lane $n: $s rc=$rc in $(( $(date +%s) - start )) s"
+    cp -f build/logs/engine-starts.jsonl "$LOGS/lane-$n-engine-starts.jsonl" 2>/dev/null
+  done
+}
+n=0
+IFS='|' read -ra lanes <<< "$LANES"
+for steps in "${lanes[@]}"; do
+  n=$((n + 1))
+  # shellcheck disable=SC2086  # a lane's steps are words
+  (lane "$n" $steps) &
 done
+wait $(jobs -p | grep -v "^$sampler$")
 kill "$sampler" 2>/dev/null
-"$PY" - "$summary" "$LOGS/gpumem.csv" <<'PYEOF' | tee "$LOGS/table.md"
-import datetime as dt, sys
-mem = []
-for line in open(sys.argv[2]):
-    try:
-        stamp, used = (x.strip() for x in line.split(","))
-        mem.append((dt.datetime.strptime(stamp, "%Y/%m/%d %H:%M:%S.%f").timestamp(), int(used)))
-    except ValueError:
-        continue  # a line cut short when the sampler was stopped
-print("| step | rc | seconds | peak GPU memory (GiB) |\n|---|---|---|---|")
-for line in open(sys.argv[1]):
-    parts = line.split()
-    if len(parts) == 4 and parts[1].startswith("rc="):
-        start, end = int(parts[2]), int(parts[3])
-        peak = max((m for t, m in mem if start <= t <= end + 1), default=0)
-        print(f"| {parts[0]} | {parts[1][3:]} | {end - start} | {peak / 1024:.1f} |")
-PYEOF
+"$PY" scripts/gpu_check_table.py "$LOGS" | tee "$LOGS/table.md"
 echo "done $(date +%s)" >> "$summary"

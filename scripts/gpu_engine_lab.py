@@ -5,7 +5,8 @@ Each configuration runs in a fresh Python process, so its first start is a first
 process; the first configuration on a fresh machine also pays the machine's cold caches. In it the
 plain engine, the k=3 engine and the plain engine again are started one after another through
 `helpers.engine.lifecycle` (the notebooks' own path), each start is timed, each engine decodes
-`--prompts` held-out prompts x `--new-tokens` tokens greedily (ignore_eos), GPU memory in use is
+`--prompts` held-out prompts x `--new-tokens` tokens greedily (ignore_eos), all at once and then
+four of them one at a time (batch 1), with the model runner vLLM chose, GPU memory in use is
 read after each start and each shutdown, and greedy outputs with and without the drafter are
 compared token for token.
 
@@ -26,28 +27,25 @@ from typing import Any
 
 from helpers.common import envinfo, profiles, prompts, vllm_names
 from helpers.common.counters import acceptance_stats, snapshot
+from helpers.common.paths import LOGS_DIR
 from helpers.engine import lifecycle, runs
 
-#: CUDA graphs without torch.compile: whole decode steps captured (vLLM's FULL_DECODE_ONLY), for
-#: the batch sizes the workbook decodes at; prefill stays eager.
-GRAPHS: dict[str, Any] = {
-    "enforce_eager": False,
-    "compilation_config": {
-        "mode": 0,
-        "cudagraph_mode": "FULL_DECODE_ONLY",
-        "cudagraph_capture_sizes": [1, 2, 4, 8, 16, 32, 64],
-    },
-}
+#: CUDA graphs without torch.compile, the tiny pair's GPU default (lifecycle.SMALL_GPU_GRAPHS), and
+#: eager mode beside it.
+GRAPHS: dict[str, Any] = lifecycle.SMALL_GPU_GRAPHS
+EAGER: dict[str, Any] = {"enforce_eager": True}
 #: name -> (profile, WORKBOOK_ENGINE_PROCESS value, engine-argument overrides)
 CONFIGS: dict[str, tuple[str, str, dict[str, Any]]] = {
-    "tiny-inproc-eager-fp32": ("tiny", "in-process", {}),
-    "tiny-separate-eager-fp32": ("tiny", "separate", {}),
-    "tiny-inproc-eager-bf16": ("tiny", "in-process", {"dtype": "bfloat16"}),
+    "tiny-inproc-eager-fp32": ("tiny", "in-process", EAGER),
+    "tiny-separate-eager-fp32": ("tiny", "separate", EAGER),
+    "tiny-inproc-eager-bf16": ("tiny", "in-process", EAGER | {"dtype": "bfloat16"}),
     "tiny-inproc-graphs-fp32": ("tiny", "in-process", GRAPHS),
     "tiny-inproc-graphs-bf16": ("tiny", "in-process", GRAPHS | {"dtype": "bfloat16"}),
     "shape-inproc": ("qwen3-30b-a3b-shape", "in-process", {}),
     "shape-separate": ("qwen3-30b-a3b-shape", "separate", {}),
 }
+#: Prompts decoded one at a time (batch 1) per engine, after the batched pass.
+BS1_PROMPTS = 4
 #: Log lines of vLLM's start-up that say where the time went.
 TIMING_WORDS = ("took", "seconds", "Graph capturing", "compil", "Loading weights", "init engine")
 
@@ -93,6 +91,24 @@ def decode(llm: Any, chats: list[str], new_tokens: int) -> tuple[float, list[lis
     return sum(map(len, run.token_ids)) / seconds, run.token_ids, stats
 
 
+def decode_one_at_a_time(llm: Any, chats: list[str], new_tokens: int) -> float:
+    """Greedy decode of each prompt alone, one after another (concurrency 1, ignore_eos), timed
+    after one untimed request: output tokens/s at batch 1."""
+    params = runs.sampling(new_tokens, ignore_eos=True)
+    runs.run_prompts(llm, chats[:1], params)
+    t0, tokens = time.perf_counter(), 0
+    for chat in chats:
+        tokens += sum(map(len, runs.run_prompts(llm, [chat], params).token_ids))
+    return tokens / (time.perf_counter() - t0)
+
+
+def last_runner() -> str | None:
+    """The model runner of the engine started last (lifecycle's engine-start journal)."""
+    journal = LOGS_DIR / "engine-starts.jsonl"
+    lines = journal.read_text().splitlines() if journal.is_file() else []
+    return json.loads(lines[-1]).get("model_runner") if lines else None
+
+
 def profiled(fn: Any, top: int = 25) -> tuple[Any, list[str]]:
     """fn() under cProfile: its result and the `top` functions by cumulative time, one line each
     (import machinery and builtins left out: what an import costs shows as its module's line)."""
@@ -131,6 +147,7 @@ def measure(name: str, n_prompts: int, new_tokens: int, profile_first: bool) -> 
         start_s = time.perf_counter() - t0
         used = gpu_used_mib()
         tok_s, token_ids, stats = decode(llm, chats, new_tokens)
+        bs1 = decode_one_at_a_time(llm, chats[:BS1_PROMPTS], new_tokens)
         lifecycle.shutdown_engine(llm)
         ids.setdefault(k, token_ids)
         engines.append(
@@ -138,6 +155,8 @@ def measure(name: str, n_prompts: int, new_tokens: int, profile_first: bool) -> 
                 "k": k,
                 "start_s": round(start_s, 2),
                 "output_tokens_per_s": round(tok_s, 1),
+                "bs1_output_tokens_per_s": round(bs1, 1),
+                "model_runner": last_runner(),
                 "tau": round(stats[vllm_names.TAU], 3) if k else None,
                 "gpu_used_mib_after_start": used,
                 "gpu_used_mib_after_shutdown": gpu_used_mib(),

@@ -26,6 +26,8 @@ def test_unknown_config_and_no_gpu_are_one_line_refusals(
 
 def test_graphs_config_skips_torch_compile_and_captures_whole_decode_steps() -> None:
     graphs = lab.CONFIGS["tiny-inproc-graphs-fp32"][2]
+    assert graphs is lab.lifecycle.SMALL_GPU_GRAPHS, "the tiny pair's GPU default"
+    assert lab.CONFIGS["tiny-inproc-eager-fp32"][2]["enforce_eager"] is True
     assert graphs["enforce_eager"] is False
     assert graphs["compilation_config"]["mode"] == 0
     assert graphs["compilation_config"]["cudagraph_mode"] == "FULL_DECODE_ONLY"

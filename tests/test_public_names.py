@@ -26,7 +26,11 @@ MODULES = sorted(p for p in SRC.glob("*/*.py") if p.name != "__init__.py")
 #: new export has to be argued here. Every public name was exported before (914 at 52507a3). Of the
 #: 421 left, notebooks use 281 (188 of them in one notebook only) and the other packages, scripts,
 #: command lines and twins the rest. The issue's target of 250 was set when notebooks used 196.
-MAX_EXPORTED = 421
+#: +6 for the GPU runner: the nbval plugin's three hooks (tools.nbval_keep), and lifecycle's
+#: engine-start journal and the tiny pair's CUDA-graph settings, which the server and the engine
+#: lab read; +3 for server-side timing and gated sentences in notebook 04 (9 names added, 5 dead
+#: ones and a notice's removed, 1 made private).
+MAX_EXPORTED = 430
 
 
 def declared_all(tree: ast.Module) -> list[str] | None:
@@ -79,10 +83,25 @@ def users() -> dict[str, str]:
         for m in re.findall(r'"helpers\.(\w+\.\w+)"', p.read_text())
     }
     cli = [m.split(".")[1] for m in sorted(ran)]
+    # `pytest -p helpers.pkg.mod` loads a pytest plugin: its hooks are its public names
+    plugins = {
+        m
+        for p in runners
+        if p.is_file()
+        for m in re.findall(r"-p helpers\.(\w+\.\w+)", p.read_text())
+    }
+    hooks = [
+        f"{m.split('.')[1]}.{h}"
+        for m in sorted(plugins)
+        for h in re.findall(
+            r"^def (pytest_\w+)", (SRC / f"{m.replace('.', '/')}.py").read_text(), re.M
+        )
+    ]
     cli += [
         m for p in SRC.rglob("*.py") for m in re.findall(r"Path\((\w+)\.__file__\)", p.read_text())
     ]
     texts["python -m"] = "\n".join(f"{m}.main" for m in cli)
+    texts["pytest -p"] = "\n".join(hooks)
     pyproject = (REPO_ROOT / "pyproject.toml").read_text()
     texts["pyproject"] = re.sub(r"helpers\.(\w+)\.(\w+):(\w+)", r"\2.\3", pyproject)
     texts["twins"] = (REPO_ROOT / "tests" / "test_notebook_twins.py").read_text()

@@ -51,8 +51,11 @@ def test_cpu_defaults_plain_and_speculative() -> None:
 
 def test_gpu_defaults_by_model_size_and_overrides_win() -> None:
     kwargs = engine_kwargs(load_profile("tiny"), k=2, gpu=True, max_model_len=512)
-    # The tiny pair on a GPU: eager and a small fixed KV cache (starts in seconds, leaves the GPU free).
-    assert kwargs["dtype"] == "float32" and kwargs["enforce_eager"] is True
+    # The tiny pair on a GPU: CUDA graphs without torch.compile and a small fixed KV cache (starts
+    # in seconds, replays whole decode steps, leaves the GPU free).
+    assert kwargs["dtype"] == "float32" and kwargs["enforce_eager"] is False
+    graphs = kwargs["compilation_config"]
+    assert graphs["mode"] == 0 and graphs["cudagraph_mode"] == "FULL_DECODE_ONLY"
     assert kwargs["kv_cache_memory_bytes"] == 512 * 1024**2 and kwargs["max_model_len"] == 512
     # ...and it needs only a small share of the GPU free to start, so it starts beside others.
     assert kwargs["gpu_memory_utilization"] == _SMALL_GPU_SHARE

@@ -24,13 +24,13 @@ import requests
 
 from helpers.common.paths import DATA_DIR, REPO_ROOT
 from helpers.common.profiles import load_profile
-from helpers.engine import compat
+from helpers.engine import compat, lifecycle
 from helpers.engine.lifecycle import IN_PROCESS_ENV
 from helpers.serving import server as srv_mod
 from helpers.serving.clients import (
+    _post_raw,
     answer_text,
     chat,
-    post_raw,
     scrape_spec_counters,
     served_models,
     stream_chat,
@@ -129,6 +129,13 @@ def test_cpu_engine_flags() -> None:
         == "--dtype float32 --enforce-eager --kv-cache-memory-bytes 536870912 --max-model-len 1024 --seed 0"
     )
     assert "--enforce-eager" not in _engine_flags(load_profile("qwen3-30b-a3b"), gpu=True)
+
+
+def test_gpu_tiny_flags_pass_the_compilation_config_as_json() -> None:
+    flags = _engine_flags(load_profile("tiny"), gpu=True)
+    assert "--enforce-eager" not in flags
+    graphs = json.loads(flags[flags.index("--compilation-config") + 1])
+    assert graphs == lifecycle.SMALL_GPU_GRAPHS["compilation_config"]
 
 
 @pytest.mark.usefixtures("qwen3_built")
@@ -487,9 +494,9 @@ def test_metrics_counters_move_and_the_trained_drafter_is_accepted(spec_server: 
 
 @pytest.mark.vllm
 def test_bad_requests_get_4xx_and_the_server_keeps_serving(spec_server: VllmServer) -> None:
-    malformed = post_raw(spec_server.base_url, '{"model": "tiny-qwen3-moe", "messages": [')
+    malformed = _post_raw(spec_server.base_url, '{"model": "tiny-qwen3-moe", "messages": [')
     assert malformed.status_code == 400
-    unknown = post_raw(
+    unknown = _post_raw(
         spec_server.base_url, json.dumps({"model": "no-such-model", "messages": MESSAGES})
     )
     assert unknown.status_code == 404 and "does not exist" in unknown.json()["error"]["message"]

@@ -18,13 +18,16 @@ from __future__ import annotations
 import atexit
 import contextlib
 import gc
+import json
 import os
+import time
 from collections.abc import Iterator
 from typing import Any
 
 from helpers.common import vllm_names
 from helpers.common.envinfo import gpu_count, has_gpu
 from helpers.common.notebook import at_terminate
+from helpers.common.paths import LOGS_DIR
 from helpers.common.profiles import Profile, profiles_for_gpus
 from helpers.engine import compat
 from helpers.engine.in_process import building_in_process
@@ -35,10 +38,13 @@ __all__ = [
     "IN_PROCESS_ENV",
     "ENGINE_PROCESS_ENV",
     "ENGINE_ENV",
+    "SMALL_GPU_GRAPHS",
+    "V2_LOG_LINE",
     "device_defaults",
     "profile_engine_args",
     "speculative_config",
     "engine_kwargs",
+    "journal_start",
     "engines_left",
     "shutdown_engine",
     "start_engine",
@@ -50,6 +56,18 @@ _SMALL_KV_CACHE_BYTES = 512 * 1024**2
 #: Share of the GPU that must be free when a tiny engine starts (vLLM's start-up check; with a
 #: fixed KV cache nothing is sized from it): 5 % of an H200 is 7 GiB, so it starts beside others.
 _SMALL_GPU_SHARE = 0.05
+#: CUDA graphs without torch.compile (compilation mode NONE): whole uniform decode steps captured
+#: (vLLM's FULL_DECODE_ONLY; a k-draft verify step is a uniform batch of k + 1 tokens a request),
+#: prefill and mixed steps eager. vLLM rounds capture sizes to multiples of k + 1 under
+#: speculation (config/compilation.py), so 128 tokens cover 32 requests verifying 3 drafts.
+SMALL_GPU_GRAPHS: dict[str, Any] = {
+    "enforce_eager": False,
+    "compilation_config": {
+        "mode": 0,
+        "cudagraph_mode": "FULL_DECODE_ONLY",
+        "cudagraph_capture_sizes": [1, 2, 4, 8, 16, 32, 64, 128],
+    },
+}
 #: How vLLM starts engine processes on a GPU: a fresh interpreter, so CUDA state never crosses a
 #: fork.
 _GPU_MULTIPROC_METHOD = "spawn"
@@ -67,6 +85,11 @@ ENGINE_ENV = {"VLLM_USE_FLASHINFER_SAMPLER": "0"}
 #: drops the argument at start, see `compat.dropped_args`).
 PER_REQUEST_METRICS = {vllm_names.PER_REQUEST_METRICS_ARG: vllm_names.PER_REQUEST_SUMMARY}
 
+#: One JSON line per engine or server start: when, which model and k, seconds, the model runner.
+_JOURNAL_NAME = "engine-starts.jsonl"
+#: What vLLM logs once per process when its GPU worker runs Model Runner V2 (gpu_worker.py).
+V2_LOG_LINE = "Using V2 Model Runner"
+
 _current: Any = None
 
 
@@ -76,21 +99,24 @@ def device_defaults(gpu: bool, small_model: bool = False) -> dict[str, Any]:
     CPU: float32 (greedy outputs then match plain decoding token for token), eager mode
     (compilation adds start-up time for little gain on a 4 M-parameter model), and a fixed 512 MiB
     KV cache instead of a share of host RAM.
-    GPU, a small local model (the tiny pair): the same float32, eager, 512 MiB KV cache: an engine
-    starts in about 20 s instead of 150-200 s of torch.compile and CUDA-graph capture, and leaves
-    the GPU's memory to others (measured on an H200); it only needs
-    SMALL_GPU_SHARE of the GPU free to start, not vLLM's default 90 %.
-    GPU, a real model: the checkpoint's dtype, CUDA graphs, 85 % of GPU memory (a profile's own
-    engine arguments override these).
+    GPU, a small local model (the tiny pair): float32, the same 512 MiB KV cache, and CUDA graphs
+    without torch.compile (`SMALL_GPU_GRAPHS`): a 4 M-parameter step is kernel launches, not
+    arithmetic, so replaying whole decode steps is what makes it fast, and skipping compilation
+    keeps an engine start to seconds (scripts/gpu_engine_lab.py measures both, eager beside
+    graphs); it only needs SMALL_GPU_SHARE of the GPU free to start, not vLLM's default 90 %.
+    GPU, a real model: the checkpoint's dtype, vLLM's compiled CUDA graphs, 85 % of GPU memory
+    (a profile's own engine arguments override these).
     """
     if gpu and not small_model:
         return {"dtype": "auto", "gpu_memory_utilization": 0.85}
-    small = {
+    if gpu:
+        graphs = SMALL_GPU_GRAPHS | {"gpu_memory_utilization": _SMALL_GPU_SHARE}
+        return {"dtype": "float32", "kv_cache_memory_bytes": _SMALL_KV_CACHE_BYTES} | graphs
+    return {
         "dtype": "float32",
         "enforce_eager": True,
         "kv_cache_memory_bytes": _SMALL_KV_CACHE_BYTES,
     }
-    return small | {"gpu_memory_utilization": _SMALL_GPU_SHARE} if gpu else small
 
 
 def profile_engine_args(profile: Profile, gpu: bool) -> dict[str, Any]:
@@ -143,6 +169,25 @@ def engine_kwargs(
         kwargs.update(PER_REQUEST_METRICS)
     kwargs.update(overrides)
     return kwargs
+
+
+def journal_start(record: dict[str, Any]) -> None:
+    """Append one engine or server start to build/logs/engine-starts.jsonl (with the time and
+    this process's pid): what a run's table of engine starts and model runners is read from."""
+    LOGS_DIR.mkdir(parents=True, exist_ok=True)
+    line = {"time": round(time.time(), 1), "pid": os.getpid(), **record}
+    with (LOGS_DIR / _JOURNAL_NAME).open("a") as journal:
+        journal.write(json.dumps(line) + "\n")
+
+
+def _model_runner(llm: Any) -> str | None:
+    """ "V2" or "V1": the model runner vLLM chose for this engine's config (the property its GPU
+    worker reads, config/vllm.py), None where vLLM does not say."""
+    try:
+        v2 = llm.llm_engine.vllm_config.use_v2_model_runner
+    except Exception:
+        return None
+    return "V2" if v2 else "V1"
 
 
 def _engine_processes() -> list[Any]:
@@ -300,8 +345,20 @@ def start_engine(**kwargs: Any) -> Any:
     for note in notes:
         print(f"start_engine: {note}")
     in_process = kwargs.get("distributed_executor_backend") == "uni"
+    t0 = time.perf_counter()
     with building_in_process() if in_process else contextlib.nullcontext():
         _current = LLM(**kwargs)
+    spec = kwargs.get("speculative_config") or {}
+    journal_start(
+        {
+            "engine": "in-process" if in_process else "separate processes",
+            "model": str(kwargs.get("model")),
+            "method": spec.get("method"),
+            "k": spec.get("num_speculative_tokens", 0),
+            "seconds": round(time.perf_counter() - t0, 2),
+            "model_runner": _model_runner(_current),
+        }
+    )
     return _current
 
 

@@ -46,6 +46,8 @@ from helpers.engine.lifecycle import (
     ENGINE_ENV,
     IN_PROCESS_ENV,
     PER_REQUEST_METRICS,
+    V2_LOG_LINE,
+    journal_start,
     profile_engine_args,
     speculative_config,
 )
@@ -185,13 +187,14 @@ def serve_command_text(profile: Profile, **kwargs: Any) -> str:
 
 
 def _flag(name: str, value: Any) -> list[str]:
-    """One engine argument as CLI flags: `--kv-cache-memory-bytes 536870912`, `--enforce-eager`."""
+    """One engine argument as CLI flags: `--kv-cache-memory-bytes 536870912`, `--enforce-eager`,
+    `--compilation-config '{"mode": 0, ...}'` (a dict as JSON, as vllm serve reads it)."""
     flag = "--" + name.replace("_", "-")
     if value is True:
         return [flag]
     if value is False or value is None:
         return []
-    return [flag, str(value)]
+    return [flag, json.dumps(value) if isinstance(value, dict) else str(value)]
 
 
 def _engine_flags(
@@ -559,8 +562,10 @@ class VllmServer:
             "VLLM_NO_USAGE_STATS": "1",
             "DO_NOT_TRACK": "1",
             # vLLM's default logging: the server's whole log goes to its own file (self.log_path),
-            # where its SpecDecoding lines are read, not to the kernel's build/logs/vllm.log.
+            # where its SpecDecoding lines are read, not to the kernel's build/logs/vllm.log; at
+            # INFO, whatever the kernel's own level, so the file also says which model runner ran.
             "VLLM_LOGGING_CONFIG_PATH": "",
+            "VLLM_LOGGING_LEVEL": "INFO",
             **self.env,
             _OWNER_ENV: _owner_token(self.name),
         }
@@ -589,6 +594,16 @@ class VllmServer:
             self.stop()
             raise
         self.startup_seconds = time.perf_counter() - t0
+        log_text = self.log_path.read_text(errors="replace")
+        journal_start(
+            {
+                "engine": f"server {self.name}",
+                "model": self.argv[2] if len(self.argv) > 2 else None,
+                "seconds": round(self.startup_seconds, 2),
+                # vLLM logs it once in a GPU worker that runs V2; a GPU worker without it ran V1.
+                "model_runner": ("V2" if V2_LOG_LINE in log_text else "V1") if has_gpu() else None,
+            }
+        )
         return self
 
     def _wait_healthy(self, t0: float, timeout: float, progress: bool) -> None:
