@@ -1,9 +1,13 @@
 """helpers.eagle3.dflash: the block forward equals a one-anchor-at-a-time reference, the taps follow
-DFlash's recipe, training lowers the loss, and a checkpoint round-trips in vLLM's format."""
+DFlash's recipe, training lowers the loss, a checkpoint round-trips in vLLM's format, and features
+and training stay on the verifier's device."""
 
 from __future__ import annotations
 
+import pytest
 import torch
+from torch.overrides import TorchFunctionMode
+from torch.utils import _pytree as pytree
 
 from helpers.eagle3 import dflash
 from helpers.eagle3.taps import verifier_taps
@@ -121,3 +125,52 @@ def test_a_multi_layer_drafter_keeps_every_k_norm_at_one_through_training() -> N
     for layer in two.layers:
         w = layer.self_attn.k_norm.weight
         assert torch.equal(w, torch.ones_like(w))
+
+
+#: What CUDA lets cross devices: copies, and Module.to's check of the tensor it moved.
+CROSSING = {torch.Tensor.copy_, torch._has_compatible_shallow_copy_type}
+
+
+class OneDevice(TorchFunctionMode):
+    """Fails an op that mixes devices, as CUDA does (a 0-dim CPU tensor is a scalar there), so the
+    meta device can stand in for a GPU; a meta tensor read back as a number gives 0."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        tensors = [x for x in pytree.tree_leaves((args, kwargs)) if isinstance(x, torch.Tensor)]
+        devices = {x.device for x in tensors if not (x.device.type == "cpu" and x.ndim == 0)}
+        if len(devices) > 1 and func not in CROSSING:
+            raise RuntimeError(f"{func.__name__} mixes devices {sorted(map(str, devices))}")
+        if func is torch.Tensor.item and tensors[0].is_meta:
+            return 0.0
+        return func(*args, **kwargs)
+
+
+def test_one_device_catches_a_cpu_index_into_a_meta_embedding() -> None:
+    embed = torch.nn.Embedding(8, 4).to("meta")
+    with OneDevice(), pytest.raises(RuntimeError, match="mixes devices"):
+        embed(torch.tensor([1]))
+
+
+def test_training_moves_the_drafter_and_the_rows_to_the_verifiers_device() -> None:
+    verifier = tiny_verifier().to("meta")  # a GPU's stand-in: what a step makes must go there
+    d = dflash.DFlashDrafter(drafter_shape_for(verifier, 2), num_layers=2)
+    tokens = torch.randint(1, 64, (4, 16))  # features kept on the CPU: rows move per step
+    f = dflash._Features(tokens, torch.randn(4, 16, 2 * 32), torch.randint(1, 64, (4, 16)))
+    with OneDevice():
+        hist = dflash.train_dflash(d, verifier, f, 2, K, MASK, batch_size=2, anchors_per_row=4)
+    assert len(hist.loss) == 2
+    assert {p.device.type for p in d.parameters()} == {"meta"}
+
+
+def test_features_are_computed_on_the_verifiers_device(monkeypatch) -> None:
+    verifier = tiny_verifier().to("meta")
+    seen = []
+
+    def taps(v, x, aux_layers):
+        seen.append(x.device)
+        return torch.zeros(*x.shape, 64, device=x.device), torch.zeros(*x.shape, 8, device=x.device)
+
+    monkeypatch.setattr(dflash, "verifier_taps", taps)
+    f = dflash.verifier_features(verifier, torch.randint(1, 64, (4, 16)), [1, 3], batch=2)
+    assert {dev.type for dev in seen} == {"meta"} and f.tokens.is_meta and f.aux.is_meta

@@ -123,7 +123,7 @@ class DFlashDrafter(nn.Module):
 def _rope(x: torch.Tensor, positions: torch.Tensor, theta: float) -> torch.Tensor:
     """Neox-style rotary embedding of x [..., d] at integer positions broadcast to x[..., 0]."""
     d = x.shape[-1]
-    inv = 1.0 / (theta ** (torch.arange(0, d, 2, dtype=torch.float32) / d))
+    inv = 1.0 / (theta ** (torch.arange(0, d, 2, dtype=torch.float32, device=x.device) / d))
     freqs = positions[..., None].float() * inv
     cos, sin = torch.cat([freqs.cos()] * 2, -1), torch.cat([freqs.sin()] * 2, -1)
     x1, x2 = x[..., : d // 2], x[..., d // 2 :]
@@ -149,7 +149,8 @@ def _block_logits(
     Anchor p (a verified position) gives the block [tokens[p + 1], mask × k] at positions
     p + 1 .. p + 1 + k; it sees the context of positions <= p (from `aux` [B, T, n·H]) and its
     own block, all at once, as vLLM's non-causal DFlash attention does. Slot i predicts the token
-    at position p + 1 + i. Every anchor of every row is evaluated in one pass.
+    at position p + 1 + i. Every anchor of every row is evaluated in one pass, on the device of
+    `aux` (the verifier's and the drafter's).
     """
     s = d.shape
     b, t, _ = aux.shape
@@ -158,11 +159,11 @@ def _block_logits(
     embed = verifier.get_input_embeddings()
     with torch.no_grad():
         bonus = embed(tokens.gather(1, anchors + 1))  # [B, A, H]
-        mask = embed(torch.full((1,), mask_token_id, dtype=torch.long))[0]
+        mask = embed(torch.full((1,), mask_token_id, dtype=torch.long, device=aux.device))[0]
     hidden = torch.cat([bonus[:, :, None], mask.expand(b, n_a, k, -1)], 2)  # [B, A, k+1, H]
-    positions = anchors[..., None] + 1 + torch.arange(k + 1)  # [B, A, k+1]
+    positions = anchors[..., None] + 1 + torch.arange(k + 1, device=aux.device)  # [B, A, k+1]
     context = d.hidden_norm(d.fc(aux))  # [B, T, H]
-    ctx_pos = torch.arange(t)
+    ctx_pos = torch.arange(t, device=aux.device)
     visible = ctx_pos[None, None, :] <= anchors[..., None]  # [B, A, T]
     for layer in d.layers:
         attn = layer.self_attn
@@ -216,7 +217,9 @@ class _Features:
 def verifier_features(
     verifier: PreTrainedModel, rows: torch.Tensor, aux_layers: Sequence[int], batch: int = 16
 ) -> _Features:
-    """Run the verifier once over `rows` [N, T] (DFlash trains many epochs on the same rows)."""
+    """Run the verifier once over `rows` [N, T] (DFlash trains many epochs on the same rows), on
+    the verifier's device, where the features stay."""
+    rows = rows.to(verifier.device)
     aux, answers = [], []
     for i in range(0, len(rows), batch):
         a, logits = verifier_taps(verifier, rows[i : i + batch], aux_layers)
@@ -241,7 +244,7 @@ def _dflash_loss(
     weights later slots less. Also returns each slot's top-1 agreement with the verifier.
     """
     logits = _block_logits(d, verifier, f.aux, f.tokens, anchors, k, mask_token_id)
-    loss, agree = torch.zeros(()), []
+    loss, agree = torch.zeros((), device=logits.device), []
     for i in range(1, k + 1):
         target = f.answers.gather(1, anchors + i)  # [B, A]
         lg = logits[:, :, i - 1]
@@ -262,9 +265,12 @@ def train_dflash(
     lr: float = 2e-3,
     seed: int = 0,
 ) -> DrafterHistory:
-    """Train `d` in place with AdamW on dflash_loss over random rows and anchors (seeded)."""
+    """Train `d` in place with AdamW on dflash_loss over random rows and anchors, on the verifier's
+    device (seeded: rows and anchors are drawn on the CPU, so every device draws the same)."""
     for p in verifier.parameters():
         p.requires_grad_(False)
+    device = verifier.device
+    d.to(device)
     g = torch.Generator().manual_seed(seed)
     params = [p for p in d.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=lr, betas=(0.9, 0.95), weight_decay=0.0)
@@ -273,9 +279,10 @@ def train_dflash(
     for step in tqdm(range(steps), desc="dflash", unit="step"):
         for group in opt.param_groups:
             group["lr"] = cosine_lr(step, steps, lr, warmup=20)
-        idx = torch.randint(len(f.tokens), (batch_size,), generator=g)
-        rows = _Features(f.tokens[idx], f.aux[idx], f.answers[idx])
+        idx = torch.randint(len(f.tokens), (batch_size,), generator=g).to(f.tokens.device)
+        rows = _Features(*(x[idx].to(device) for x in (f.tokens, f.aux, f.answers)))
         anchors = _random_anchors(rows.tokens.shape[1], batch_size, anchors_per_row, k, g)
+        anchors = anchors.to(device)
         loss, agree = _dflash_loss(d, verifier, rows, anchors, k, mask_token_id)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, 1.0)
@@ -339,10 +346,11 @@ def shape_from_dflash_config(config: dict[str, Any]) -> DrafterShape:
 
 
 def save_dflash(d: DFlashDrafter, out_dir: Path, config: dict[str, Any]) -> Path:
-    """Write config.json and model.safetensors (fc, hidden_norm, norm, layers.*) into out_dir."""
+    """Write config.json and model.safetensors (fc, hidden_norm, norm, layers.*) into out_dir, from
+    whichever device the drafter is on."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    weights = {k: v.detach().contiguous().clone() for k, v in d.state_dict().items()}
+    weights = {k: v.detach().cpu().contiguous().clone() for k, v in d.state_dict().items()}
     save_file(weights, str(out_dir / "model.safetensors"), metadata={"format": "pt"})
     (out_dir / "config.json").write_text(json.dumps(config, indent=2) + "\n")
     return out_dir
