@@ -97,15 +97,6 @@ def test_h200_step_costs_match_the_recorded_ratios() -> None:
     )
 
 
-def test_recorded_break_even_tau_is_the_recorded_step_cost() -> None:
-    rates = sp.load_h200()[sp._H200_SHAPE]["steps_per_s"]
-    for k in (1, 3, 5):
-        expected = rates["plain"]["bs1"] / rates[f"k{k}"]["bs1"]
-        assert sp.recorded_break_even_tau(k, "bs1") == pytest.approx(expected)
-    with pytest.raises(ValueError, match="no k=2 at bs1"):
-        sp.recorded_break_even_tau(2)
-
-
 def test_the_one_prompt_batch_is_only_the_contrast() -> None:
     record = sp.load_h200()
     assert all(set(r) == {"bs1"} for r in record[sp._H200_SHAPE]["steps_per_s"].values())
@@ -173,23 +164,11 @@ def test_published_points_carry_the_threads_role() -> None:
     assert (points.role == "reported slowdown").all()
 
 
-def test_recorded_tiny_pair_speedups_per_dtype() -> None:
-    speedups = sp.recorded_tiny_pair_speedups()
-    assert speedups["float32"] == pytest.approx(307 / 677)
-    assert speedups["bfloat16"] == pytest.approx(363 / 505)
-
-
 def test_h200_without_provenance_is_refused(tmp_path: Path) -> None:
     bare = tmp_path / "bare.json"
     bare.write_text(json.dumps({sp._H200_SHAPE: {}}))
     with pytest.raises(ValueError, match="provenance"):
         sp.load_h200(bare)
-
-
-def test_h200_tiny_pair_table() -> None:
-    df = sp._h200_tiny_pair(sp.load_h200())
-    row = df[(df.dtype == "float32") & (df.setting == "conc1")].iloc[0]
-    assert row.speedup_vs_plain == pytest.approx(307 / 677)
 
 
 def test_model_curve_shape() -> None:

@@ -12,6 +12,7 @@ from helpers.common.configs import read_config
 from helpers.eagle3.taps import default_aux_layers
 from helpers.engine import compat
 from helpers.engine.vllm_source import (
+    V2_CONCAT,
     _excerpt,
     _hook_refs,
     _load_model_class,
@@ -149,3 +150,9 @@ def test_the_runner_is_named_by_its_class() -> None:
     name = _worker_runner(worker)
     assert name.endswith("GPUModelRunner") and not runs_model_runner_v2(name)
     assert runs_model_runner_v2("vllm.v1.worker.gpu.model_runner.GPUModelRunner")
+
+
+def test_the_v2_runners_concat_is_quoted_from_its_own_file() -> None:
+    text = _excerpt(V2_CONCAT)
+    assert text.startswith("# vllm/v1/worker/gpu/spec_decode/autoregressive/speculator.py")
+    assert "combine_hidden_states(" in text and "torch.cat(aux_hidden_states" in text

@@ -56,6 +56,7 @@ __all__ = [
     "with_field_order",
     "schema_sampling",
     "drafts_invalidated",
+    "empty_verify_steps",
     "damage_table",
     "damage_of",
     "damage_ranking",
@@ -178,6 +179,15 @@ def drafts_invalidated(run: CategoryRun, k: int) -> int:
     """Draft tokens proposed but dropped before verification: k per step minus those verified."""
     proposed = k * (run.counters.num_drafts + _steps_without_draft(run))
     return max(0, proposed - run.counters.num_draft_tokens)
+
+
+def empty_verify_steps(run: CategoryRun) -> int | None:
+    """Verify steps that carried no draft token at all: those whose whole proposal a grammar
+    dropped and that vLLM still ran as draft steps (its asynchronous scheduler); None without
+    vLLM's `detailed` per-request records, which alone list each step's drafts."""
+    if not run.requests or not all(r.per_step_drafted for r in run.requests):
+        return None
+    return sum(n == 0 for r in run.requests for n in r.per_step_drafted)
 
 
 # --------------------------------------------------------------------------- damage with intervals

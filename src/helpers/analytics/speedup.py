@@ -10,7 +10,7 @@ c(k) on this machine comes from timing the tiny pair in PyTorch (float32, transf
 cache): one verifier step over k + 1 tokens plus k drafter steps, relative to a 1-token verifier
 step. The H200 costs of the real Qwen3-30B-A3B shape are *recorded* measurements from another
 machine, never results of this run: the MoE lab (`LAB_FILE`, scripts/gpu_moe_lab.py: distinct
-prompts, concurrency 1-64) and an earlier single-sequence record (`H200_FILE`), whose batch runs
+prompts, concurrency 1-64) and an earlier single-sequence record (`_H200_FILE`), whose batch runs
 copied one prompt and are kept only as the contrast `one_prompt_batch` teaches from.
 """
 
@@ -28,7 +28,6 @@ import pandas as pd
 import torch
 
 from helpers.analytics.routing import AS_LOADED
-from helpers.common import vllm_names
 from helpers.common.paths import DATA_DIR
 from helpers.common.tables import K_COLUMN
 from helpers.common.threads import torch_threads
@@ -36,18 +35,15 @@ from helpers.eagle3.drafter import Eagle3Drafter, draft_chain, greedy_feedback
 
 __all__ = [
     "published_points",
-    "H200_FILE",
     "load_h200",
     "recorded_on",
     "one_prompt_batch",
     "LAB_FILE",
     "lab_step_costs",
-    "recorded_break_even_tau",
-    "recorded_tiny_pair_speedups",
     "literature",
 ]
 
-H200_FILE: Path = DATA_DIR / "measurements" / "h200-vllm-step-costs.json"
+_H200_FILE: Path = DATA_DIR / "measurements" / "h200-vllm-step-costs.json"
 _H200_SHAPE = "qwen3_30b_a3b_real_shape"
 
 
@@ -188,7 +184,7 @@ def _model_curve(
 # ------------------------------------------------------------------- the recorded H200 measurement
 
 
-def load_h200(path: Path = H200_FILE) -> dict[str, Any]:
+def load_h200(path: Path = _H200_FILE) -> dict[str, Any]:
     """The recorded H200 step-rate measurement with its provenance ('what', 'how')."""
     record = json.loads(Path(path).read_text())
     missing = {"what", "how", _H200_SHAPE} - set(record)
@@ -244,29 +240,6 @@ def one_prompt_batch(record: dict[str, Any]) -> pd.DataFrame:
     return df.sort_values([K_COLUMN, "batch_size"], ignore_index=True)
 
 
-def _h200_tiny_pair(record: dict[str, Any]) -> pd.DataFrame:
-    """The recorded tiny-pair runs on the H200: plain vs k=3 tokens/s at concurrency 1 and batch
-    32."""
-    rows = []
-    for dtype, r in record["tiny_pair_on_gpu"].items():
-        if not isinstance(r, dict):
-            continue
-        for setting in ("conc1", "batch32"):
-            plain, spec = r[f"plain_{setting}_tok_s"], r[f"spec_k3_{setting}_tok_s"]
-            rows.append(
-                {
-                    "dtype": dtype,
-                    "setting": setting,
-                    "plain_tok_s": plain,
-                    "spec_k3_tok_s": spec,
-                    "speedup_vs_plain": spec / plain,
-                    vllm_names.TAU: r["tau"],
-                    "source": "recorded on an NVIDIA H200 (not this run)",
-                }
-            )
-    return pd.DataFrame(rows)
-
-
 #: The MoE lab's recorded H200 run (scripts/gpu_moe_lab.py), with its provenance.
 LAB_FILE: Path = DATA_DIR / "measurements" / "h200-moe-lab.json"
 
@@ -294,20 +267,6 @@ def _break_even(costs: pd.DataFrame) -> pd.DataFrame:
         for k, t in zip(df[K_COLUMN], df.break_even_tau)
     ]
     return df
-
-
-def recorded_break_even_tau(k: int = 3, batch: str = "bs1", path: Path = H200_FILE) -> float:
-    """The break-even τ on the recorded H200 (real Qwen3-30B-A3B shape): c(k) at that batch."""
-    costs = _break_even(_h200_step_costs(load_h200(path), batch)).set_index(K_COLUMN)
-    if k not in costs.index:
-        raise ValueError(f"{path.name} has no k={k} at {batch}: recorded k are {list(costs.index)}")
-    return float(costs.loc[k, "break_even_tau"])
-
-
-def recorded_tiny_pair_speedups(setting: str = "conc1", path: Path = H200_FILE) -> pd.Series:
-    """The tiny pair's recorded k=3 speed-ups over plain decoding on the H200, per dtype."""
-    runs = _h200_tiny_pair(load_h200(path))
-    return runs[runs.setting == setting].set_index("dtype").speedup_vs_plain
 
 
 _PUBLISHED_FILE: Path = DATA_DIR / "published" / "qwen3-30b-a3b-eagle3.json"

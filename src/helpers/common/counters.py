@@ -125,6 +125,8 @@ class RequestAcceptance:
 
     histogram: tuple[int, ...]
     num_draft_tokens: int
+    #: Draft tokens proposed at each verify step, in order (vLLM's `detailed` record; else empty).
+    per_step_drafted: tuple[int, ...] = ()
 
     @property
     def counters(self) -> SpecCounters:
@@ -140,7 +142,8 @@ def request_acceptance(output: Any) -> RequestAcceptance | None:
     metrics = getattr(output, vllm_names.OUTPUT_METRICS_ATTR, None)
     if metrics is None:
         return None
-    return RequestAcceptance(tuple(metrics.histogram), int(metrics.num_draft_tokens))
+    steps = tuple(int(n) for n in getattr(metrics, vllm_names.PER_STEP_DRAFTED, None) or ())
+    return RequestAcceptance(tuple(metrics.histogram), int(metrics.num_draft_tokens), steps)
 
 
 def counters_of(requests: list[RequestAcceptance]) -> SpecCounters:

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from helpers.common import vllm_names
 from helpers.engine import compat
 
 __all__ = [
@@ -35,6 +36,7 @@ __all__ = [
     "engine_taps",
     "engine_runner",
     "runs_model_runner_v2",
+    "V2_CONCAT",
 ]
 
 
@@ -108,9 +110,18 @@ class _SourceRef:
 
 
 #: The drafter's side of one EAGLE-3 step, the same for every verifier.
+#: Model Runner V2 (what vLLM runs EAGLE-3 with on a GPU with Triton, vllm/v1/worker/gpu/): its
+#: speculator concatenates the taps and fuses them in one line (imported only where it runs).
+V2_CONCAT = _SourceRef(
+    "Model Runner V2's speculator concatenates the taps and fuses them with fc: [tokens, 3H] -> H",
+    vllm_names.V2_SPECULATOR_MODULE,
+    "AutoRegressiveSpeculator.propose",
+    ("combine_hidden_states(", "torch.cat(aux_hidden_states"),
+)
 _DRAFT_PATH: tuple[_SourceRef, ...] = (
     _SourceRef(
-        "the model runner concatenates the taps of every scheduled token: [tokens, 3H]",
+        "the V1 model runner (vLLM's runner on a CPU) concatenates the taps of every scheduled "
+        "token: [tokens, 3H]",
         "vllm.v1.worker.gpu_model_runner",
         "GPUModelRunner.propose_draft_token_ids",
         ("target_hidden_states = torch.cat(",),
@@ -173,8 +184,9 @@ def _resolve(ref: _SourceRef) -> Any:
 
 
 def _excerpt(ref: _SourceRef, context: int = 1, max_lines: int = 14) -> str:
-    """The lines of the function that contain a keep word (± context), numbered as in the file."""
-    fn = _resolve(ref)
+    """The lines of the function that contain a keep word (± context), numbered as in the file (a
+    decorated function's own file: torch.no_grad wraps some)."""
+    fn = inspect.unwrap(_resolve(ref))
     lines, first = inspect.getsourcelines(fn)
     path = inspect.getsourcefile(fn) or "?"
     short = path[path.rfind("vllm/") :] if "vllm/" in path else path

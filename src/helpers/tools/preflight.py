@@ -13,8 +13,7 @@ fall short that one line is the whole report; then the config files, Qwen3's tok
 pairing (configs only: a shape has no weights to read).
 
 Tiny profile: the shipped pair exists in data/ (else one line pointing to `make tiny-models`) and
-passes the pairing validator; on a GPU a warning says why the tiny pair makes EAGLE-3 look slow
-(see `gpu_notice`, which notebooks print too).
+passes the pairing validator.
 
 Every profile, first: what data/ ships is intact (`check_shipped_files`): every safetensors file
 exactly as long as its header says, every JSON file parses (prompt files: lists of strings, model
@@ -34,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from helpers.common.configs import read_config, read_json
-from helpers.common.envinfo import GpuInfo, has_gpu, hub_reachable, offline_var, query_gpus
+from helpers.common.envinfo import GpuInfo, hub_reachable, offline_var, query_gpus
 from helpers.common.paths import DATA_DIR, REPO_ROOT, is_local_ref, local_dir, restore_hint
 from helpers.common.profiles import Profile, load_profile, profile_name, profiles_for_gpus
 from helpers.common.prompts import PROMPTS_DIR, read_prompt_file
@@ -42,7 +41,6 @@ from helpers.engine import compat
 from helpers.engine.pairing import HeaderError, safetensors_header, validate_pair
 
 __all__ = [
-    "gpu_notice",
     "main",
 ]
 
@@ -87,34 +85,6 @@ class _PreflightResult:
 
 
 # --------------------------------------------------------------------------- GPUs
-
-
-def _tiny_gpu_notice() -> str:
-    """Why the tiny pair makes EAGLE-3 look slow on a GPU, with the recorded H200 numbers
-    (data/measurements/h200-vllm-step-costs.json, computed by helpers.analytics.speedup)."""
-    from helpers.analytics import speedup
-
-    path, k = speedup.H200_FILE, 3
-    tiny = speedup.recorded_tiny_pair_speedups("conc1", path)
-    tau = speedup.recorded_break_even_tau(k, "bs1", path)
-    record = path.relative_to(REPO_ROOT).as_posix()
-    return (
-        "The tiny profile is running on a GPU, where EAGLE-3 is SLOWER than plain decoding "
-        f"(recorded on an H200: k={k} gave {tiny.min():.2f}-{tiny.max():.2f}x plain tokens/s at "
-        "concurrency 1): its 4 M-parameter verifier is too cheap to hide the cost of drafting. "
-        "That is this toy pair, not speculation: with a verifier of Qwen3-30B-A3B's shape, "
-        f"k={k} pays off once tau > {tau:.2f} at batch 1 ({record}), "
-        "so run PROFILE=qwen3-30b-a3b to see the speed-up."
-    )
-
-
-def gpu_notice(profile: Profile, gpu: bool | None = None) -> str | None:
-    """The one-line notice that the tiny pair is a loss on GPUs, when a CPU-sized profile runs on
-    one; else None."""
-    if profile.gpus_needed > 0:
-        return None
-    gpu = has_gpu() if gpu is None else gpu
-    return _tiny_gpu_notice() if gpu else None
 
 
 def _flashinfer_installed() -> bool:
@@ -426,9 +396,6 @@ def _run_local(
         if profile.gpus_needed
         else ("GPU" if on_gpu else "CPU")
     )
-    notice = gpu_notice(profile, gpu=on_gpu)
-    if notice:
-        result.warnings.append(notice)
     if profile.gpus_needed:
         result.warnings += gpu_warnings
     elif on_gpu and not _flashinfer_installed():
