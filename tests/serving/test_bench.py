@@ -175,20 +175,44 @@ def test_records_add_up_to_the_counters_or_say_they_do_not() -> None:
     assert not bench.reconcile_per_request([off]).equal.iloc[0]  # one step the records missed
     bare = bench._LevelRun("spec", 2, [_stream(0, 1, None), _stream(0, 1, None)], 1.0, 0, counters)
     row = bench.reconcile_per_request([bare]).iloc[0]
-    assert not row.equal and row.with_acceptance == 0 and row.drafts_requests != row.drafts_requests
+    assert row.equal == "not available in this vLLM" and row.with_acceptance == 0
+    assert row.drafts_requests != row.drafts_requests  # NaN: nothing to add up
     assert bench.per_request([run, bare]) == {2: [a.acceptance, b.acceptance]}
 
 
 def test_level_row_measures_in_flight_and_user_speed() -> None:
     from helpers.common.counters import SpecCounters
     from helpers.serving import bench
+    from helpers.serving.clients import EngineStats
 
     # two slots, 2 s of wall time; the slots were busy 2.0 + 1.0 s: 1.5 requests in flight on average
     res = [_stream(0.0, 2.0, (1, 0, 1, 2)), _stream(0.0, 1.0, (2, 1, 0, 0), tokens=5)]
-    row = bench._LevelRun("spec", 2, res, 2.0, 0, SpecCounters(7, 21, 9, (4, 3, 2))).row()
+    # the server's histograms over the level: 2 requests, TPOT 40 and 60 ms (mean 50), TTFT 0.1 s
+    latency = {"tpot": (0.1, 2.0), "ttft": (0.2, 2.0), "itl": (0.5, 10.0), "e2e": (3.0, 2.0)}
+    run = bench._LevelRun("spec", 2, res, 2.0, 0, SpecCounters(7, 21, 9, (4, 3, 2)))
+    run.engine = EngineStats(latency=latency)
+    row = run.row()
     assert row["mean_in_flight"] == pytest.approx(1.5)
-    assert row["per_user_tok_s"] == pytest.approx(
+    # per-user speed is what the server's own TPOT allows; the stream's is kept beside it
+    assert row["server_tpot_ms"] == pytest.approx(50.0) and row["per_user_tok_s"] == pytest.approx(
+        20
+    )
+    assert row["server_ttft_ms"] == pytest.approx(100.0) and row["server_requests"] == 2
+    assert row["client_per_user_tok_s"] == pytest.approx(
         sorted(r.user_tok_s for r in res)[0] / 2 + sorted(r.user_tok_s for r in res)[1] / 2
     )
     assert row["finished_naturally"] == 1.0 and row["length"] == bench._FORCED
     assert row["per_request_acceptance"] == 2 and row["mean_output_tokens"] == 7
+
+
+def test_per_prompt_adds_up_each_prompts_requests_into_one_unit() -> None:
+    from helpers.common.counters import SpecCounters
+    from helpers.serving import bench
+
+    a, b, c = _stream(0, 1, (1, 0, 1, 2)), _stream(0, 1, (2, 1, 0, 0)), _stream(0, 1, (0, 0, 0, 3))
+    a.prompt_index, b.prompt_index, c.prompt_index = 0, 1, 0  # prompt 0 asked twice
+    run = bench._LevelRun("spec", 2, [a, b, c], 2.0, 0, SpecCounters())
+    (units,) = bench.per_prompt([run]).values()
+    assert [u.histogram for u in units] == [(1, 0, 1, 5), (2, 1, 0, 0)]
+    assert [u.num_draft_tokens for u in units] == [3 * 7, 3 * 3]
+    assert run.row()["distinct_prompts"] == 2

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import shlex
 
 import pytest
@@ -258,3 +259,21 @@ def test_engine_stats_from_metrics_text() -> None:
     assert EngineStats().prefix_hit_rate != EngineStats().prefix_hit_rate  # NaN: nothing looked up
     # the spec-decode parser still reads its counters from the same page
     assert spec_counters_from_text(page).num_drafts == 100
+
+
+def test_latency_histograms_are_read_as_sums_and_counts_and_differenced() -> None:
+    from helpers.serving.clients import engine_stats_from_text
+
+    def page(total: float, count: int) -> str:
+        name = "vllm:request_time_per_output_token_seconds"
+        return (
+            f"# HELP {name} x\n# TYPE {name} histogram\n"
+            f'{name}_bucket{{engine="0",le="0.01"}} 1.0\n'
+            f'{name}_bucket{{engine="0",le="+Inf"}} {count}\n'
+            f'{name}_count{{engine="0"}} {count}\n{name}_sum{{engine="0"}} {total}\n'
+        )
+
+    before, after = engine_stats_from_text(page(0.5, 10)), engine_stats_from_text(page(0.8, 16))
+    assert before.latency["tpot"] == (0.5, 10.0)
+    assert (after - before).mean_seconds("tpot") == pytest.approx(0.3 / 6)
+    assert math.isnan(before.mean_seconds("ttft")), "a histogram the page lacks"

@@ -64,6 +64,10 @@ def level(mode: str, c: int, tok: float, **over: float) -> dict:
         "requests": 4,
         "mean_output_tokens": 100.0,
         "prefix_cache_hits": 0.0,
+        "server_tpot_ms": 10.0,
+        "mean_tpot_ms": 10.0,
+        "chunks_per_request": 100.0 if mode == "plain" else 40.0,
+        "acceptance_length": float("nan") if mode == "plain" else 2.5,
     }
     return {**row, **over}
 
@@ -74,7 +78,7 @@ def test_checks_hold_on_a_clean_run_and_name_each_failure() -> None:
     )
     checks = it.validity_checks(clean)
     assert checks.holds.all() and set(checks.check) == {
-        "repeats", "queueing", "waves", "preemptions", "prefix cache"
+        "repeats", "queueing", "waves", "preemptions", "prefix cache", "server timing", "stream"
     }  # fmt: skip
     assert all("holds at all" in line for line in it.check_lines(checks))
     dirty = pd.DataFrame(
@@ -96,3 +100,28 @@ def test_checks_hold_on_a_clean_run_and_name_each_failure() -> None:
     assert any(
         line.startswith("waves: FAILS at 1 of 2") and "spec C=4: 0.5" in line for line in lines
     )
+
+
+def test_a_coalesced_stream_fails_its_check_and_prints_no_gain() -> None:
+    """A front end that sends each answer in one burst: the client sees TPOT → 0 and one chunk,
+    while the server's own TPOT says 10 ms; no gain may be printed from such a run."""
+    rows = [level(m, c, 100.0 * c) for m in ("plain", "spec") for c in (1, 4)]
+    rows[2] |= {"mean_tpot_ms": 0.01, "chunks_per_request": 1.0}  # spec C=1: coalesced
+    results = pd.DataFrame(rows).assign(per_user_tok_s=[100.0, 50.0, 150.0, 80.0])
+    checks = it.validity_checks(results)
+    stream = checks[checks.check == "stream"].set_index("where")
+    assert not stream.holds["spec C=1"] and stream.holds["plain C=1"]
+    assert stream.value["spec C=1"] == pytest.approx(0.001)
+    curve = it.curves(results)
+    sentence = it.gain_statement(it.gain_at_equal_speed(curve), curve)
+    printed = it.gated(sentence, checks, it.EQUAL_SPEED_NEEDS, "the gain at equal per-user speed")
+    assert "×" not in printed and printed.startswith("This run cannot say the gain at equal")
+    assert "stream at spec C=1" in printed
+    # the same run passes the checks the ratio at a concurrency rests on
+    assert it.gated("ratio", checks, it.CROSSING_NEEDS, "where the ratio crosses 1") == "ratio"
+
+
+def test_no_server_timing_fails_its_check() -> None:
+    results = pd.DataFrame([level("plain", 1, 100.0, server_tpot_ms=float("nan"))])
+    checks = it.validity_checks(results).set_index("check")
+    assert not checks.holds["server timing"]

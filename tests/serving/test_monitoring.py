@@ -34,9 +34,18 @@ def test_dashboard_evaluates_the_promql_over_its_window() -> None:
 
 def test_alert_fires_only_after_the_drop_and_only_while_drafting() -> None:
     panels = ob.dashboard(_samples(), window=2.0)
-    firing = ob.alert_firing(panels, threshold=2.5)
+    firing = ob._alert_firing(panels, threshold=2.5)
     assert firing.tolist() == [t >= 8 for t in panels.t]
-    assert "SpecDecodeAcceptanceDrop" in ob.TAU_ALERT
+    assert "SpecDecodeAcceptanceDrop" in ob.TAU_ALERT and "for: $for" in ob.TAU_ALERT
+
+
+def test_the_rules_for_holds_the_alert_pending_first() -> None:
+    panels = ob.dashboard(_samples(), window=2.0)
+    states = ob.alert_states(panels, threshold=2.5, for_seconds=1.5).tolist()
+    # true from t = 8: pending at 8 and 9, firing from 8 + 1.5 on
+    expected = ["inactive"] * 7 + ["pending", "pending", "firing"]  # t = 1 .. 10
+    assert states == expected
+    assert set(ob.alert_states(panels, 2.5, for_seconds=60.0)) == {"inactive", "pending"}
 
 
 def metrics_text(drafts: int, running: int) -> str:

@@ -43,6 +43,8 @@ __all__ = [
     "NUM_RUNNING_METRIC",
     "NUM_WAITING_METRIC",
     "KV_CACHE_USAGE_METRIC",
+    "LATENCY_HISTOGRAMS",
+    "V2_SPECULATOR_MODULE",
     "CACHE_CONFIG_INFO_METRIC",
     "NUM_GPU_BLOCKS_LABEL",
     "BLOCK_SIZE_LABEL",
@@ -129,6 +131,17 @@ NUM_RUNNING_METRIC = "vllm:num_requests_running"
 NUM_WAITING_METRIC = "vllm:num_requests_waiting"
 #: Gauge: share of the KV cache's blocks in use (a fraction 0..1, despite `perc`).
 KV_CACHE_USAGE_METRIC = "vllm:kv_cache_usage_perc"
+#: Model Runner V2's EAGLE speculator, where it concatenates the taps (vllm/v1/worker/gpu/).
+V2_SPECULATOR_MODULE = "vllm.v1.worker.gpu.spec_decode.autoregressive.speculator"
+#: Histograms the server keeps of each request's timing, in seconds (v1/metrics/loggers.py), by
+#: the name the workbook gives each: its `_sum` over its `_count` between two scrapes is the mean
+#: over the requests that finished (or, for inter-token latency, the decode steps that ran) between.
+LATENCY_HISTOGRAMS: dict[str, str] = {
+    "ttft": "vllm:time_to_first_token_seconds",
+    "itl": "vllm:inter_token_latency_seconds",
+    "tpot": "vllm:request_time_per_output_token_seconds",
+    "e2e": "vllm:e2e_request_latency_seconds",
+}
 #: Gauge fixed at 1 whose labels are the cache config (CacheConfig.metrics_info, config/cache.py).
 CACHE_CONFIG_INFO_METRIC = "vllm:cache_config_info"
 #: Its label with the number of KV blocks the engine allocated.

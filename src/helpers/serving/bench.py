@@ -49,6 +49,7 @@ __all__ = [
     "results_frame",
     "counters_frame",
     "per_request",
+    "per_prompt",
     "reconcile_per_request",
     "speedup_table",
     "crossing_statement",
@@ -119,6 +120,8 @@ class _LevelRun:
         per_user = [r.user_tok_s for r in res if r.output_tokens > 1]
         stats = acceptance_stats(self.counters)
         busy = sum(r.latency for r in res)
+        server = {f"server_{n}_ms": 1000 * self.engine.mean_seconds(n) for n in _SERVER_TIMES}
+        tpot_server = server["server_tpot_ms"]
         return {
             "mode": self.mode,
             "length": self.length,
@@ -129,14 +132,22 @@ class _LevelRun:
             "output_tokens": tokens,
             "duration_s": round(self.duration, 3),
             "output_tok_s": tokens / self.duration if self.duration > 0 else 0.0,
-            "per_user_tok_s": float(np.median(per_user)) if per_user else math.nan,
+            # what the server's own TPOT allows each user (its histogram's mean over the level)
+            "per_user_tok_s": 1000 / tpot_server if tpot_server > 0 else math.nan,
+            # what the stream delivered: 1 / the client's TPOT, median over requests
+            "client_per_user_tok_s": float(np.median(per_user)) if per_user else math.nan,
             "mean_output_tokens": tokens / len(res) if res else math.nan,
             "finished_naturally": sum(r.finish_reason == "stop" for r in res) / max(1, len(res)),
             "mean_ttft_ms": float(ttft.mean()) if len(ttft) else math.nan,
             "median_ttft_ms": float(np.median(ttft)) if len(ttft) else math.nan,
             "mean_tpot_ms": float(tpot.mean()) if len(tpot) else math.nan,
             "median_tpot_ms": float(np.median(tpot)) if len(tpot) else math.nan,
+            **server,
+            "server_requests": self.engine.latency.get("e2e", (0.0, 0.0))[1],
+            "mean_latency_ms": 1000 * busy / len(res) if res else math.nan,
             "tokens_per_chunk": tokens / max(1, sum(r.chunks for r in res)),
+            "chunks_per_request": sum(r.chunks for r in res) / len(res) if res else math.nan,
+            "distinct_prompts": len({r.prompt_index for r in res}),
             "acceptance_length": stats[vllm_names.TAU] if self.counters.num_drafts else math.nan,
             "per_request_acceptance": len(self.acceptances),
             "prompt_tokens": prompt_tokens,
@@ -151,6 +162,10 @@ class _LevelRun:
         }
 
 
+#: The server's latency histograms a level reads (vllm_names.LATENCY_HISTOGRAMS), as means in ms.
+_SERVER_TIMES = ("ttft", "tpot", "itl", "e2e")
+#: What a comparison shows where the server returned no per-request acceptance.
+_NOT_AVAILABLE = "not available in this vLLM"
 _ENGINE_PROCESS_NAMES = ("EngineCore", "Worker", "VllmWorker")
 
 
@@ -188,10 +203,11 @@ def _run_level(
     deadline = time.perf_counter() + time_limit
 
     def one(i: int) -> StreamResult | None:
-        """One request, unless the level's time is up."""
+        """One request, unless the level's time is up (request i sends prompt i mod the list's
+        length: every level cycles through the same prompts)."""
         if time.perf_counter() > deadline:
             return None
-        return stream_chat(
+        result = stream_chat(
             base_url,
             model,
             as_messages(prompts[i % len(prompts)]),
@@ -200,6 +216,8 @@ def _run_level(
             timeout=_REQUEST_TIMEOUT,
             ignore_eos=ignore_eos,
         )
+        result.prompt_index = i % len(prompts)
+        return result
 
     processes = list(server_processes()) if server_processes else []
     cpu_before = _cpu_by_role(processes)
@@ -368,13 +386,41 @@ def per_request(runs: Sequence[_LevelRun]) -> dict[int, list[RequestAcceptance]]
     return dict(sorted(by_level.items()))
 
 
+def per_prompt(runs: Sequence[_LevelRun]) -> dict[int, list[RequestAcceptance]]:
+    """Per concurrency level: one acceptance record per distinct prompt, its requests (repeats,
+    and the cycles of a level that sends more requests than there are prompts) added up. Greedy
+    requests of the same prompt decode the same tokens, so the prompt, not the request, is the
+    unit an interval over requests may count; τ of the summed histogram is a ratio of sums, and
+    a jackknife over these records leaves one prompt out at a time (empty where the server
+    returned no acceptance)."""
+    by_level: dict[int, dict[int, list[RequestAcceptance]]] = {}
+    for run in runs:
+        prompts = by_level.setdefault(run.concurrency, {})
+        for r in run.results:
+            if r.acceptance is not None:
+                prompts.setdefault(r.prompt_index, []).append(r.acceptance)
+    return {
+        c: [_summed(records) for _, records in sorted(prompts.items())]
+        for c, prompts in sorted(by_level.items())
+    }
+
+
+def _summed(records: Sequence[RequestAcceptance]) -> RequestAcceptance:
+    """Several requests' acceptance as one: histograms and draft tokens added."""
+    width = max(len(r.histogram) for r in records)
+    hist = [
+        sum(r.histogram[j] if j < len(r.histogram) else 0 for r in records) for j in range(width)
+    ]
+    return RequestAcceptance(tuple(hist), sum(r.num_draft_tokens for r in records))
+
+
 def reconcile_per_request(runs: Sequence[_LevelRun]) -> pd.DataFrame:
     """Per run: the requests' own acceptance added up next to the counter delta of the same span.
 
     Each response's histogram counts that request's verify steps; the counters count every step of
     every request; a level's requests are all the server did meanwhile, so the two agree exactly
     (`equal`) wherever every request carried its acceptance. Without per-request data the
-    per-request columns are NaN and `equal` is False.
+    per-request columns are NaN and `equal` says "not available in this vLLM".
     """
     rows = []
     for run in runs:
@@ -395,10 +441,13 @@ def reconcile_per_request(runs: Sequence[_LevelRun]) -> pd.DataFrame:
         for name, (ours, theirs) in pairs.items():
             row[f"{name}_requests"] = ours if complete else math.nan
             row[f"{name}_counters"] = theirs
-        row["per_position_equal"] = complete and tuple(summed.accepted_per_pos) == tuple(
-            run.counters.accepted_per_pos
-        )
-        row["equal"] = complete and all(a == b for a, b in pairs.values())
+        if complete:
+            row["per_position_equal"] = tuple(summed.accepted_per_pos) == tuple(
+                run.counters.accepted_per_pos
+            )
+            row["equal"] = all(a == b for a, b in pairs.values())
+        else:  # nothing to compare: the server returned no (or not every) request's record
+            row["per_position_equal"] = row["equal"] = _NOT_AVAILABLE
         rows.append(row)
     return pd.DataFrame(rows)
 

@@ -31,7 +31,6 @@ from helpers.common import vllm_names
 from helpers.common.counters import RequestAcceptance, SpecCounters, counters_from_values
 
 __all__ = [
-    "post_raw",
     "answer_text",
     "response_acceptance",
     "curl_command",
@@ -95,7 +94,7 @@ def _raise_for_status(response: requests.Response) -> None:
         raise requests.HTTPError(f"{err}: {response.text[:300]}", response=response) from None
 
 
-def post_raw(
+def _post_raw(
     base_url: str, body: str, path: str = _CHAT_PATH, timeout: float = 30
 ) -> requests.Response:
     """POST a raw (possibly malformed) JSON body and return the response, whatever its status."""
@@ -166,6 +165,8 @@ class StreamResult:
     started_at: float = 0.0
     #: The request's acceptance from the final usage chunk (None: not recorded by the server).
     acceptance: RequestAcceptance | None = None
+    #: Which prompt of the benchmark's list this request sent (a unit of its intervals).
+    prompt_index: int = -1
 
     @property
     def tpot(self) -> float:
@@ -305,15 +306,25 @@ _READ = (
 )
 
 
+#: The latency histograms, of which only the `_sum` and `_count` samples are read (no buckets).
+_HISTOGRAMS = tuple(vllm_names.LATENCY_HISTOGRAMS.values())
+
+
 def _read_lines(text: str) -> str:
     """Only the lines of the metrics read here: parsing all of /metrics (histogram buckets
     included) would cost a scraping thread tens of milliseconds per scrape."""
 
-    def name(line: str) -> str:
+    def keep(line: str) -> bool:
         parts = line.split()
-        return parts[2] if line.startswith("#") and len(parts) > 2 else line
+        name = parts[2] if line.startswith("#") and len(parts) > 2 else line
+        if name.startswith(_READ):
+            return True
+        sample = name.split("{")[0].split(" ")[0]
+        return name.startswith(_HISTOGRAMS) and (
+            line.startswith("#") or sample.endswith(("_sum", "_count"))
+        )
 
-    return "\n".join(line for line in text.splitlines() if name(line).startswith(_READ)) + "\n"
+    return "\n".join(line for line in text.splitlines() if keep(line)) + "\n"
 
 
 def spec_counters_from_text(text: str) -> SpecCounters:
@@ -365,15 +376,29 @@ class EngineStats:
     kv_cache_usage: float = 0.0
     num_gpu_blocks: int = 0
     block_size: int = 0
+    #: The server's latency histograms (vllm_names.LATENCY_HISTOGRAMS): name -> (sum s, count).
+    latency: dict[str, tuple[float, float]] = field(default_factory=dict)
 
     def __sub__(self, before: EngineStats) -> EngineStats:
         """Counters accumulated since `before`; gauges and the cache's size as now."""
+        latency = {
+            name: (total - before.latency.get(name, (0.0, 0.0))[0],
+                   count - before.latency.get(name, (0.0, 0.0))[1])
+            for name, (total, count) in self.latency.items()
+        }  # fmt: skip
         return replace(
             self,
             prefix_cache_queries=self.prefix_cache_queries - before.prefix_cache_queries,
             prefix_cache_hits=self.prefix_cache_hits - before.prefix_cache_hits,
             preemptions=self.preemptions - before.preemptions,
+            latency=latency,
         )
+
+    def mean_seconds(self, name: str) -> float:
+        """A latency histogram's mean (its sum over its count), NaN where the server keeps none or
+        nothing was observed."""
+        total, count = self.latency.get(name, (0.0, 0.0))
+        return total / count if count else math.nan
 
     @property
     def prefix_hit_rate(self) -> float:
@@ -402,8 +427,14 @@ _ENGINE_FIELDS = {
 def engine_stats_from_text(text: str) -> EngineStats:
     """EngineStats from Prometheus text: each figure summed over label sets (engines), the KV
     cache's blocks and block size from the labels of vllm:cache_config_info."""
-    values: dict[str, Any] = {}
+    values: dict[str, Any] = {"latency": {}}
+    histograms = {metric: name for name, metric in vllm_names.LATENCY_HISTOGRAMS.items()}
     for family in text_string_to_metric_families(_read_lines(text)):
+        if family.name in histograms:
+            total = sum(s.value for s in family.samples if s.name == f"{family.name}_sum")
+            count = sum(s.value for s in family.samples if s.name == f"{family.name}_count")
+            values["latency"][histograms[family.name]] = (total, count)
+            continue
         if family.name == vllm_names.CACHE_CONFIG_INFO_METRIC:
             for sample in family.samples[:1]:
                 labels = sample.labels

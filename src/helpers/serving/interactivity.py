@@ -2,8 +2,10 @@
 (notebook 04), and the checks a serving benchmark must pass before its numbers mean anything.
 
 Every concurrency level of a sweep gives two numbers per mode: the total output tokens/s the server
-produced (what a GPU-hour buys) and the decode speed each user saw (tokens/s per user = 1 / TPOT,
-the median over requests). Raising concurrency buys total throughput with per-user speed, so each
+produced (what a GPU-hour buys) and the decode speed each user gets (tokens/s per user = 1 / TPOT,
+the TPOT the server itself measured: the mean of its `vllm:request_time_per_output_token_seconds`
+histogram over the level; the client's stream timing is kept beside it as what a user perceives).
+Raising concurrency buys total throughput with per-user speed, so each
 mode traces a curve; comparing the modes *at the same concurrency* mixes two user speeds. Reading
 both curves at the same per-user speed (linear interpolation between measured levels, never
 beyond them) gives the gain an operator gets for a fixed interactivity target.
@@ -18,7 +20,23 @@ The checks (`validity_checks`), each computed from the run and printed with its 
   sampled during the level): the server ran C requests at once, not fewer with a queue;
 * **waves**: the client kept at least WAVE_FILL of its C slots busy on average (request-seconds /
   wall seconds): a level that is mostly ramp-up and drain measures a lower concurrency than C;
-* **preemptions**: the KV cache held every level without pushing a request out.
+* **preemptions**: the KV cache held every level without pushing a request out;
+* **server timing**: the server's own TPOT is there at every level (the per-user speed rests on it);
+* **stream**: the stream was not coalesced: the client's TPOT is at least STREAM_FLOOR of the
+  server's, and each response arrived in at least STREAM_FLOOR of the chunks its decode steps make
+  (output tokens / τ; a plain step is one token). A front end that falls behind sends a whole
+  answer in one burst, and a TPOT measured at the client then goes to zero.
+
+They follow the checks of speculators' throughput-vs-interactivity tool
+(`scripts/evaluate/throughput_interactivity.py` in vllm-project/speculators, `validate_rows`):
+repeat noise, prefix-cache hits on repeated prompts, closed-loop queueing seen as TTFT, lockstep
+waves; its open-loop checks (offered against achieved rate, a concurrency plateau) do not apply to
+a closed loop, and its x axis is the server's 1 / ITL, as here.
+
+The sentences a notebook prints from a sweep go through `gated`: each is printed only when the
+checks that bear on it hold, else the line says which failed and what the run cannot say
+(`CROSSING_NEEDS` for where the ratio crosses 1, `EQUAL_SPEED_NEEDS` for the gain at equal
+per-user speed).
 """
 
 from __future__ import annotations
@@ -32,6 +50,9 @@ from matplotlib.figure import Figure
 from helpers.common.plots import PALETTE, new_figure
 
 __all__ = [
+    "CROSSING_NEEDS",
+    "EQUAL_SPEED_NEEDS",
+    "gated",
     "curves",
     "gain_at_equal_speed",
     "gain_statement",
@@ -46,6 +67,13 @@ _REPEAT_SPREAD = 0.05
 _CACHE_SKEW = 0.05
 #: Time-averaged requests in flight must reach this share of the level's concurrency.
 _WAVE_FILL = 0.9
+#: A stream whose client-side TPOT or chunk count falls below this share of the server's is
+#: coalesced.
+_STREAM_FLOOR = 0.5
+#: The checks that bear on the ratio of total tokens/s at a concurrency (and where it crosses 1).
+CROSSING_NEEDS = ("queueing", "waves", "preemptions", "prefix cache")
+#: The checks that bear on the gain at equal per-user speed (also the speed each user gets).
+EQUAL_SPEED_NEEDS = (*CROSSING_NEEDS, "server timing", "stream")
 
 
 def curves(results: pd.DataFrame) -> pd.DataFrame:
@@ -147,7 +175,7 @@ def plot_interactivity(curve: pd.DataFrame, gains: pd.DataFrame) -> Figure:
             label="same user speed" if i == 0 else None,
         )
     ax.set(
-        xlabel="tokens/s per user (1 / TPOT, median over requests)",
+        xlabel="tokens/s per user (1 / the server's TPOT)",
         ylabel="total output tokens/s",
         title="throughput against interactivity",
     )
@@ -186,6 +214,10 @@ def validity_checks(results: pd.DataFrame) -> pd.DataFrame:
         rows.append(
             _check("preemptions", where, g.preemptions.sum(), "0", g.preemptions.sum() == 0)
         )
+        server = g.server_tpot_ms if "server_tpot_ms" in g else pd.Series([math.nan])
+        known = bool(server.notna().all())
+        rows.append(_check("server timing", where, float(server.min()), "server TPOT read", known))
+        rows.append(_stream_check(g, where))
     work = results.prompt_tokens + results.requests * results.mean_output_tokens
     saved = results.assign(saved=results.prefix_cache_hits / work)
     for c, g in saved.groupby("concurrency"):
@@ -202,6 +234,32 @@ def validity_checks(results: pd.DataFrame) -> pd.DataFrame:
             )
         )
     return pd.DataFrame(rows)
+
+
+def _stream_check(level: pd.DataFrame, where: str) -> dict[str, object]:
+    """The coalesced-stream check of one mode and level (repeats together): the lower of the
+    client's TPOT over the server's, and of the chunks per response over those its steps make."""
+    ratios = [math.nan]
+    if "server_tpot_ms" in level:
+        ratios.append(float((level.mean_tpot_ms / level.server_tpot_ms).min()))
+    if "chunks_per_request" in level:
+        tau = level.acceptance_length.fillna(1.0)
+        steps = level.mean_output_tokens / tau
+        ratios.append(float((level.chunks_per_request / steps).min()))
+    value = min((r for r in ratios if not math.isnan(r)), default=math.nan)
+    limit = f"client TPOT and chunks ≥ {_STREAM_FLOOR:.0%} of the server's"
+    return _check("stream", where, value, limit, value >= _STREAM_FLOOR)
+
+
+def gated(statement: str, checks: pd.DataFrame, needs: tuple[str, ...], what: str) -> str:
+    """`statement` when every check named in `needs` holds everywhere, else one line naming the
+    checks that failed and where, and that the run cannot say `what`."""
+    failed = checks[checks.check.isin(needs) & ~checks.holds]
+    if failed.empty:
+        return statement
+    where = "; ".join(f"{r.check} at {r.where}" for r in failed.head(4).itertuples())
+    more = f" (and {len(failed) - 4} more)" if len(failed) > 4 else ""
+    return f"This run cannot say {what}: {where}{more} failed (the checks below)."
 
 
 def check_lines(checks: pd.DataFrame) -> list[str]:

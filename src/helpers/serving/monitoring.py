@@ -48,7 +48,7 @@ __all__ = [
     "TAU_ALERT",
     "Scraper",
     "dashboard",
-    "alert_firing",
+    "alert_states",
     "wait_for_spec_log",
     "kv_capacity_from_log",
 ]
@@ -75,7 +75,7 @@ TAU_ALERT = f"""- alert: SpecDecodeAcceptanceDrop
     (1 + {_ACCEPTED}
        / {_DRAFTS}) < $threshold
     and {_DRAFTS} > 0
-  for: 1m
+  for: $for
   annotations:
     summary: "EAGLE-3 acceptance length below $threshold: drafter and verifier out of step?\""""
 
@@ -169,9 +169,23 @@ def dashboard(samples: list[_Sample], window: float) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def alert_firing(panels: pd.DataFrame, threshold: float) -> pd.Series:
+def _alert_firing(panels: pd.DataFrame, threshold: float) -> pd.Series:
     """TAU_ALERT's expression at each evaluation: τ below the threshold while drafts flow."""
     return (panels.acceptance_length < threshold) & (panels.drafts_per_s > 0)
+
+
+def alert_states(panels: pd.DataFrame, threshold: float, for_seconds: float) -> pd.Series:
+    """The rule's state at each evaluation, as Prometheus keeps it: "inactive" while the
+    expression is false, "pending" from the evaluation where it turned true, "firing" once it has
+    held at every evaluation for `for_seconds` (the rule's `for:`)."""
+    true = _alert_firing(panels, threshold).to_numpy()
+    states, since = [], None
+    for t, now in zip(panels.t.to_numpy(), true):
+        since = (since if since is not None else t) if now else None
+        states.append(
+            "inactive" if since is None else "firing" if t - since >= for_seconds else "pending"
+        )
+    return pd.Series(states, index=panels.index, name="state")
 
 
 #: vLLM's periodic log line (`SpecDecodingLogging.log`), every VLLM_LOG_STATS_INTERVAL seconds.
