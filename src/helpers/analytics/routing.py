@@ -25,7 +25,10 @@ kernels do not skip zeros): only which experts a batch reads changes.
 `RoutingLab` is the worker extension (`worker_extension_cls=ROUTING_LAB`) through which
 `scripts/gpu_moe_lab.py` applies a design, reads back the routing of the sequences it generated
 (`routing_stats`), and moves the synthetic acceptance length of a running engine
-(`set_acceptance_length`: the rejection sampler's rates tensor, updated in place).
+(`set_acceptance_length`: the rejection sampler's rates tensor, updated in place). It also keeps
+the tensors a design rewrites as they were loaded (`moelab_snapshot`), puts them back
+(`moelab_restore`), and says which routing is installed with a fingerprint of the tensors
+themselves (`moelab_readback`), so the lab can refuse a cell whose routing is not its label's.
 """
 
 from __future__ import annotations
@@ -219,6 +222,74 @@ def _apply_design(model: Any, design: Design, context_scale: float) -> None:
 
 
 @torch.no_grad()
+def _designed_parts(model: Any) -> dict[str, tuple[Any, bool]]:
+    """Every module whose weight a design rewrites, by a name, and whether it is a linear layer
+    (written through `_write`): the embedding, layer 0's input norm and attention projections, each
+    layer's post-attention norm and router."""
+    layers = _verifier_layers(model)
+    parts = {
+        "embed": (model.model.embed_tokens, False),
+        "input_norm_0": (layers[0].input_layernorm, False),
+        "qkv_0": (layers[0].self_attn.qkv_proj, True),
+        "o_0": (layers[0].self_attn.o_proj, True),
+    }
+    for i, layer in enumerate(layers):
+        parts[f"post_norm_{i}"] = (layer.post_attention_layernorm, False)
+        parts[f"gate_{i}"] = (layer.mlp.gate, True)
+    return parts
+
+
+@torch.no_grad()
+def _snapshot(model: Any) -> dict[str, torch.Tensor | None]:
+    """A copy of every tensor a design rewrites, as it is now (None for a linear layer whose weight
+    the backend repacked at load and cannot give back: vLLM's CPU backend)."""
+    out: dict[str, torch.Tensor | None] = {}
+    for name, (module, linear) in _designed_parts(model).items():
+        try:
+            out[name] = (_read(module) if linear else module.weight).detach().clone()
+        except ValueError:
+            out[name] = None
+    return out
+
+
+@torch.no_grad()
+def _restore(model: Any, saved: dict[str, torch.Tensor | None]) -> None:
+    """Put every snapshot tensor back; raise in one line where one could not be kept."""
+    lost = sorted(name for name, tensor in saved.items() if tensor is None)
+    if lost:
+        raise ValueError(
+            f"the weights as loaded cannot be restored on this backend: it repacked {lost[0]} "
+            f"(and {len(lost) - 1} more) at load (vLLM's CPU backend does)"
+        )
+    for name, (module, linear) in _designed_parts(model).items():
+        if linear:
+            _write(module, saved[name])
+        else:
+            module.weight.copy_(saved[name])
+
+
+@torch.no_grad()
+def _fingerprint(model: Any) -> float:
+    """A number that changes whenever a design (or the weights as loaded) is installed: the float64
+    sums of the embedding's first rows and of every post-attention norm weight, which every design
+    rewrites from its own seed."""
+    embed = model.model.embed_tokens.weight
+    total = float(embed[:256].double().sum())
+    for layer in _verifier_layers(model):
+        total += float(layer.post_attention_layernorm.weight.double().sum()) * 1e-3
+        total += float(_read_or_none(layer.mlp.gate))
+    return total
+
+
+def _read_or_none(linear: Any) -> float:
+    """The float64 sum of a router's weight as `_read` gives it, 0 where the backend hides it."""
+    try:
+        return _read(linear).double().sum().item()
+    except ValueError:
+        return 0.0
+
+
+@torch.no_grad()
 def route(model: Any, sequences: Sequence[Sequence[int]]) -> list[torch.Tensor]:
     """The experts each position of each token sequence routes to, per layer: [layers, T, active].
 
@@ -340,10 +411,30 @@ class RoutingLab:
     def _lab_model(self) -> Any:
         return self.model_runner.get_model()
 
+    def moelab_snapshot(self) -> float:
+        """Keep the tensors a design rewrites as loaded (the first call; later ones keep the
+        first copy) and mark the weights as loaded installed; their fingerprint."""
+        if getattr(self, "_lab_saved", None) is None:
+            self._lab_saved = _snapshot(self._lab_model())
+        self._lab_installed = AS_LOADED.name
+        return _fingerprint(self._lab_model())
+
+    def moelab_restore(self) -> float:
+        """Put the weights as loaded back (from moelab_snapshot); their fingerprint."""
+        _restore(self._lab_model(), self._lab_saved)
+        self._lab_installed = AS_LOADED.name
+        return _fingerprint(self._lab_model())
+
+    def moelab_readback(self) -> dict[str, Any]:
+        """Which routing this worker has installed, and the fingerprint of the tensors now."""
+        installed = getattr(self, "_lab_installed", AS_LOADED.name)
+        return {"installed": installed, "fingerprint": _fingerprint(self._lab_model())}
+
     def moelab_design(self, design: dict[str, Any], context_scale: float) -> str:
         """Apply a design (as `Design.as_dict`); returns its name."""
         d = Design(**{**design, "bias": tuple(design.get("bias", ()))})
         _apply_design(self._lab_model(), d, context_scale)
+        self._lab_installed = d.name
         return d.name
 
     def moelab_calibrate(
@@ -357,6 +448,7 @@ class RoutingLab:
         _apply_design(
             self._lab_model(), dataclasses.replace(d, context_weight=gamma), context_scale
         )
+        self._lab_installed = d.name
         return gamma
 
     def moelab_routing(
