@@ -329,7 +329,7 @@ def test_06_ex1_wider_windows(tiny, tok) -> None:
 
 
 def _lab_costs() -> dict[int, dict[int, float]]:
-    """Notebook 06 section 6's costs[C][k]: the recorded lab's c(k, C), median over τ."""
+    """Notebook 06 section 6's costs[C][k]: the recorded lab's c(k, C), median over the trusted cells."""
     from helpers.analytics import lab, speedup
     from helpers.common.tables import K_COLUMN
 

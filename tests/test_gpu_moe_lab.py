@@ -277,15 +277,3 @@ def test_too_few_gpus_is_a_one_line_refusal(
         "nothing measured"
     ]
     assert not out.exists()
-
-
-def test_the_shipped_record_carries_the_routing_each_cell_read_back() -> None:
-    """The H200 record notebook 06 reads: every cell's read-back routing is its label's, as loaded
-    was measured first and last on every engine, and the graph mode of each engine is named."""
-    record = json.loads((DATA_DIR / "measurements" / "h200-moe-lab.json").read_text())
-    assert record["format"] >= 3, "a record from before the labels were checked"
-    assert all(r["routing_read_back"] == r["routing"] for r in record["rows"])
-    for engine, order in record["order"].items():
-        if "compiled" not in engine and len(order) > 1:
-            assert order[0] == order[-1] == routing.AS_LOADED.name, engine
-    assert set(record["graph_mode"]) == set(record["engine_start_s"])

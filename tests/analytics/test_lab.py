@@ -32,7 +32,7 @@ def test_load_lab_wants_provenance(tmp_path) -> None:
 def test_cells_of_a_record_without_routing_use_the_independent_union() -> None:
     record = shipped()
     df = lab.cells(record)
-    assert len(df) == len(record["rows"])
+    assert len(df) == len(speedup.trusted_rows(record))
     if "routing" not in record["rows"][0]:
         assert (df.union_source == "independent (expected)").all()
         plain = df[df[K_COLUMN] == 0].set_index("concurrency")
@@ -93,7 +93,8 @@ def test_fit_keeps_every_cost_non_negative() -> None:
 
 def test_fit_on_the_shipped_record_reports_every_cell() -> None:
     fit = lab.fit_step_model(lab.cells(shipped()))
-    assert len(fit.table) == len(shipped()["rows"]) and np.isfinite(fit.table.residual).all()
+    assert len(fit.table) == len(speedup.trusted_rows(shipped()))
+    assert np.isfinite(fit.table.residual).all()
 
 
 def routing_record() -> dict:
@@ -204,3 +205,73 @@ def test_answer_table_bands_with_measured_designs() -> None:
     row = answer.iloc[0]
     assert row.band_source == "routing designs, measured"
     assert (row.c_low, row.c_high) == pytest.approx((18 / 16, 29 / 16))
+
+
+def _old_rows() -> list[dict]:
+    """A format-2 engine: as loaded at τ 2.5 and 2.0, a design, then as loaded at 3.0 (after it)."""
+    row = {"k": 3, "concurrency": 1, "tok_s": 1.0, "steps_per_s": 1.0, "step_ms": 1.0}
+    order = [(lab.AS_LOADED, 2.5), (lab.AS_LOADED, 2.0), ("zipf 1", 2.5), (lab.AS_LOADED, 3.0)]
+    plain = {**row, "k": 0, "tau_target": None, "routing": lab.AS_LOADED}
+    return [plain] + [row | {"routing": r, "tau_target": t} for r, t in order]
+
+
+def test_an_old_record_keeps_as_loaded_cells_of_the_first_block_only() -> None:
+    kept = speedup.trusted_rows({"format": 2, "rows": _old_rows()})
+    assert [(r["routing"], r["tau_target"]) for r in kept[1:]] == [
+        (lab.AS_LOADED, 2.5), (lab.AS_LOADED, 2.0), ("zipf 1", 2.5)
+    ]  # fmt: skip
+    # the shipped record: its k = 3 tail after the designs carries the Zipf design's signature
+    rows = speedup.trusted_rows(shipped())
+    assert {r["tau_target"] for r in rows if r["k"] == 3 and r["routing"] == lab.AS_LOADED} == {
+        2.5, 2.0
+    }  # fmt: skip
+
+
+def test_a_new_record_keeps_the_cells_that_read_back_their_label() -> None:
+    rows = [r | {"routing_read_back": r["routing"]} for r in _old_rows()]
+    rows[-1]["routing_read_back"] = "zipf 1"
+    kept = speedup.trusted_rows({"format": 3, "rows": rows})
+    assert len(kept) == len(rows) - 1 and kept[-1]["routing"] == "zipf 1"
+
+
+def test_c_table_is_the_median_of_the_cells_and_their_range() -> None:
+    record = copy.deepcopy(shipped())
+    table = lab.c_table(record).set_index([K_COLUMN, "concurrency"])
+    costs = speedup.lab_step_costs(record).groupby([K_COLUMN, "concurrency"]).measured_c
+    assert table.c.to_numpy() == pytest.approx(costs.median().to_numpy())
+    assert (table.c_low <= table.c).all() and (table.c <= table.c_high).all()
+
+
+def test_shape_verdicts_are_read_from_the_bands() -> None:
+    def verdict(values, spread=0.05):
+        t = pd.DataFrame({"x": range(len(values)), "v": values})
+        return lab.shape_verdict(t.assign(lo=t.v - spread, hi=t.v + spread), "x", "v", "lo", "hi")
+
+    assert verdict([1.0, 1.5, 2.0]) == "rises"
+    assert verdict([2.0, 1.5, 1.0]) == "falls"
+    assert verdict([1.0, 2.0, 1.0]) == "rises then falls"
+    assert verdict([1.0, 1.02, 1.01]) == "stays within its band"
+    assert verdict([1.0, 1.5, 1.52]).startswith("this run cannot tell (up, within the band")
+
+
+def test_a_fit_bounded_by_the_peak_never_credits_more_bandwidth() -> None:
+    cells = lab.cells(shipped())
+    fit = lab.fit_step_model(cells[cells.routing == lab.AS_LOADED], peak_tb_s=1.0)
+    assert fit.bandwidth_tb_s <= 1.0 + 1e-9 and fit.coefficients["ms_per_gb"] >= 1.0 - 1e-12
+
+
+def test_out_of_sample_residuals_are_the_models_on_unseen_cells() -> None:
+    cells = lab.cells(shipped())
+    fit = lab.fit_step_model(cells[cells.routing == lab.AS_LOADED])
+    held = lab.out_of_sample(fit, cells[cells.routing != lab.AS_LOADED])
+    assert len(held) and (held.residual == held.model_ms / held.step_ms - 1).all()
+    again = lab.out_of_sample(fit, fit.table.drop(columns=["model_ms", "residual"]))
+    assert again.residual.to_numpy() == pytest.approx(fit.table.residual.to_numpy())
+
+
+def test_union_effect_separates_only_beyond_the_replicates() -> None:
+    effect = lab.union_effect(shipped(), 3).set_index("concurrency")
+    spread = effect.step_ms_high - effect.step_ms_low
+    assert (effect.separate == (spread > effect.replicate_spread_ms)).all()
+    only_loaded = [r for r in _old_rows() if r["routing"] == lab.AS_LOADED]
+    assert lab.union_effect({**shipped(), "rows": only_loaded}, 3).empty

@@ -9,6 +9,7 @@ doctor: silent mismatches measured and ranked by damage (notebook 08).
 """
 
 __all__ = [
+    "answer",
     "calibration",
     "distribution",
     "explorers",

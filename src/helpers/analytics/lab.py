@@ -41,8 +41,12 @@ __all__ = [
     "cells",
     "plain_bandwidth",
     "fit_step_model",
+    "out_of_sample",
     "routing_table",
     "speedup_by_concurrency",
+    "c_table",
+    "shape_verdict",
+    "union_effect",
     "answer_table",
     "model_c",
 ]
@@ -91,10 +95,11 @@ def lab_context(record: Mapping[str, Any]) -> int:
 
 
 def cells(record: Mapping[str, Any]) -> pd.DataFrame:
-    """Every measured cell with its step time, the union its step read, its bytes, and the
-    bandwidth that makes: one row per (k, τ, concurrency, routing)."""
+    """Every cell whose routing is known to be its label's (`speedup.trusted_rows`) with its step
+    time, the union its step read, its bytes, and the bandwidth that makes: one row per (k, τ,
+    concurrency, routing)."""
     shape, context = lab_shape(record), lab_context(record)
-    df = pd.DataFrame(record["rows"]).rename(columns={"k": K_COLUMN})
+    df = pd.DataFrame(speedup.trusted_rows(record)).rename(columns={"k": K_COLUMN})
     if "routing" not in df:
         df["routing"] = AS_LOADED
     if "step_ms" not in df:
@@ -177,10 +182,9 @@ def _nnls(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return best
 
 
-def fit_step_model(table: pd.DataFrame) -> _StepFit:
-    """Fit t = fixed + k·per_draft + GB·ms_per_gb + tokens·per_token to the cells' step times,
-    minimising relative error with every term ≥ 0; residual = model / measured − 1."""
-    x = np.column_stack(
+def _design_matrix(table: pd.DataFrame) -> np.ndarray:
+    """The step model's columns for each cell: 1, k, GB read, tokens."""
+    return np.column_stack(
         [
             np.ones(len(table)),
             table[K_COLUMN].to_numpy(float),
@@ -188,12 +192,31 @@ def fit_step_model(table: pd.DataFrame) -> _StepFit:
             table.tokens.to_numpy(float),
         ]
     )
-    y = table.step_ms.to_numpy(float)
-    coef = _nnls(x / y[:, None], np.ones(len(y)))
+
+
+def fit_step_model(table: pd.DataFrame, peak_tb_s: float | None = None) -> _StepFit:
+    """Fit t = fixed + k·per_draft + GB·ms_per_gb + tokens·per_token to the cells' step times,
+    minimising relative error with every term ≥ 0; residual = model / measured − 1. With
+    `peak_tb_s`, the bytes are read no faster than that peak (ms_per_gb ≥ 1 / peak): a fit may not
+    credit the GPU with more bandwidth than it has."""
+    x, y = _design_matrix(table), table.step_ms.to_numpy(float)
+    floor = np.zeros(x.shape[1])
+    if peak_tb_s:
+        floor[2] = 1.0 / peak_tb_s  # GB / (TB/s) = ms
+    coef = _nnls(x / y[:, None], 1.0 - (x @ floor) / y) + floor
     out = table.copy()
     out["model_ms"] = x @ coef
     out["residual"] = out.model_ms / out.step_ms - 1
     return _StepFit(dict(zip(_STEP_TERMS, (float(c) for c in coef))), out)
+
+
+def out_of_sample(fit: _StepFit, table: pd.DataFrame) -> pd.DataFrame:
+    """The fitted model on cells it was not fitted to (the routing designs): each cell's
+    prediction and residual = model / measured − 1."""
+    out = table.copy()
+    out["model_ms"] = _design_matrix(table) @ np.array([fit.coefficients[t] for t in _STEP_TERMS])
+    out["residual"] = out.model_ms / out.step_ms - 1
+    return out
 
 
 def routing_table(record: Mapping[str, Any], k: int) -> pd.DataFrame:
@@ -223,6 +246,85 @@ def routing_table(record: Mapping[str, Any], k: int) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def c_table(record: Mapping[str, Any]) -> pd.DataFrame:
+    """c(k, C) per k and concurrency over the trusted as-loaded cells: the median of the
+    speculative cells' c, and its band, the lowest and highest c any speculative cell gives against
+    any plain cell at that concurrency (replicates: τ cells of one k, which cost the same work, and
+    plain's first and last blocks where the record has both)."""
+    df = cells(record)
+    df = df[df.routing == AS_LOADED]
+    plain = df[df[K_COLUMN] == 0].groupby("concurrency").step_ms.agg(["min", "max", "median"])
+    rows = []
+    for (k, conc), grp in df[df[K_COLUMN] > 0].groupby([K_COLUMN, "concurrency"]):
+        p = plain.loc[conc]
+        rows.append(
+            {
+                K_COLUMN: int(k),
+                "concurrency": int(conc),
+                "c": float(grp.step_ms.median() / p["median"]),
+                "c_low": float(grp.step_ms.min() / p["max"]),
+                "c_high": float(grp.step_ms.max() / p["min"]),
+                "cells": len(grp),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def union_effect(record: Mapping[str, Any], k: int) -> pd.DataFrame:
+    """Per concurrency, at k: the step times the routing designs gave (the weights as loaded
+    among them, at their median), the expert unions they read, and the spread of the as-loaded
+    replicates; `separate` where the designs' step times spread wider than the replicates, so the
+    union read moved the step there (a record without designs gives an empty table)."""
+    df = cells(record)
+    spec = df[df[K_COLUMN] == k]
+    if spec.routing.nunique() < 2:
+        return pd.DataFrame()
+    rows = []
+    for conc, grp in spec.groupby("concurrency"):
+        by = grp.groupby("routing").agg(step_ms=("step_ms", "median"), union=("union", "median"))
+        loaded = grp[grp.routing == AS_LOADED].step_ms
+        replicates = float(loaded.max() - loaded.min()) if len(loaded) > 1 else float("nan")
+        span = float(by.step_ms.max() - by.step_ms.min())
+        rows.append(
+            {
+                "concurrency": int(conc),
+                "step_ms_low": float(by.step_ms.min()),
+                "step_ms_high": float(by.step_ms.max()),
+                "union_low": float(by.union.min()),
+                "union_high": float(by.union.max()),
+                "replicate_spread_ms": replicates,
+                "separate": bool(span > replicates) if replicates == replicates else None,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def shape_verdict(table: pd.DataFrame, x: str, est: str, low: str, high: str) -> str:
+    """How `est` moves along `x`, said only where the bands say it: each step between neighbours
+    is 'up' or 'down' when their bands do not overlap, else 'within the band'; the verdict is
+    'rises', 'falls', 'rises then falls', 'falls then rises', 'stays within its band', or
+    'this run cannot tell' where some steps are within the band and others not."""
+    t = table.sort_values(x).reset_index(drop=True)
+    steps = []
+    for a, b in zip(t.iloc[:-1].itertuples(), t.iloc[1:].itertuples()):
+        if getattr(b, low) > getattr(a, high):
+            steps.append("up")
+        elif getattr(b, high) < getattr(a, low):
+            steps.append("down")
+        else:
+            steps.append("band")
+    moves = [s for s in steps if s != "band"]
+    if not moves:
+        return "stays within its band"
+    if len(moves) < len(steps):
+        return "this run cannot tell (" + ", ".join(steps).replace("band", "within the band") + ")"
+    turns = [m for i, m in enumerate(moves) if i == 0 or m != moves[i - 1]]
+    names = {("up",): "rises", ("down",): "falls"}
+    return names.get(
+        tuple(turns), " then ".join({"up": "rises", "down": "falls"}[m] for m in turns)
+    )
+
+
 def speedup_by_concurrency(lab: pd.DataFrame, k: int, tau: float) -> pd.DataFrame:
     """One (k, τ) row of `speedup.lab_step_costs` per concurrency: speed-up, c, and whether it
     rose from the concurrency before (what makes a curve non-monotonic)."""
@@ -244,10 +346,10 @@ def model_c(
 
 
 def answer_table(record: Mapping[str, Any], fit: _StepFit, rho: float) -> pd.DataFrame:
-    """Per k and concurrency: the measured c (as loaded, median over τ) and its band: the range
-    over the routing designs the record measured, else the fitted model's change of c from
-    independent routing to within-sequence correlation `rho` (a trained router's; the real
-    router's is unknown), laid on the measured c."""
+    """Per k and concurrency: the measured c (as loaded, median over the trusted cells) and its
+    band: the range over the routing designs the record measured, else the fitted model's change
+    of c from independent routing to within-sequence correlation `rho` (a trained router's; the
+    real router's is unknown), laid on the measured c."""
     costs = speedup.lab_step_costs(record)
     shape, context = lab_shape(record), lab_context(record)
     by_k = {k: routing_table(record, k) for k in costs[K_COLUMN].unique()}

@@ -26,7 +26,7 @@ next step starts, which the replay ignores.
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,9 +49,12 @@ __all__ = [
 ]
 
 
-def best_k(taus: Mapping[int, float], costs: Mapping[int, float]) -> tuple[int, float]:
-    """The k (0 = plain decoding, speed-up 1) with the highest τ(k) / c(k), and that speed-up."""
-    options = {0: 1.0} | {k: taus[k] / costs[k] for k in costs if k in taus}
+def best_k(
+    taus: Mapping[int, float], costs: Mapping[int, float], k0: float = 1.0
+) -> tuple[int, float]:
+    """The k with the highest τ(k) / c(k), and that speed-up; k = 0 counts `k0` (1 is plain
+    decoding without a schedule; a schedule's k = 0 entry costs more: `answer.k0_cost`)."""
+    options = {0: k0} | {k: taus[k] / costs[k] for k in costs if k in taus}
     k = max(options, key=options.get)
     return k, options[k]
 
@@ -235,11 +238,14 @@ def replay_table(
     costs: Mapping[int, Mapping[int, float]],
     ranges: Mapping[str, Sequence[Sequence[int]]],
     probe_every: int = 16,
+    k0_cost: Callable[[int], float] | None = None,
 ) -> pd.DataFrame:
     """Per trace and batch size: the speed-up of every static k, of the trace's batch schedule
     (`ranges[trace]`, read as vLLM reads it), and of the utility controller.
 
-    `costs[batch][k]` is the measured c(k, batch) (plain steps per speculative step)."""
+    `costs[batch][k]` is the measured c(k, batch) (plain steps per speculative step);
+    `k0_cost(batch)` is what a step of the schedule's k = 0 entry costs in plain steps (a
+    schedule that does not draft still costs more than no speculation), 1 without it."""
     rows = []
     for name, reqs in traces.items():
         flat = [j for t in reqs for j in t]
@@ -251,7 +257,8 @@ def replay_table(
             lookup = dense_lookup(ranges[name], max(costs), max(ks))
             k_sched = lookup[batch]
             row[f"{K_COLUMN} (schedule)"] = k_sched
-            row["schedule"] = _replay_static(flat, k_sched, by_k[k_sched] if k_sched else 1.0)
+            plain = k0_cost(batch) if k0_cost else 1.0
+            row["schedule"] = _replay_static(flat, k_sched, by_k[k_sched]) if k_sched else 1 / plain
             row["utility"], row["speculated_share"] = _replay_rule(reqs, by_k, probe_every)
             rows.append(row)
     return pd.DataFrame(rows)

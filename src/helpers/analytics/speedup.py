@@ -39,6 +39,7 @@ __all__ = [
     "recorded_on",
     "one_prompt_batch",
     "LAB_FILE",
+    "trusted_rows",
     "lab_step_costs",
     "literature",
 ]
@@ -244,14 +245,40 @@ def one_prompt_batch(record: dict[str, Any]) -> pd.DataFrame:
 LAB_FILE: Path = DATA_DIR / "measurements" / "h200-moe-lab.json"
 
 
+def trusted_rows(record: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The lab's rows whose routing is known to be their label's.
+
+    From format 3 on the lab writes a cell only after the worker read back the routing it labels
+    (`routing_read_back`), so a row without that match is dropped. Format 2 never restored the
+    weights as loaded after a design: its as-loaded cells after an engine's first routing block
+    measured the last design's routing (the τ grid's tail at k = 3 and 5 carries the Zipf design's
+    read-back signature). Of those records only the first block's as-loaded cells are kept: per
+    engine, the first two τ it measured (the lab's `blocks` put them before any design).
+    """
+    rows = list(record["rows"])
+    if record.get("format", 0) >= 3:
+        return [r for r in rows if r.get("routing_read_back", r.get("routing")) == r.get("routing")]
+    first: dict[int, list[Any]] = {}
+    for r in rows:
+        if r.get("routing", AS_LOADED.name) == AS_LOADED.name:
+            taus = first.setdefault(r["k"], [])
+            if r["tau_target"] not in taus and len(taus) < 2:
+                taus.append(r["tau_target"])
+    return [
+        r
+        for r in rows
+        if r.get("routing", AS_LOADED.name) != AS_LOADED.name or r["tau_target"] in first[r["k"]]
+    ]
+
+
 def lab_step_costs(record: Mapping[str, Any]) -> pd.DataFrame:
     """The MoE lab's speculative rows with their speed-up and measured c(k, C) over plain decoding
-    at the same concurrency, for the routing as loaded (a record with routing designs holds more
-    rows: `helpers.analytics.lab.routing_table` reads them)."""
-    rows = pd.DataFrame(record["rows"]).rename(columns={"k": K_COLUMN})
+    at the same concurrency (the median of plain's cells there), for the routing as loaded, over
+    `trusted_rows` only (`helpers.analytics.lab.routing_table` reads the designs)."""
+    rows = pd.DataFrame(trusted_rows(record)).rename(columns={"k": K_COLUMN})
     if "routing" in rows:
         rows = rows[rows.routing == AS_LOADED.name]
-    plain = rows[rows[K_COLUMN] == 0].set_index("concurrency")
+    plain = rows[rows[K_COLUMN] == 0].groupby("concurrency")[["tok_s", "steps_per_s"]].median()
     lab = rows[rows[K_COLUMN] > 0].copy()
     lab["speedup"] = lab.tok_s / lab.concurrency.map(plain.tok_s)
     lab["measured_c"] = lab.concurrency.map(plain.steps_per_s) / lab.steps_per_s
