@@ -30,7 +30,11 @@ MIN_PYTHON: tuple[int, int] = (3, 10)
 #: Pulled in by vllm(-cpu) from PyPI, often built against another torch; removed if they fail to import.
 TORCH_EXTENSIONS = ("torchvision", "torchaudio", "torchcodec")
 #: What the workbook needs to import; checked in the venv after every install.
-REQUIRED_IMPORTS = ("from transformers import Qwen3MoeForCausalLM", "import vllm")
+REQUIRED_IMPORTS = (
+    "from transformers import Qwen3MoeForCausalLM",
+    "import vllm",
+    "from speculators.models.eagle3 import Eagle3DraftModel",
+)
 
 
 _T0 = time.monotonic()
@@ -196,7 +200,8 @@ def create_venv(venv: Path) -> None:
 
 
 def install(python: Path, device: str, root: Path, verbose: bool) -> None:
-    """Upgrade pip, then install the device's pinned requirements plus the workbook itself (-e .)."""
+    """Upgrade pip, install the device's pinned requirements plus the workbook itself (-e .), then
+    requirements/no-deps.txt without dependencies."""
     pip = [str(python), "-m", "pip", "--disable-pip-version-check"]
     quiet_flags = [] if verbose else ["-q"]
     run([*pip, "install", *quiet_flags, "--upgrade", "pip"], "upgrading pip", quiet=not verbose)
@@ -204,6 +209,12 @@ def install(python: Path, device: str, root: Path, verbose: bool) -> None:
     run(
         [*pip, "install", *quiet_flags, "--progress-bar", "off", "-r", str(req), "-e", str(root)],
         f"installing {req.relative_to(root)} + the workbook (-e .); a few minutes the first time",
+        quiet=not verbose,
+    )
+    no_deps = root / "requirements" / "no-deps.txt"
+    run(
+        [*pip, "install", *quiet_flags, "--progress-bar", "off", "--no-deps", "-r", str(no_deps)],
+        f"installing {no_deps.relative_to(root)} with --no-deps (speculators and what it imports)",
         quiet=not verbose,
     )
 

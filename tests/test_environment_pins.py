@@ -112,7 +112,19 @@ def test_common_pins_cover_what_the_workbook_uses() -> None:
     }
     missing = needed - requirement_pins(REQ_DIR / "common.txt").keys()
     assert not missing, f"not pinned in requirements/common.txt: {sorted(missing)}"
-    assert "speculators" not in requirement_pins(REQ_DIR / "cpu.txt")
+    assert "speculators" not in requirement_pins(REQ_DIR / "cpu.txt"), "it goes in no-deps.txt"
+    assert requirement_pins(REQ_DIR / "no-deps.txt")["speculators"] == "0.9.0"
+
+
+@pytest.mark.parametrize("name", sorted(requirement_pins(REQ_DIR / "no-deps.txt")))
+def test_no_deps_pins_are_installed_without_moving_the_engine(name: str) -> None:
+    installed = _installed(name)
+    pinned = requirement_pins(REQ_DIR / "no-deps.txt")[name]
+    assert installed == pinned, f"{name} {installed} installed, {pinned} pinned: run `make venv`"
+    assert (
+        not requirement_pins(REQ_DIR / "no-deps.txt").keys()
+        & requirement_pins(REQ_DIR / "cpu.txt").keys()
+    ), "a no-deps pin would fight the engine's"
 
 
 def _installed(name: str) -> str | None:

@@ -7,7 +7,10 @@ vLLM 0.31.0, its torch 2.13.0 and the notebook stack. pip resolves the whole set
 writes each wheel with its sha256, so `pack.sh` downloads exactly these files (`--require-hashes`).
 Whatever is left out is named below with the reason it may stay behind. Stdlib only.
 
-    python3 scripts/gpu_stack/resolve.py REPORT.json > scripts/gpu_stack/wheels.txt
+A second report, of requirements/no-deps.txt resolved with `--no-deps` (speculators and the
+modules it imports), is appended: those wheels travel as they are, as `make venv` installs them.
+
+    python3 scripts/gpu_stack/resolve.py REPORT.json [NO_DEPS_REPORT.json] > scripts/gpu_stack/wheels.txt
 """
 
 from __future__ import annotations
@@ -138,11 +141,15 @@ def _kept(report: Mapping) -> list[tuple[str, str, str]]:
 
 
 def main(argv: list[str]) -> int:
-    """Print wheels.txt for the pip report named in argv[1]."""
-    if len(argv) != 2:
+    """Print wheels.txt for the pip report named in argv[1] (and the no-deps one in argv[2])."""
+    if len(argv) not in (2, 3):
         print(__doc__.strip().splitlines()[-1].strip(), file=sys.stderr)
         return 2
     report = json.loads(open(argv[1]).read())
+    if len(argv) == 3:
+        names = {i["metadata"]["name"].lower() for i in report["install"]}
+        extra = json.loads(open(argv[2]).read())["install"]
+        report["install"] += [i for i in extra if i["metadata"]["name"].lower() not in names]
     resolved = {i["metadata"]["name"].lower() for i in report["install"]}
     stale = sorted((set(IMAGE_HAS) | set(NOT_IMPORTED)) - resolved)
     if stale:

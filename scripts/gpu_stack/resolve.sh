@@ -10,5 +10,8 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 grep -vE '^(#|-r|$)' requirements/common.txt > "$tmp/common.txt"
 python3 -m pip install --dry-run --ignore-installed --quiet --report "$tmp/report.json" \
   "${PLATFORM_FLAGS[@]}" --target "$tmp/target" "$vllm" -r "$tmp/common.txt" 2>&1 | grep -v "is ignored" || true
-python3 "$here/resolve.py" "$tmp/report.json" > "$here/wheels.txt"
+grep -vE '^(#|$)' requirements/no-deps.txt > "$tmp/no-deps.txt"
+python3 -m pip install --dry-run --ignore-installed --quiet --no-deps --report "$tmp/no-deps.json" \
+  "${PLATFORM_FLAGS[@]}" --target "$tmp/target" -r "$tmp/no-deps.txt" 2>&1 | grep -v "is ignored" || true
+python3 "$here/resolve.py" "$tmp/report.json" "$tmp/no-deps.json" > "$here/wheels.txt"
 echo "wheels.txt: $(grep -vc '^#' "$here/wheels.txt") wheels"
