@@ -1,9 +1,10 @@
 """Exercise (notebook 03 §4): one EAGLE-3 draft step, and the k steps of one round.
 
 Write both bodies, then run `make check-exercises`. The pieces you need:
-`d.midlayer` (its `hidden_norm`, `input_layernorm`, `post_attention_layernorm`, `mlp`), `d.norm`,
-`d.lm_head`, `d.fc` and `d.target_ids` of the drafter; `drafter.KVCache(d).attend` is the layer's
-self-attention with a KV cache; `pair.verifier.get_input_embeddings()` embeds token ids.
+`d.layers[0]` (the drafter's one layer: its `hidden_norm`, `input_layernorm`,
+`post_attention_layernorm`, `mlp`), `d.norm`, `d.lm_head`, `d.fc` and `d.target_ids` of the
+drafter; `drafter.KVCache(d).attend` is the layer's self-attention with a KV cache;
+`pair.verifier.get_input_embeddings()` embeds token ids.
 """
 
 from collections.abc import Sequence

@@ -58,20 +58,20 @@ class TinyPair(NamedTuple):
 
 
 def drafter_tensor_shapes(hidden: int = HIDDEN, vocab: int = VOCAB, n_aux: int = 3) -> dict:
-    """Tensor name -> shape of a speculators-format EAGLE-3 drafter (one llama midlayer)."""
+    """Tensor name -> shape of a speculators-format EAGLE-3 drafter (one llama layer, `layers.0`)."""
     q, kv = HEADS * HEAD_DIM, KV_HEADS * HEAD_DIM
     return {
         "fc.weight": (hidden, n_aux * hidden),
-        "midlayer.input_layernorm.weight": (hidden,),
-        "midlayer.hidden_norm.weight": (hidden,),
-        "midlayer.post_attention_layernorm.weight": (hidden,),
-        "midlayer.self_attn.q_proj.weight": (q, 2 * hidden),
-        "midlayer.self_attn.k_proj.weight": (kv, 2 * hidden),
-        "midlayer.self_attn.v_proj.weight": (kv, 2 * hidden),
-        "midlayer.self_attn.o_proj.weight": (hidden, q),
-        "midlayer.mlp.gate_proj.weight": (MLP, hidden),
-        "midlayer.mlp.up_proj.weight": (MLP, hidden),
-        "midlayer.mlp.down_proj.weight": (hidden, MLP),
+        "layers.0.input_layernorm.weight": (hidden,),
+        "layers.0.hidden_norm.weight": (hidden,),
+        "layers.0.post_attention_layernorm.weight": (hidden,),
+        "layers.0.self_attn.q_proj.weight": (q, 2 * hidden),
+        "layers.0.self_attn.k_proj.weight": (kv, 2 * hidden),
+        "layers.0.self_attn.v_proj.weight": (kv, 2 * hidden),
+        "layers.0.self_attn.o_proj.weight": (hidden, q),
+        "layers.0.mlp.gate_proj.weight": (MLP, hidden),
+        "layers.0.mlp.up_proj.weight": (MLP, hidden),
+        "layers.0.mlp.down_proj.weight": (hidden, MLP),
         "norm.weight": (hidden,),
         "lm_head.weight": (vocab, hidden),
     }

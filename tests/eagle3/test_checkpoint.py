@@ -2,18 +2,28 @@
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import pytest
 import torch
+from safetensors.torch import load_file, save_file
 
+from helpers.common.configs import read_config
+from helpers.common.paths import DATA_DIR
 from helpers.eagle3.checkpoint import (
     WEIGHTS_FILE,
     _shape_from_config,
     drafter_config,
     load_drafter,
+    load_in_speculators,
     save_drafter,
+    to_speculators_names,
 )
 from helpers.eagle3.drafter import DrafterShape, Eagle3Drafter
 from helpers.eagle3.taps import drafter_aux_layer_ids
+from helpers.eagle3.vocab import prune_draft_vocab
+from helpers.tiny.recipe import DRAFTER_NAME
 
 SHAPE = DrafterShape(
     hidden_size=32,
@@ -70,3 +80,64 @@ def test_a_damaged_weights_file_is_named(tmp_path, keep: int) -> None:
     with pytest.raises(ValueError, match="is not a readable safetensors file") as err:
         load_drafter(tmp_path)
     assert str(err.value).startswith(str(weights)) and "\n" not in str(err.value)
+
+
+# --------------------------------------------------------------------------- speculators' names
+
+
+def _legacy_copy(src: Path, out: Path) -> Path:
+    """A copy of a drafter with the original EAGLE code's `midlayer.` names (this workbook's before)."""
+    shutil.copytree(src, out)
+    weights = load_file(str(out / WEIGHTS_FILE))
+    save_file({n.replace("layers.0.", "midlayer."): t for n, t in weights.items()},
+              str(out / WEIGHTS_FILE))  # fmt: skip
+    return out
+
+
+def test_saved_names_are_speculators_and_legacy_names_still_load(tmp_path) -> None:
+    d = Eagle3Drafter(SHAPE)
+    save_drafter(d, tmp_path / "new", drafter_config(SHAPE, [2, 4, 5], "v"))
+    names = set(load_file(str(tmp_path / "new" / WEIGHTS_FILE)))
+    assert "layers.0.self_attn.q_proj.weight" in names
+    assert not any(n.startswith("midlayer.") for n in names)
+    legacy = _legacy_copy(tmp_path / "new", tmp_path / "old")
+    loaded, _ = load_drafter(legacy)
+    assert all(torch.equal(t, loaded.state_dict()[n]) for n, t in d.state_dict().items())
+    assert len(to_speculators_names(legacy)) == 10 and to_speculators_names(legacy) == []
+    assert set(load_file(str(legacy / WEIGHTS_FILE))) == names
+
+
+def test_speculators_loads_every_tensor_of_what_the_workbook_ships_and_writes(tmp_path) -> None:
+    shipped = DATA_DIR / DRAFTER_NAME
+    model, unmatched = load_in_speculators(shipped)
+    assert unmatched == []
+    weights = load_file(str(shipped / WEIGHTS_FILE))
+    state = model.state_dict()
+    assert all(torch.equal(state[n], t) for n, t in weights.items())
+    config = read_config(shipped)
+    save_drafter(Eagle3Drafter(_shape_from_config(config)), tmp_path / "saved", config)
+    pruned = prune_draft_vocab(shipped, tmp_path / "pruned", list(range(0, 2048, 2)))
+    for folder in (tmp_path / "saved", pruned):
+        assert load_in_speculators(folder)[1] == [], folder
+    # What the check reports where speculators would leave a layer freshly initialised:
+    _, legacy = load_in_speculators(_legacy_copy(shipped, tmp_path / "legacy"))
+    assert "layers.0.self_attn.q_proj.weight" in legacy and len(legacy) == 20
+
+
+@pytest.mark.vllm
+def test_vllm_drafts_the_same_with_either_name(tmp_path) -> None:
+    from helpers.common.counters import acceptance_stats
+    from helpers.common.profiles import load_profile
+    from helpers.common.prompts import load_prompts
+    from helpers.engine.lifecycle import engine_kwargs, open_engine
+    from helpers.engine.runs import pooled, run_categories, sampling
+
+    profile, prompts = load_profile("tiny"), load_prompts(2)
+    legacy = _legacy_copy(DATA_DIR / DRAFTER_NAME, tmp_path / DRAFTER_NAME)
+    accepted = {}
+    for name, folder in (("speculators", DATA_DIR / DRAFTER_NAME), ("midlayer", legacy)):
+        with open_engine(**engine_kwargs(profile, k=3, drafter=str(folder))) as llm:
+            runs = run_categories(llm, prompts, sampling(32))
+        accepted[name] = acceptance_stats(pooled(runs))
+    assert accepted["speculators"]["spec_decode_accepted_tokens"] > 0
+    assert accepted["speculators"] == accepted["midlayer"], accepted

@@ -59,15 +59,15 @@ def test_greedy_feedback_equals_teacher_forcing_on_its_own_argmax() -> None:
         assert torch.allclose(g[:, root], t[:, root], atol=1e-5)
 
 
-def test_weight_names_are_vllms() -> None:
+def test_weight_names_are_speculators_and_vllms() -> None:
     names = set(Eagle3Drafter(SHAPE).state_dict())
     assert {
         "fc.weight",
         "norm.weight",
         "lm_head.weight",
-        "midlayer.hidden_norm.weight",
-        "midlayer.self_attn.q_proj.weight",
-        "midlayer.mlp.down_proj.weight",
+        "layers.0.hidden_norm.weight",
+        "layers.0.self_attn.q_proj.weight",
+        "layers.0.mlp.down_proj.weight",
     } <= names
     assert not any("embed" in n for n in names)
 

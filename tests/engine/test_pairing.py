@@ -359,7 +359,7 @@ def test_attention_shapes_follow_heads_times_head_dim(tiny_pair) -> None:
     # q_proj exported for one head too few: heads × head_dim rows are what vLLM builds
     edit_weights(
         tiny_pair.drafter,
-        **{"midlayer.self_attn.q_proj.weight": torch.zeros((heads - 1) * hd, 2 * hidden)},
+        **{"layers.0.self_attn.q_proj.weight": torch.zeros((heads - 1) * hd, 2 * hidden)},
     )
     problem = sole_error(
         validate_pair(tiny_pair.verifier, tiny_pair.drafter), "tensor_shape_mismatch"
@@ -373,7 +373,7 @@ def test_kv_heads_in_the_config_disagree_with_the_weights(tiny_pair) -> None:
     report = validate_pair(tiny_pair.verifier, tiny_pair.drafter)
     assert set(report.codes()) == {"tensor_shape_mismatch"}
     named = sorted(p.message.split(" ")[0] for p in report.problems)
-    assert named == ["midlayer.self_attn.k_proj.weight", "midlayer.self_attn.v_proj.weight"]
+    assert named == ["layers.0.self_attn.k_proj.weight", "layers.0.self_attn.v_proj.weight"]
 
 
 def test_a_tensor_vllm_has_no_parameter_for(tiny_pair) -> None:
@@ -387,7 +387,7 @@ def test_a_tensor_vllm_has_no_parameter_for(tiny_pair) -> None:
 
 
 def test_qwen3_norms_in_a_llama_drafter_are_unexpected(tiny_pair) -> None:
-    edit_weights(tiny_pair.drafter, **{"midlayer.self_attn.q_norm.weight": torch.ones(32)})
+    edit_weights(tiny_pair.drafter, **{"layers.0.self_attn.q_norm.weight": torch.ones(32)})
     sole_error(validate_pair(tiny_pair.verifier, tiny_pair.drafter), "tensor_unexpected")
 
 
@@ -398,7 +398,7 @@ def test_a_qwen3_drafter_needs_its_q_and_k_norms(tiny_pair) -> None:
     assert "q_norm" in report.problems[0].message and "k_norm" in report.problems[1].message
     edit_weights(
         tiny_pair.drafter,
-        **{f"midlayer.self_attn.{n}.weight": torch.ones(32) for n in ("q_norm", "k_norm")},
+        **{f"layers.0.self_attn.{n}.weight": torch.ones(32) for n in ("q_norm", "k_norm")},
     )
     assert validate_pair(tiny_pair.verifier, tiny_pair.drafter).problems == []
 
@@ -457,9 +457,10 @@ def test_embed_tokens_is_optional_but_checked(tiny_pair) -> None:
     sole_error(validate_pair(tiny_pair.verifier, tiny_pair.drafter), "tensor_shape_mismatch")
 
 
-def test_layers_dot_zero_names_are_accepted(tiny_pair) -> None:
+def test_legacy_midlayer_names_are_accepted(tiny_pair) -> None:
+    """vLLM renames the original EAGLE code's `midlayer.` to `layers.0.` on load."""
     weights = load_file(str(tiny_pair.drafter / "model.safetensors"))
-    renamed = {n.replace("midlayer.", "layers.0."): t for n, t in weights.items()}
+    renamed = {n.replace("layers.0.", "midlayer."): t for n, t in weights.items()}
     save_file(renamed, str(tiny_pair.drafter / "model.safetensors"))
     assert validate_pair(tiny_pair.verifier, tiny_pair.drafter).problems == []
 

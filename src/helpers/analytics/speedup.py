@@ -117,7 +117,7 @@ def _verifier_step_seconds(verifier: Any, context: int, n_new: int, repeats: int
 def _drafter_step_seconds(
     drafter: Eagle3Drafter, embed: torch.nn.Module, repeats: int = 20
 ) -> float:
-    """Median time of one drafter token step (fc, midlayer, norm, lm_head, argmax) for one token.
+    """Median time of one drafter token step (fc, its layer, norm, lm_head, argmax) for one token.
 
     The attention over the drafter's cached context is left out: for one query against a few
     hundred 32-wide keys it is negligible next to the 128 x 2048 lm_head on this model.

@@ -1,5 +1,13 @@
-"""Checkpoints: an EAGLE-3 drafter in the speculators format vLLM loads (config.json + safetensors),
-a local verifier."""
+"""Checkpoints: an EAGLE-3 drafter in the speculators format (config.json + safetensors, tensor
+names `fc`, `layers.0.*`, `norm`, `lm_head`, `d2t`/`t2d`) that speculators' `Eagle3DraftModel`
+and vLLM both load, a local verifier.
+
+Earlier versions of this workbook wrote the original EAGLE code's `midlayer.*` names, which vLLM
+renames on load (`orig_to_new_substr={"midlayer.": "layers.0."}` in
+vllm/model_executor/models/llama_eagle3.py) but speculators 0.9.0 does not: its
+`Eagle3DraftModel` left those tensors freshly initialised. `load_drafter` still reads them;
+`to_speculators_names` rewrites such a checkpoint in place (`scripts/to_speculators.py`).
+"""
 
 from __future__ import annotations
 
@@ -13,7 +21,7 @@ from safetensors.torch import load_file, save_file
 
 from helpers.common.configs import read_config
 from helpers.common.envinfo import torch_device
-from helpers.common.paths import restore_hint
+from helpers.common.paths import REPO_ROOT, restore_hint
 from helpers.eagle3.drafter import DrafterShape, Eagle3Drafter
 
 __all__ = [
@@ -21,11 +29,15 @@ __all__ = [
     "drafter_config",
     "save_drafter",
     "load_drafter",
+    "to_speculators_names",
+    "load_in_speculators",
     "param_count",
     "load_verifier",
 ]
 
 WEIGHTS_FILE = "model.safetensors"
+#: The first drafter layer's name prefix in the original EAGLE code, and in speculators/vLLM.
+_LEGACY_PREFIX, _LAYER_PREFIX = "midlayer.", "layers.0."
 
 
 def drafter_config(
@@ -35,7 +47,7 @@ def drafter_config(
     num_speculative_tokens: int = 3,
     dtype: str = "float32",
 ) -> dict[str, Any]:
-    """The speculators `config.json` of an eagle3 drafter with a Llama midlayer."""
+    """The speculators `config.json` of an eagle3 drafter with one Llama decoder layer."""
     layer = {
         "model_type": "llama",
         "vocab_size": shape.vocab_size,
@@ -95,8 +107,8 @@ def _shape_from_config(config: dict[str, Any]) -> DrafterShape:
 
 
 def save_drafter(drafter: Eagle3Drafter, out_dir: Path, config: dict[str, Any]) -> None:
-    """Write config.json and model.safetensors (fc, midlayer.*, norm, lm_head, d2t/t2d; no
-    embed_tokens)."""
+    """Write config.json and model.safetensors (fc, layers.0.*, norm, lm_head, d2t/t2d; no
+    embed_tokens: vLLM and speculators take the verifier's)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     weights = {k: v.detach().cpu().contiguous().clone() for k, v in drafter.state_dict().items()}
     save_file(weights, str(out_dir / WEIGHTS_FILE), metadata={"format": "pt"})
@@ -115,13 +127,51 @@ def load_weights(path: str | Path) -> dict[str, torch.Tensor]:
 
 
 def load_drafter(model_dir: Path) -> tuple[Eagle3Drafter, dict[str, Any]]:
-    """Load a drafter saved by save_drafter (or a speculators eagle3 checkpoint with a Llama
-    midlayer)."""
+    """Load a drafter saved by save_drafter or by speculators (one Llama layer; `midlayer.*`
+    names of older checkpoints read as `layers.0.*`)."""
     config = read_config(model_dir)
     drafter = Eagle3Drafter(_shape_from_config(config))
-    state = load_weights(Path(model_dir) / WEIGHTS_FILE)
+    state = _renamed(load_weights(Path(model_dir) / WEIGHTS_FILE))
+    state.pop("embed_tokens.weight", None)  # speculators saves the verifier's; ours borrows it
     drafter.load_state_dict(state, strict=True)
     return drafter.eval(), config
+
+
+def _renamed(weights: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """The same tensors with the legacy `midlayer.` prefix written as `layers.0.`."""
+    return {
+        _LAYER_PREFIX + n[len(_LEGACY_PREFIX) :] if n.startswith(_LEGACY_PREFIX) else n: t
+        for n, t in weights.items()
+    }
+
+
+def to_speculators_names(model_dir: str | Path) -> list[str]:
+    """Rewrite a drafter's safetensors in place with speculators' names; the names it changed."""
+    path = Path(model_dir) / WEIGHTS_FILE
+    weights = load_weights(path)
+    changed = [n for n in weights if n.startswith(_LEGACY_PREFIX)]
+    if changed:
+        save_file(_renamed(weights), str(path), metadata={"format": "pt"})
+    return changed
+
+
+def load_in_speculators(model_dir: str | Path) -> tuple[Any, list[str]]:
+    """The drafter loaded by speculators' own `Eagle3DraftModel`, and every tensor name that did
+    not match: file tensors it has no place for, and its tensors the file lacks beyond those it
+    takes from the verifier (`_keys_to_ignore_on_load_missing`). Empty means nothing was left
+    freshly initialised. (Its `from_pretrained` takes no `output_loading_info`, so the names are
+    compared here.)"""
+    from speculators.models.eagle3 import Eagle3DraftModel, Eagle3SpeculatorConfig
+
+    config = Eagle3SpeculatorConfig.from_pretrained(str(model_dir))
+    verifier = config.speculators_config.verifier
+    if verifier.name_or_path and (REPO_ROOT / verifier.name_or_path).is_dir():
+        verifier.name_or_path = str(REPO_ROOT / verifier.name_or_path)  # repo-relative in data/
+    model = Eagle3DraftModel.from_pretrained(str(model_dir), config=config)
+    own = set(model.state_dict())
+    saved = set(load_weights(Path(model_dir) / WEIGHTS_FILE))
+    optional = set(Eagle3DraftModel._keys_to_ignore_on_load_missing)
+    return model, sorted((saved - own) | (own - saved - optional))
 
 
 def param_count(module: torch.nn.Module) -> int:

@@ -1,10 +1,12 @@
-"""An EAGLE-3 drafter in plain PyTorch, with the weight names and math of vLLM's llama_eagle3.py.
+"""An EAGLE-3 drafter in plain PyTorch, with the math of vLLM's llama_eagle3.py and the weight
+names of speculators' Eagle3DraftModel (which vLLM also loads).
 
-One Llama decoder layer ("midlayer") whose attention sees [embedding(next token) ‖ hidden], where
-hidden is, at the first draft step, `fc` applied to three verifier hidden states concatenated,
-and at later steps the drafter's own pre-norm output. `draft_step` is one such step (notebook 03
-writes it in a cell); inference runs it with a `KVCache` (`helpers.eagle3.decode.draft`), training
-with every root's chain at once (`draft_chain`, notebook 05's loss).
+One Llama decoder layer (`layers[0]`, the original EAGLE code's "midlayer") whose attention sees
+[embedding(next token) ‖ hidden], where hidden is, at the first draft step, `fc` applied to three
+verifier hidden states concatenated, and at later steps the drafter's own pre-norm output.
+`draft_step` is one such step (notebook 03 writes it in a cell); inference runs it with a
+`KVCache` (`helpers.eagle3.decode.draft`), training with every root's chain at once
+(`draft_chain`, notebook 05's loss).
 """
 
 from __future__ import annotations
@@ -71,7 +73,7 @@ class RMSNorm(nn.Module):
 
 
 class _Attention(nn.Module):
-    """Projections of the midlayer's attention; its input is 2H wide ([embedding ‖ hidden])."""
+    """Projections of the drafter layer's attention; its input is 2H wide ([embedding ‖ hidden])."""
 
     def __init__(self, s: DrafterShape) -> None:
         super().__init__()
@@ -121,7 +123,7 @@ class Eagle3Drafter(nn.Module):
         self.shape = shape
         target = shape.target_hidden_size or shape.hidden_size
         self.fc = nn.Linear(shape.num_aux_layers * target, shape.hidden_size, bias=False)
-        self.midlayer = _MidLayer(shape)
+        self.layers = nn.ModuleList([_MidLayer(shape)])  # speculators' and vLLM's names
         self.norm = RMSNorm(shape.hidden_size, shape.rms_norm_eps)
         self.lm_head = nn.Linear(shape.hidden_size, shape.draft_vocab, bias=False)
         reduced = shape.draft_vocab != shape.vocab_size
@@ -166,7 +168,7 @@ def draft_step(
     d: Eagle3Drafter, embeds: torch.Tensor, hidden: torch.Tensor, attend: Attend
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """One draft step: [embed ‖ hidden] through the drafter's layer; logits and pre-norm output."""
-    layer = d.midlayer
+    layer = d.layers[0]
     hidden = layer.hidden_norm(hidden)  # normed before the residual (norm_before_residual)
     x = torch.cat([layer.input_layernorm(embeds), hidden], -1)  # [embed ‖ hidden]: 2H wide
     residual = attend(x) + hidden  # self-attention over the drafter's KV cache
@@ -185,7 +187,7 @@ class KVCache:
 
     def attend(self, x: torch.Tensor) -> torch.Tensor:
         """Causal self-attention of the new positions x [B, T, 2H] over the cache and themselves."""
-        s, attn = self.d.shape, self.d.midlayer.self_attn
+        s, attn = self.d.shape, self.d.layers[0].self_attn
         b, t, _ = x.shape
         start = 0 if self.keys is None else self.keys.shape[2]
         positions = torch.arange(start, start + t, device=x.device)
@@ -214,7 +216,7 @@ def _chain_attention(
 ) -> torch.Tensor:
     """Step j of every root's chain at once: root t sits at position t + j and attends to the
     step-0 keys of positions <= t plus the keys its own chain wrote at steps 1..j."""
-    s, attn = d.shape, d.midlayer.self_attn
+    s, attn = d.shape, d.layers[0].self_attn
     b, t, _ = x.shape
     groups = s.num_attention_heads // s.num_key_value_heads
     scale = s.head_dim**-0.5

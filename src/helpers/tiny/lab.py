@@ -169,7 +169,7 @@ def eagle3_shape_table(
 ) -> pd.DataFrame:
     """Shapes of the real tensors in draft step 0, read by forward hooks during one draft_chain
     call."""
-    ml, seen = d.midlayer, {}
+    ml, seen = d.layers[0], {}
     hooks = _shape_hooks(
         {
             "fc": d.fc,

@@ -149,8 +149,9 @@ def _drafter_card(res: dict[str, Any], log: dict[str, Any]) -> str:
 
 A one-layer EAGLE-3 drafter ({d["params"] / 1e6:.2f} M trainable parameters: `fc` 3H→H, one Llama decoder
 layer, final norm, lm_head over the full 2,048-token vocabulary; token embeddings shared with the verifier)
-in the speculators format vLLM loads (`speculators_model_type: eagle3`), fusing the verifier's hidden
-states after layers {list(c["aux_layers"])}.
+in the speculators format (`speculators_model_type: eagle3`, tensors `fc`, `layers.0.*`, `norm`,
+`lm_head`): speculators 0.9.0's `Eagle3DraftModel` and vLLM load every tensor. It fuses the
+verifier's hidden states after layers {list(c["aux_layers"])}.
 
 **Trained by** `make tiny-models`: {sd["exchanges"]} verifier greedy answers generated with vLLM
 ({sd["tokens"]:,} tokens, {sd["seconds"]:.0f} s) mixed with {c["corpus_share"]:.0%} corpus rows; {c["drafter_steps"]}
