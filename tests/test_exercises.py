@@ -213,6 +213,26 @@ def test_03_ex5_intervals_shrink_about_one_over_sqrt2() -> None:
     assert abs(ratio - 1 / math.sqrt(2)) < 0.12, ratios
 
 
+@pytest.mark.vllm
+@needs_shipped
+def test_03_ex9_the_first_rates_do_not_depend_on_k(tiny) -> None:
+    """03 ex. 9 at CI size (2 prompts per task, 64 tokens): the k = 5 run's first three
+    per-position rates pass vLLM CI's check against the k = 3 run's."""
+    from helpers.analytics import harness
+    from helpers.engine import lifecycle, runs
+
+    rates = {}
+    for k in (3, 5):
+        with lifecycle.open_engine(**lifecycle.engine_kwargs(tiny, k=k)) as llm:
+            done = runs.run_categories(
+                llm, harness.dataset_prompts("workbook", 2), runs.sampling(64)
+            )
+        row = harness.measure(done, k).set_index("subset").loc["all"]
+        rates[k] = [float(row[f"pos_{i}"]) for i in range(k)]
+    three, five = rates[3], rates[5][:3]
+    assert harness.check_row(1 + sum(five), five, 1 + sum(three), three, 0.05, 0.05) == []
+
+
 # ------------------------------------------------------------------------------------ notebook 04
 
 

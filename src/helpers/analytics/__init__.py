@@ -5,7 +5,8 @@ speed-up model with the recorded H200 and published measurements, published real
 the toy's, figures, text-quality measures, intervals over requests, the distributional lossless
 test, EAGLE-3's place among other drafting methods (notebook 07), the explorers (ipywidgets) over
 the speed-up model, the expert union, a run's acceptance and your own prompt, and the acceptance
-doctor: silent mismatches measured and ranked by damage (notebook 08).
+doctor: silent mismatches measured and ranked by damage (notebook 08); a standard acceptance
+benchmark in vLLM CI's format, with one run read in every engine's acceptance vocabulary (03).
 """
 
 __all__ = [
@@ -15,6 +16,7 @@ __all__ = [
     "explorers",
     "field",
     "figures",
+    "harness",
     "intervals",
     "mismatch",
     "lab",
