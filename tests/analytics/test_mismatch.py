@@ -253,3 +253,50 @@ def test_the_instructor_guide_holds_the_same_table() -> None:
         "docs/instructors.md's symptom → cause → fix table differs from data/acceptance-doctor.json: "
         "paste helpers.analytics.mismatch.symptom_markdown(mismatch.load_cases()) there"
     )
+
+
+# --------------------------------------------------------------------------- context length
+
+
+def _words(chat) -> int:
+    """A stand-in token count: words in every message."""
+    return sum(len(m["content"].split()) for m in chat)
+
+
+def test_with_history_adds_earlier_turns_until_the_length_is_reached() -> None:
+    turns = [(f"question {i}", "an answer of five words") for i in range(4)]
+    chats, lengths = mismatch.with_history(["the target question"], turns, 20, _words)
+    assert lengths == [_words(chats[0])] and lengths[0] >= 20
+    assert chats[0][-1] == as_messages("the target question")[0]
+    assert [m["role"] for m in chats[0][:4]] == ["user", "assistant", "user", "assistant"]
+    none, short = mismatch.with_history(["q", "r"], turns, 0, _words)
+    assert none == [as_messages("q"), as_messages("r")] and short == [1, 1]
+    second, _ = mismatch.with_history(["a", "b"], turns, 5, _words)
+    assert second[0][0]["content"] == "question 0" and second[1][0]["content"] == "question 1"
+    capped, at = mismatch.with_history(["q"], turns, 10_000, _words)
+    assert len(capped[0]) == 2 * len(turns) + 1, "stops when the turns run out"
+    assert at[0] < 10_000
+
+
+def test_context_table_reads_tau_and_rates_per_length() -> None:
+    def run(hists):
+        reqs = [RequestAcceptance(h, 3 * sum(h)) for h in hists]
+        return CategoryRun(
+            [[0]] * len(hists), [""] * len(hists), 1.0, counters_of(reqs), requests=reqs
+        )
+
+    runs = {0: run([(0, 0, 1, 7), (0, 1, 1, 6)]), 512: run([(5, 2, 1, 0), (4, 3, 1, 0)])}
+    table = mismatch.context_table(runs, {0: [40, 44], 512: [520, 530]})
+    assert list(table.history_tokens) == [0, 512] and list(table.prompt_tokens) == [42, 525]
+    assert table[vllm_names.TAU].iloc[0] > table[vllm_names.TAU].iloc[1]
+    assert (table.tau_ci_low <= table[vllm_names.TAU]).all() and "pos_2_high" in table
+
+
+def test_the_published_context_curve_carries_its_source() -> None:
+    curve, about = mismatch.published_context_curve()
+    assert len(curve) == 10 and curve.acceptance_length.iloc[0] > curve.acceptance_length.iloc[-1]
+    assert about["date"] and "speculators PR #684" in about["source"]
+    table = mismatch.context_table(
+        {0: CategoryRun([[0]], [""], 1.0, counters_of([RequestAcceptance((1, 1), 2)]))}, {0: [10]}
+    )
+    assert isinstance(mismatch.plot_context(table, 384, curve, "x"), Figure)

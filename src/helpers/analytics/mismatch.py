@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +34,7 @@ from helpers.analytics.intervals import (
     histogram_matrix,
     jackknife_ends,
     jackknife_se,
+    position_intervals,
     t_quantile,
     tau_of,
 )
@@ -64,6 +65,10 @@ __all__ = [
     "load_cases",
     "measured_text",
     "symptom_markdown",
+    "with_history",
+    "context_table",
+    "published_context_curve",
+    "plot_context",
 ]
 
 #: What Qwen3's chat template appends to the generation prompt with enable_thinking=False.
@@ -92,6 +97,8 @@ RECORDS_SCHEMA: dict[str, Any] = {
 OTHER_FIELD_ORDER: tuple[str, ...] = ("id", "name", "age", "city", "job", "pet", "active")
 #: Reported cases: symptom, cause, fix, source, and the condition of notebook 08 that shows it.
 _DOCTOR_FILE: Path = DATA_DIR / "acceptance-doctor.json"
+#: speculators PR #684's acceptance against context length (and vLLM CI's rows).
+_REFERENCES_FILE: Path = DATA_DIR / "published" / "acceptance-references.json"
 
 
 # --------------------------------------------------------------------------- mismatched inputs
@@ -386,3 +393,87 @@ def symptom_markdown(cases: Sequence[Mapping[str, Any]], table: pd.DataFrame | N
         "| " + " | ".join(cell(v) for v in row) + " |" for row in rows.itertuples(index=False)
     ]
     return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- context length
+
+
+def with_history(
+    targets: Sequence[str],
+    turns: Sequence[tuple[str, str]],
+    tokens: int,
+    count: Callable[[Messages], int],
+) -> tuple[list[Messages], list[int]]:
+    """Each target prompt after earlier turns of a conversation (user, assistant pairs, cycled
+    from a different turn per target) until the rendered prompt holds at least `tokens` tokens
+    (`count` renders and counts a chat); the chats and their prompt lengths."""
+    chats, lengths = [], []
+    for i, target in enumerate(targets):
+        history: Messages = []
+        used = 0
+        while (n := count(history + as_messages(target))) < tokens and used < len(turns):
+            user, answer = turns[(i + used) % len(turns)]
+            history += [{"role": "user", "content": user}, {"role": "assistant", "content": answer}]
+            used += 1
+        chats.append(history + as_messages(target))
+        lengths.append(n)
+    return chats, lengths
+
+
+def context_table(
+    runs: Mapping[int, CategoryRun], lengths: Mapping[int, Sequence[int]]
+) -> pd.DataFrame:
+    """Per history length asked for: the prompts' mean length, τ with its 95 % interval and the
+    per-position rates with theirs."""
+    rows = []
+    for asked, run in runs.items():
+        tau = run_interval(run)
+        per = position_intervals(run.requests) if run.requests else None
+        row: dict[str, Any] = {
+            "history_tokens": asked,
+            "prompt_tokens": float(np.mean(lengths[asked])),
+            vllm_names.TAU: tau.estimate,
+            "tau_ci_low": tau.low,
+            "tau_ci_high": tau.high,
+            "requests": tau.n,
+        }
+        for i, rate in enumerate(run.stats[vllm_names.PER_POSITION_RATES]):
+            row[f"pos_{i}"] = rate
+            row[f"pos_{i}_low"] = float(per.rate_ci_low[i]) if per is not None else math.nan
+            row[f"pos_{i}_high"] = float(per.rate_ci_high[i]) if per is not None else math.nan
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def published_context_curve(path: Path = _REFERENCES_FILE) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """speculators PR #684's acceptance length by context (thousands of tokens), and its source,
+    date and conditions."""
+    record = json.loads(path.read_text())["context_length"]
+    return pd.DataFrame(record["points"]), {k: v for k, v in record.items() if k != "points"}
+
+
+def plot_context(table: pd.DataFrame, trained: int, published: pd.DataFrame, source: str) -> Figure:
+    """Left: this run's τ against prompt length (95 % intervals), the pair's training window
+    marked. Right: the published curve of a real pair, its own axis."""
+    fig, (ax, bx) = new_figure(2, width=5.2)
+    ax.errorbar(
+        table.prompt_tokens,
+        table[vllm_names.TAU],
+        yerr=interval_yerr(table, vllm_names.TAU, "tau_ci_low", "tau_ci_high"),
+        marker="o",
+        capsize=3,
+        color=PALETTE["spec"],
+        label="this run",
+    )
+    ax.axvline(
+        trained, ls="--", color=PALETTE["plain"], label=f"training window ({trained} tokens)"
+    )
+    ax.set(xlabel="prompt tokens (earlier turns + the question)", ylabel="τ (95 % interval)")
+    ax.legend(fontsize=8)
+    ax.set_title("the tiny pair as the conversation grows", fontsize=10)
+    bx.plot(
+        published.context_k, published.acceptance_length, marker="s", color=PALETTE["correction"]
+    )
+    bx.set(xlabel="context (thousands of tokens)", ylabel="acceptance length")
+    bx.set_title(source, fontsize=9)
+    return fig

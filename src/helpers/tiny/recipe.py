@@ -31,6 +31,7 @@ __all__ = [
     "local_profile",
     "build_tiny_pair",
     "resume_drafter",
+    "RECIPE_LOG",
 ]
 
 VERIFIER_NAME = "tiny-qwen3-moe"
