@@ -17,6 +17,7 @@ from helpers.eagle3.checkpoint import (
     drafter_config,
     load_drafter,
     load_in_speculators,
+    load_verifier,
     save_drafter,
     to_speculators_names,
 )
@@ -141,3 +142,27 @@ def test_vllm_drafts_the_same_with_either_name(tmp_path) -> None:
         accepted[name] = acceptance_stats(pooled(runs))
     assert accepted["speculators"]["spec_decode_accepted_tokens"] > 0
     assert accepted["speculators"] == accepted["midlayer"], accepted
+
+
+def test_speculators_scores_the_shipped_drafter_as_the_workbook_does() -> None:
+    """speculators' own forward (its training-time test, teacher forcing) gives the workbook's
+    draft_chain logits at every step, with the verifier's embeddings in place."""
+    from helpers.eagle3 import drafter, taps, train
+
+    shipped = DATA_DIR / DRAFTER_NAME
+    ours_d, config = load_drafter(shipped)
+    verifier = load_verifier(DATA_DIR / "tiny-qwen3-moe", device="cpu")
+    model, unmatched = load_in_speculators(shipped)
+    assert unmatched == []
+    embed = verifier.get_input_embeddings()
+    assert torch.equal(model.embed_tokens.weight, embed.weight), "the verifier's embeddings"
+    aux_layers = config["eagle_aux_hidden_state_layer_ids"]
+    x = torch.randint(0, 2048, (1, 40), generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        theirs = train.speculators_chain_logits(model.eval(), verifier, x, aux_layers, 3)
+        aux, _ = taps.verifier_taps(verifier, x, aux_layers)
+        first = embed(torch.cat([x[:, 1:], torch.zeros_like(x[:, :1])], 1))
+        ours = drafter.draft_chain(ours_d, first, aux, 3, drafter.teacher_forced(embed, x))
+    assert len(theirs) == 3
+    for j, (o, t) in enumerate(zip(ours, theirs)):
+        assert (o[:, : 38 - j] - t[:, : 38 - j]).abs().max() < 1e-4, j

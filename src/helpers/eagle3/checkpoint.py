@@ -155,15 +155,18 @@ def to_speculators_names(model_dir: str | Path) -> list[str]:
     return changed
 
 
-def load_in_speculators(model_dir: str | Path) -> tuple[Any, list[str]]:
+def load_in_speculators(model_dir: str | Path, attention: str = "sdpa") -> tuple[Any, list[str]]:
     """The drafter loaded by speculators' own `Eagle3DraftModel`, and every tensor name that did
     not match: file tensors it has no place for, and its tensors the file lacks beyond those it
-    takes from the verifier (`_keys_to_ignore_on_load_missing`). Empty means nothing was left
-    freshly initialised. (Its `from_pretrained` takes no `output_loading_info`, so the names are
-    compared here.)"""
+    takes from the verifier (`_keys_to_ignore_on_load_missing`), and `embed_tokens` where it is
+    not the verifier's. Empty means nothing was left freshly initialised. (Its `from_pretrained`
+    takes no `output_loading_info`, so the names are compared here.) `attention` is the model's
+    attention implementation: "sdpa" or "eager" run on any device."""
     from speculators.models.eagle3 import Eagle3DraftModel, Eagle3SpeculatorConfig
 
     config = Eagle3SpeculatorConfig.from_pretrained(str(model_dir))
+    # speculators' default is flex attention, whose block masks need rows in blocks of 128 here
+    config.transformer_layer_config._attn_implementation = attention
     verifier = config.speculators_config.verifier
     if verifier.name_or_path and (REPO_ROOT / verifier.name_or_path).is_dir():
         verifier.name_or_path = str(REPO_ROOT / verifier.name_or_path)  # repo-relative in data/
@@ -171,7 +174,18 @@ def load_in_speculators(model_dir: str | Path) -> tuple[Any, list[str]]:
     own = set(model.state_dict())
     saved = set(load_weights(Path(model_dir) / WEIGHTS_FILE))
     optional = set(Eagle3DraftModel._keys_to_ignore_on_load_missing)
-    return model, sorted((saved - own) | (own - saved - optional))
+    unmatched = sorted((saved - own) | (own - saved - optional))
+    if "embed_tokens.weight" not in saved and verifier.name_or_path:
+        # speculators fills embed_tokens from the verifier only where it is still NaN; under
+        # transformers 5.12.1 from_pretrained had initialised it (not the verifier's): refill it.
+        torch.nn.init.constant_(model.embed_tokens.weight, torch.nan)
+        model.load_verifier_weights()
+        from speculators.utils.loading import load_model_layers
+
+        theirs = load_model_layers(["embed_tokens.weight"], verifier.name_or_path)
+        if not torch.equal(model.embed_tokens.weight, theirs["embed_tokens.weight"]):
+            unmatched.append("embed_tokens.weight (not the verifier's)")
+    return model, unmatched
 
 
 def param_count(module: torch.nn.Module) -> int:

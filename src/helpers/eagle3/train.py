@@ -19,6 +19,7 @@ __all__ = [
     "drafter_shape_for",
     "new_drafter",
     "ttt_loss",
+    "speculators_chain_logits",
     "RowSampler",
     "cosine_lr",
     "DrafterHistory",
@@ -101,6 +102,29 @@ def ttt_loss(
         drafted = d.target_ids(lg[:, :n].argmax(-1))
         agree.append((drafted == answers[:, 1 + j : 1 + j + n]).float().mean().item())
     return loss, agree
+
+
+def speculators_chain_logits(
+    model: torch.nn.Module,
+    verifier: PreTrainedModel,
+    x: torch.Tensor,
+    aux_layers: Sequence[int],
+    steps: int,
+) -> list[torch.Tensor]:
+    """The logits of each training-time-test step of speculators' own `Eagle3DraftModel` on a
+    batch of one row: its forward with teacher forcing (the true next tokens fed at later steps,
+    as `ttt_loss`), read off its `lm_head`. Root t's step j lines up with `draft_chain`'s."""
+    aux, _ = taps.verifier_taps(verifier, x, aux_layers)
+    shifted = torch.cat([x[:, 1:], torch.zeros_like(x[:, :1])], 1)
+    seen: list[torch.Tensor] = []
+    hook = model.lm_head.register_forward_hook(lambda _m, _i, out: seen.append(out))
+    try:
+        model(
+            hidden_states=aux, input_ids=shifted, document_ids=torch.zeros_like(x), ttt_steps=steps
+        )
+    finally:
+        hook.remove()
+    return seen
 
 
 class RowSampler:
