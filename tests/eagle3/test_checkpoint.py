@@ -146,7 +146,8 @@ def test_vllm_drafts_the_same_with_either_name(tmp_path) -> None:
 
 def test_speculators_scores_the_shipped_drafter_as_the_workbook_does() -> None:
     """speculators' own forward (its training-time test, teacher forcing) gives the workbook's
-    draft_chain logits at every step, with the verifier's embeddings in place."""
+    draft_chain logits at every step, with the verifier's embeddings in place, and its KL loss
+    is the workbook's soft cross-entropy less the targets' entropy."""
     from helpers.eagle3 import drafter, taps, train
 
     shipped = DATA_DIR / DRAFTER_NAME
@@ -159,10 +160,13 @@ def test_speculators_scores_the_shipped_drafter_as_the_workbook_does() -> None:
     aux_layers = config["eagle_aux_hidden_state_layer_ids"]
     x = torch.randint(0, 2048, (1, 40), generator=torch.Generator().manual_seed(0))
     with torch.no_grad():
-        theirs = train.speculators_chain_logits(model.eval(), verifier, x, aux_layers, 3)
+        theirs = train.speculators_ttt(model.eval(), verifier, x, aux_layers, 3)
+        loss, _ = train.ttt_loss(ours_d, verifier, x, aux_layers, 3)
         aux, _ = taps.verifier_taps(verifier, x, aux_layers)
         first = embed(torch.cat([x[:, 1:], torch.zeros_like(x[:, :1])], 1))
         ours = drafter.draft_chain(ours_d, first, aux, 3, drafter.teacher_forced(embed, x))
-    assert len(theirs) == 3
-    for j, (o, t) in enumerate(zip(ours, theirs)):
+    assert len(theirs.logits) == 3
+    for j, (o, t) in enumerate(zip(ours, theirs.logits)):
         assert (o[:, : 38 - j] - t[:, : 38 - j]).abs().max() < 1e-4, j
+    assert float(loss) == pytest.approx(theirs.loss + theirs.target_entropy, rel=1e-5)
+    assert theirs.target_entropy > 0

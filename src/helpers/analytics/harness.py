@@ -213,22 +213,21 @@ _DEFINITIONS: tuple[_Definition, ...] = (
         "mean acceptance length",
         "1 + accepted / drafts (a draft = one request's verify step)",
         True,
-        "vllm/v1/spec_decode/metrics.py (installed): mean_acceptance_length; PR #17908",
+        f"{vllm_names.SPEC_DECODE_METRICS_FILE} (installed): mean_acceptance_length; PR #17908",
     ),
     _Definition(
         "vLLM",
         "draft acceptance rate",
         "accepted / draft tokens",
         False,
-        "vllm/v1/spec_decode/metrics.py: draft_acceptance_rate",
+        f"{vllm_names.SPEC_DECODE_METRICS_FILE}: draft_acceptance_rate",
     ),
     _Definition(
         "vLLM",
         "acceptance rate at position i",
         "accepted at position i / drafts (unconditional)",
         False,
-        "vllm/v1/spec_decode/metrics.py: acceptance_rates; tests/v1/spec_decode/"
-        "test_acceptance_length.py",
+        f"{vllm_names.SPEC_DECODE_METRICS_FILE}: acceptance_rates; vLLM CI's acceptance test",
     ),
     _Definition(
         "speculators",

@@ -14,6 +14,7 @@ tables reuse as column names, so `TAU` is the one spelling of τ's column everyw
 from __future__ import annotations
 
 __all__ = [
+    "SPEC_DECODE_METRICS_FILE",
     "SPEC_DECODE_PREFIX",
     "NUM_DRAFTS_METRIC",
     "NUM_DRAFT_TOKENS_METRIC",
@@ -55,6 +56,8 @@ __all__ = [
 
 # ------------------------------------------------ Prometheus metrics (v1/spec_decode/metrics.py)
 
+#: The module that defines the spec-decode counters and the figures vLLM logs from them.
+SPEC_DECODE_METRICS_FILE = "vllm/v1/spec_decode/metrics.py"
 #: Every vLLM metric name starts so (v1/metrics/reader.py keeps only these).
 METRIC_PREFIX = "vllm:"
 #: The spec-decode counters' common prefix (SpecDecodingProm).

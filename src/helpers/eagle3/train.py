@@ -19,7 +19,7 @@ __all__ = [
     "drafter_shape_for",
     "new_drafter",
     "ttt_loss",
-    "speculators_chain_logits",
+    "speculators_ttt",
     "RowSampler",
     "cosine_lr",
     "DrafterHistory",
@@ -104,27 +104,64 @@ def ttt_loss(
     return loss, agree
 
 
-def speculators_chain_logits(
+@dataclass(frozen=True)
+class _SpeculatorsTTT:
+    """speculators' own training-time test on one row: each step's logits, its loss (KL from the
+    verifier's distribution, decayed per step), and the verifier distributions' entropy, by which
+    `ttt_loss`'s soft cross-entropy exceeds that KL (a constant of the data: same gradients)."""
+
+    logits: list[torch.Tensor]
+    loss: float
+    target_entropy: float
+
+
+def speculators_ttt(
     model: torch.nn.Module,
     verifier: PreTrainedModel,
     x: torch.Tensor,
     aux_layers: Sequence[int],
     steps: int,
-) -> list[torch.Tensor]:
-    """The logits of each training-time-test step of speculators' own `Eagle3DraftModel` on a
-    batch of one row: its forward with teacher forcing (the true next tokens fed at later steps,
-    as `ttt_loss`), read off its `lm_head`. Root t's step j lines up with `draft_chain`'s."""
-    aux, _ = taps.verifier_taps(verifier, x, aux_layers)
-    shifted = torch.cat([x[:, 1:], torch.zeros_like(x[:, :1])], 1)
+    decay: float = 0.8,
+) -> _SpeculatorsTTT:
+    """speculators' `Eagle3DraftModel` forward on a batch of one row, aligned as `ttt_loss`: the
+    true next tokens fed at later steps, step j at root t scored against the verifier at t+1+j
+    (its last layer's output before the final norm, which speculators applies itself), roots
+    whose targets run past the row masked out, its eager KL loss."""
+    from speculators.losses.eager import kl_div_loss
+
+    aux, vlogits = taps.verifier_taps(verifier, x, aux_layers)
+    last: list[torch.Tensor] = []
+    hook = verifier.model.layers[-1].register_forward_hook(
+        lambda _m, _i, out: last.append(out[0] if isinstance(out, tuple) else out)
+    )
     seen: list[torch.Tensor] = []
-    hook = model.lm_head.register_forward_hook(lambda _m, _i, out: seen.append(out))
+    head = model.lm_head.register_forward_hook(lambda _m, _i, out: seen.append(out))
     try:
-        model(
-            hidden_states=aux, input_ids=shifted, document_ids=torch.zeros_like(x), ttt_steps=steps
+        with torch.no_grad():
+            verifier(input_ids=x)
+        t = x.shape[1]
+        mask = torch.zeros(1, t, dtype=torch.bool, device=x.device)
+        mask[:, : t - 2] = True
+        _, loss, _ = model(
+            hidden_states=aux,
+            input_ids=torch.cat([x[:, 1:], torch.zeros_like(x[:, :1])], 1),
+            document_ids=torch.zeros_like(x),
+            loss_mask=mask,
+            verifier_last_hidden_states=torch.cat(
+                [last[0][:, 1:], torch.zeros_like(last[0][:, :1])], 1
+            ),
+            ttt_steps=steps,
+            ttt_step_loss_decay=decay,
+            loss_config={"kl_div": (kl_div_loss, 1.0)},
         )
     finally:
         hook.remove()
-    return seen
+        head.remove()
+    entropy = 0.0
+    for j in range(steps):
+        p = vlogits[:, 1 + j : t - 1].softmax(-1)
+        entropy += decay**j * float(-(p * p.clamp_min(1e-30).log()).sum(-1).mean())
+    return _SpeculatorsTTT(seen, float(loss), entropy)
 
 
 class RowSampler:
