@@ -22,9 +22,13 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Convert each folder; exit 1 if speculators still leaves a tensor unmatched in any."""
+    """Convert each folder; exit 1 if speculators still leaves a tensor unmatched in any, 2 on a
+    folder that is not a drafter's."""
     failed = 0
     for folder in _parse_args(argv).drafters:
+        if not (folder / "model.safetensors").is_file() or not (folder / "config.json").is_file():
+            print(f"{folder}: not a drafter folder (needs config.json and model.safetensors)")
+            return 2
         changed = to_speculators_names(folder)
         _, unmatched = load_in_speculators(folder)
         print(

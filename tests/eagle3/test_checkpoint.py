@@ -170,3 +170,21 @@ def test_speculators_scores_the_shipped_drafter_as_the_workbook_does() -> None:
         assert (o[:, : 38 - j] - t[:, : 38 - j]).abs().max() < 1e-4, j
     assert float(loss) == pytest.approx(theirs.loss + theirs.target_entropy, rel=1e-5)
     assert theirs.target_entropy > 0
+
+
+def test_the_converter_names_a_folder_that_is_not_a_drafter(tmp_path) -> None:
+    import subprocess
+    import sys
+
+    from helpers.common.paths import REPO_ROOT
+
+    done = subprocess.run(
+        [sys.executable, str(REPO_ROOT / "scripts" / "to_speculators.py"), str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2 and done.stderr == ""
+    assert done.stdout.strip().splitlines() == [
+        f"{tmp_path}: not a drafter folder (needs config.json and model.safetensors)"
+    ]

@@ -243,7 +243,11 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description="Does EAGLE-3 pay for the real pair? (predicted)")
     p.add_argument("--profile", default="qwen3-30b-a3b")
     args = p.parse_args(argv)
-    profile = load_profile(args.profile)
+    try:
+        profile = load_profile(args.profile)
+    except ValueError as err:
+        print(f"answer: {err}")
+        return 2
     architecture = _architecture(profile.verifier)
     if architecture != _LAB_ARCHITECTURE:
         print(

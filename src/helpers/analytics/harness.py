@@ -362,10 +362,10 @@ def main(argv: list[str] | None = None) -> int:
     from helpers.engine import lifecycle, runs
 
     args = _parse_args(argv)
-    profile = load_profile(args.profile)
     try:
+        profile = load_profile(args.profile)
         prompts = dataset_prompts(args.dataset, args.limit)
-    except RuntimeError as err:
+    except (RuntimeError, ValueError) as err:
         print(f"harness: {err}")
         return 2
     params = runs.sampling(args.max_tokens)
