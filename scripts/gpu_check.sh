@@ -3,9 +3,13 @@
 #   engines   engine starts and decode speed per configuration (scripts/gpu_engine_lab.py)
 #   nb        every notebook on the tiny profile under nbval (`pytest --nbval-lax`, as make test
 #             runs them), each executed once: helpers.tools.nbval_keep keeps that execution
+#   nb-NN     notebook NN alone, the same way (kept in tiny-NN/): to spread the notebooks over lanes
 #   tests     the vLLM-marked tests (pytest -m vllm)
 #   shape-NN  notebook NN on a shape profile under nbval ($SHAPE, default qwen3-30b-a3b-shape)
 #   lab       the MoE step-cost lab on the same shape (scripts/gpu_moe_lab.py $LAB_ARGS)
+#   harness-shape  the acceptance harness (helpers.analytics.harness) on the shape profile
+#   speculators    05's trainer beside speculators' own, tau side by side
+#                  (scripts/speculators_side_by_side.py, its folder in speculators/)
 # LANES lists the steps: '|' separates lanes that run at the same time, each in its own copy of
 # the checkout (its own build/: servers, logs, figures), steps inside a lane one after another.
 #   LANES="engines nb | tests | shape-02 shape-04" (the default)   LANES="nb" (one lane)
@@ -42,11 +46,14 @@ run_step() {  # run_step STEP: the step's command, in the current lane's checkou
     engines) "$PY" scripts/gpu_engine_lab.py --out "$LOGS/gpu-engine-lab.json" \
                ${ENGINE_CONFIGS:+--configs "$ENGINE_CONFIGS"} ;;
     nb) nbval tiny "$LOGS/tiny" notebooks/*.ipynb ;;
+    nb-*) nbval tiny "$LOGS/tiny-${1#nb-}" notebooks/"${1#nb-}"_*.ipynb ;;
     tests) env WORKBOOK_PROFILE=tiny "$PY" -m pytest tests -m vllm -p no:cacheprovider -q -rf \
              --durations=10 ;;
     shape-*) nbval "$SHAPE" "$LOGS/$1" notebooks/"${1#shape-}"_*.ipynb ;;
+    harness-shape) "$PY" -m helpers.analytics.harness --profile "$SHAPE" --limit "${HARNESS_LIMIT:-32}" ;;
+    speculators) "$PY" scripts/speculators_side_by_side.py --out "$LOGS/speculators" ;;
     lab) "$PY" scripts/gpu_moe_lab.py --profile "$SHAPE" --out "$LOGS/gpu-moe-lab.json" ${LAB_ARGS:-} ;;
-    *) echo "gpu_check: unknown step $1 (engines nb tests shape-NN lab)"; return 2 ;;
+    *) echo "gpu_check: unknown step $1 (engines nb nb-NN tests shape-NN harness-shape speculators lab)"; return 2 ;;
   esac
 }
 lane() {  # lane N STEP...: the steps one after another in a copy of the checkout of their own

@@ -19,8 +19,13 @@ from typing import Any
 
 
 def kept_folder(step: str) -> str | None:
-    """Where gpu_check.sh keeps a step's executed notebooks: tiny/ for nb, shape-NN/ for its own."""
-    return "tiny" if step == "nb" else step if step.startswith("shape-") else None
+    """Where gpu_check.sh keeps a step's executed notebooks: tiny/ for nb, tiny-NN/ for nb-NN,
+    shape-NN/ for its own."""
+    if step == "nb":
+        return "tiny"
+    if step.startswith("nb-"):
+        return "tiny-" + step[3:]
+    return step if step.startswith("shape-") else None
 
 
 def read_steps(summary: Path) -> list[dict[str, Any]]:
