@@ -105,6 +105,7 @@ def write_dataset(
     """speculators' training data for `rows`: an Arrow dataset (input_ids, loss_mask, seq_len) and
     one `hidden_states/hs_{i}.safetensors` (token_ids, hidden_states [T, 4, H]) per row."""
     from datasets import Dataset
+    from datasets.table import InMemoryTable
     from safetensors.torch import save_file
 
     (out / "hidden_states").mkdir(parents=True, exist_ok=True)
@@ -116,13 +117,14 @@ def write_dataset(
                 {"token_ids": x[j].cpu().clone(), "hidden_states": states[j].contiguous()},
                 str(out / "hidden_states" / f"hs_{start + j}.safetensors"),
             )
-    ds = Dataset.from_dict(
-        {
-            "input_ids": [r.tolist() for r in rows],
-            "loss_mask": [[1] * rows.shape[1] for _ in rows],
-            "seq_len": [rows.shape[1]] * len(rows),
-        }
-    )
+    columns = {
+        "input_ids": [r.tolist() for r in rows],
+        "loss_mask": [[1] * rows.shape[1] for _ in rows],
+        "seq_len": [rows.shape[1]] * len(rows),
+    }
+    # An explicit fingerprint: datasets 5.1.0 otherwise hashes the table with dill, which failed
+    # on the GPU image's Python 3.12.3 ("Can't pickle <class 'MonthDayNano'>").
+    ds = Dataset(InMemoryTable.from_pydict(columns), fingerprint=f"workbook-rows-{len(rows)}")
     ds.set_format(type="torch")
     ds.save_to_disk(str(out))
     return out
@@ -173,21 +175,29 @@ def measure(
     profile: Any, drafter_dir: Path, label: str, args: argparse.Namespace
 ) -> dict[str, Any]:
     """vLLM CI's rows (k = 3, T = 0) on the held-out workbook prompts (64 tokens) and on HumanEval
-    (256 tokens), each with its interval over prompts."""
+    (256 tokens), each with its interval over prompts, from one engine."""
     from helpers.analytics import harness
     from helpers.common import prompts
-    from helpers.tiny import lab
+    from helpers.engine import lifecycle, runs
 
     sets = {
         "workbook": (prompts.load_prompts(args.eval_prompts), 64),
         "humaneval": (harness.dataset_prompts("humaneval", args.humaneval), 256),
     }
+    kwargs = lifecycle.engine_kwargs(
+        profile, k=3, speculative_config=lifecycle.speculative_config(str(drafter_dir), 3)
+    )
     out: dict[str, Any] = {"label": label, "drafter": str(drafter_dir)}
-    for name, (ps, tokens) in sets.items():
-        res = lab.evaluate_tau(profile, profile.verifier_path(), drafter_dir, ps, 3, tokens, label)
-        table = harness.measure(res.runs, 3)
-        out[name] = table[table["subset"] == "all"].iloc[0].to_dict()
+    with lifecycle.open_engine(**kwargs) as llm:
+        for name, (ps, tokens) in sets.items():
+            table = harness.measure(runs.run_categories(llm, ps, runs.sampling(tokens)), 3)
+            out[name] = table[table["subset"] == "all"].iloc[0].to_dict()
     return out
+
+
+def _save(out: Path, record: dict[str, Any]) -> None:
+    """Write the record so far (a later failure keeps what was measured)."""
+    (out / "record.json").write_text(json.dumps(record, indent=2, default=str) + "\n")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -206,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
     profile, verifier, rows, info = draw_rows(n_rows, "cuda")
     n_train = int(n_rows * TRAIN_RATIO)  # speculators' split index
     aux = tuple(
-        json.loads((profile.drafter_path() / "config.json").read_text())[
+        json.loads((Path(profile.drafter_path()) / "config.json").read_text())[
             "eagle_aux_hidden_state_layer_ids"
         ]
     )
@@ -230,12 +240,14 @@ def main(argv: list[str] | None = None) -> int:
         TTT_STEPS, BATCH, LR,
     )  # fmt: skip
     checkpoint.save_drafter(init, out / "workbook", cfg)
+    _save(out, record)
     record["workbook_train"] = {"seconds": round(time.perf_counter() - ts, 1), "steps": len(hist.loss),
                                 "loss_first10": sum(hist.loss[:10]) / 10, "loss_last10": sum(hist.loss[-10:]) / 10}  # fmt: skip
 
     ts = time.perf_counter()
     data = write_dataset(verifier, rows, aux, out / "data")
     record["dataset_s"] = round(time.perf_counter() - ts, 1)
+    _save(out, record)
     cmd = speculators_command(out / "init-speculators", data, out / "speculators-run",
                               profile.verifier_path(), args.steps)  # fmt: skip
     ts = time.perf_counter()
@@ -246,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
                                    "command": " ".join(cmd[1:])}  # fmt: skip
     if rc:
         print(log.read_text()[-3000:])
-        (out / "record.json").write_text(json.dumps(record, indent=2, default=str) + "\n")
+        _save(out, record)
         return 1
     spec_out = latest_checkpoint(out / "speculators-run")
     drafter_copy = out / "speculators"
@@ -270,8 +282,9 @@ def main(argv: list[str] | None = None) -> int:
             record["measured"].append(measure(profile, drafter_dir, label, args))
         except Exception as err:  # a failed engine is recorded, the others still run
             record["measured"].append({"label": label, "error": f"{type(err).__name__}: {err}"})
+        _save(out, record)
     record["wall_s"] = round(time.perf_counter() - t0, 1)
-    (out / "record.json").write_text(json.dumps(record, indent=2, default=str) + "\n")
+    _save(out, record)
     for m in record["measured"]:
         print(
             m["label"], {k: round(m[k]["acceptance_length"], 3) for k in ("workbook", "humaneval")}
