@@ -13,6 +13,13 @@ led by a guard (`helpers.serving.guard`) that stops it once the owner is gone; `
 SIGTERM handler stops it at once (Jupyter's shutdown sends SIGTERM); and each server leaves a
 record under build/servers/ naming its owner, so `sweep_orphans` (the runner calls it) stops any
 group whose owner died without cleaning up.
+
+The sweep signals only processes provably the workbook's, never a pid that merely matches: every
+server gets a random token in its environment (SERVER_ID_ENV, inherited by all its processes) and
+in its record, with the group leader's exact start time (/proc/PID/stat field 22) and the boot id.
+A group is the server's when its leader has that boot, that exact start time and that token, or,
+once the leader is gone, each process that still carries the token. A record without a token
+(written by older code) is reported and removed, never acted on.
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ import atexit
 import contextlib
 import json
 import os
+import secrets
 import shlex
 import shutil
 import signal
@@ -72,6 +80,14 @@ _MODULE_ENTRY = "vllm.entrypoints.openai.api_server"
 #: Environment marker carried by every process a helper starts (children inherit it): owner pid +
 #: server name.
 _OWNER_ENV = "EAGLE3_WORKBOOK_SERVER_OWNER"
+#: Environment marker proving a process belongs to one server: a random token per server start,
+#: also written in its record (the sweep signals nothing that lacks it).
+_SERVER_ID_ENV = "EAGLE3_WORKBOOK_SERVER_ID"
+#: Keeps /proc/PID/environ, and so the marker, readable after vLLM's processes rename themselves
+#: (setproctitle otherwise overwrites the environment area with the title).
+_KEEP_ENVIRON = {"SPT_NOENV": "1"}
+#: Changes at every boot: a start time counted in ticks since boot means nothing across one.
+_BOOT_ID_FILE = Path("/proc/sys/kernel/random/boot_id")
 #: Seconds to wait for /health. A real-size model's first start on a GPU compiles, captures CUDA
 #: graphs and autotunes: 214 s for the 30B-A3B shape alone on an H200
 #: (data/measurements/h200-moe-lab.json), more beside other work. A server that dies is seen at
@@ -402,27 +418,58 @@ def _is_model_folder(arg: str) -> bool:
         return False
 
 
-def _started_at(pid: int) -> float | None:
-    """A process's start time (psutil's create_time), None when it is gone."""
+def _boot_id() -> str | None:
+    """This boot's id (None where /proc does not give it)."""
     try:
-        return psutil.Process(pid).create_time()
-    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return _BOOT_ID_FILE.read_text().strip() or None
+    except OSError:
         return None
 
 
+def _stat_fields(pid: int) -> list[str] | None:
+    """/proc/PID/stat from field 3 (state) on, for a live (non-zombie) process; else None."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes().decode(errors="replace")
+    except OSError:
+        return None
+    fields = stat[stat.rfind(")") + 2 :].split()  # after "pid (comm) ": state ppid pgrp session
+    return fields if len(fields) > 19 and fields[0] != "Z" else None
+
+
+def _start_ticks(pid: int) -> int | None:
+    """A live process's exact start time: /proc/PID/stat field 22, clock ticks since boot."""
+    fields = _stat_fields(pid)
+    return None if fields is None else int(fields[19])
+
+
+def _server_id_of(pid: int) -> str | None:
+    """The SERVER_ID_ENV value in /proc/PID/environ (None when absent or unreadable)."""
+    try:
+        environ = Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return None
+    prefix = f"{_SERVER_ID_ENV}=".encode()
+    for entry in environ.split(b"\0"):
+        if entry.startswith(prefix):
+            return entry[len(prefix) :].decode(errors="replace")
+    return None
+
+
 def _write_record(server: VllmServer, directory: Path | None = None) -> Path:
-    """Record a started server (process group, name, port, owner pid and start time) under
-    build/servers/, so a later sweep can tell whether its owner is still alive."""
+    """Record a started server (process group, its token, the leader's and the owner's exact start
+    times, the boot, name, port) under build/servers/, for a later sweep."""
     directory = _SERVERS_DIR if directory is None else directory
     directory.mkdir(parents=True, exist_ok=True)
-    assert server.pgid is not None, "record a server after it started"
+    assert server.pgid is not None and server.server_id, "record a server after it started"
     record = {
         "name": server.name,
         "port": server.port,
         "pgid": server.pgid,
-        "group_started": _started_at(server.pgid),
+        "server_id": server.server_id,
+        "boot_id": _boot_id(),
+        "group_started_ticks": _start_ticks(server.pgid),
         "owner_pid": os.getpid(),
-        "owner_started": _started_at(os.getpid()),
+        "owner_started_ticks": _start_ticks(os.getpid()),
         "log": str(server.log_path),
     }
     path = directory / f"{server.pgid}.json"
@@ -445,62 +492,93 @@ def _read_records(directory: Path | None = None) -> list[tuple[Path, dict[str, A
     return found
 
 
+def _same_boot(record: dict[str, Any]) -> bool:
+    """True when the record was written since this machine last booted."""
+    boot = _boot_id()
+    return boot is not None and record.get("boot_id") == boot
+
+
 def _owner_alive(record: dict[str, Any]) -> bool:
-    """True while the process that started the recorded server runs (same pid, same start time)."""
-    try:
-        owner = psutil.Process(int(record["owner_pid"]))
-        if owner.status() == psutil.STATUS_ZOMBIE:
-            return False
-        started = record.get("owner_started")
-        return started is None or abs(owner.create_time() - float(started)) < 0.01
-    except (psutil.NoSuchProcess, psutil.AccessDenied):
-        return False
+    """True while the process that started the recorded server runs (this boot, same pid, exactly
+    the recorded start time); a record without these is an owner gone."""
+    ticks = record.get("owner_started_ticks")
+    return (
+        ticks is not None and _same_boot(record) and _start_ticks(int(record["owner_pid"])) == ticks
+    )
 
 
-def _record_processes(record: dict[str, Any]) -> list[psutil.Process]:
-    """Live processes of the recorded server's group, if that group is still the server's (none
-    started before it: a reused group id is not the server's)."""
-    started = record.get("group_started")
-    members = group_processes(int(record["pgid"]))
-    if started is None:
+def _leader_is_servers(record: dict[str, Any]) -> bool:
+    """True when the recorded group's leader is the server's own guard: this boot, exactly the
+    recorded start time, still leading its session and group, and carrying the record's token."""
+    pgid = int(record["pgid"])
+    fields = _stat_fields(pgid)
+    return (
+        fields is not None
+        and _same_boot(record)
+        and int(fields[19]) == record.get("group_started_ticks")
+        and int(fields[2]) == pgid == int(fields[3])
+        and _server_id_of(pgid) == record["server_id"]
+    )
+
+
+def _owned_processes(record: dict[str, Any]) -> list[psutil.Process]:
+    """Live processes of the recorded group that provably are the server's: all of them while its
+    proven leader leads the group (only its descendants can be in its session), else each that
+    carries the record's token. None for a record without a token (older code)."""
+    if not record.get("server_id") or not _same_boot(record):
+        return []
+    members = group_processes(int(record["pgid"]))  # identities taken before the proof
+    if _leader_is_servers(record):
         return members
-    mine = []
-    for proc in members:
-        try:
-            if proc.create_time() >= float(started) - 0.01:
-                mine.append(proc)
-        except (psutil.NoSuchProcess, psutil.AccessDenied):
-            continue
-    return mine
+    return [p for p in members if _server_id_of(p.pid) == record["server_id"]]
+
+
+def _send(proc: psutil.Process, sig: int) -> None:
+    """Send sig to proc while it is the very process proven the server's (psutil compares its
+    start time with the one it took then)."""
+    with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
+        if proc.is_running():
+            proc.send_signal(sig)
 
 
 def _end_processes(procs: Sequence[psutil.Process], grace: float) -> None:
     """SIGTERM `procs`, SIGKILL what is left after `grace` seconds, wait for them to go."""
     for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
         for proc in procs:
-            try:
-                proc.send_signal(sig)
-            except (psutil.NoSuchProcess, psutil.AccessDenied):
-                continue
+            _send(proc, sig)
         _, procs = psutil.wait_procs(procs, timeout=wait)
         if not procs:
             return
 
 
+def _left_alone(record: dict[str, Any]) -> str:
+    """The line for a recorded group that still runs but is not provably the server's."""
+    name, pgid = record.get("name", "?"), record["pgid"]
+    if not record.get("server_id"):
+        return (
+            f"left process group {pgid} ({name}) running: its record predates ownership markers; "
+            f"if it is a leftover server of yours, stop it with `kill -TERM -{pgid}`"
+        )
+    return f"left process group {pgid} running: it is not server {name}'s (its pid was reused)"
+
+
 def sweep_orphans(directory: Path | None = None, grace: float = 5.0) -> list[str]:
-    """Stop every recorded server whose owner is dead; drop records of servers already gone.
+    """Stop every recorded server whose owner is dead, signalling only processes proven its own;
+    drop the records of servers gone, and report (on stderr) groups not proven the server's.
     Returns one line per server stopped (name, port, log)."""
     stopped = []
     for path, record in _read_records(directory):
-        procs = _record_processes(record)
-        if procs and _owner_alive(record):
+        if _owner_alive(record):
             continue
-        if procs:
-            _end_processes(procs, grace)
+        owned = _owned_processes(record)
+        if owned:
+            _end_processes(owned, grace)
             stopped.append(
                 f"{record.get('name', '?')} (port {record.get('port', '?')}, pgid {record['pgid']},"
                 f" owner pid {record['owner_pid']} gone; log {record.get('log', '?')})"
             )
+        elif group_processes(int(record["pgid"])):
+            print(f"[sweep] {_left_alone(record)}", file=sys.stderr, flush=True)
         path.unlink(missing_ok=True)
     return stopped
 
@@ -526,6 +604,7 @@ class VllmServer:
         self.process: subprocess.Popen | None = None  # the guard, which runs the server
         self.pgid: int | None = None
         self.record: Path | None = None
+        self.server_id: str | None = None  # SERVER_ID_ENV's token, new at each start
         self.startup_seconds: float | None = None
 
     @property
@@ -566,8 +645,10 @@ class VllmServer:
             # INFO, whatever the kernel's own level, so the file also says which model runner ran.
             "VLLM_LOGGING_CONFIG_PATH": "",
             "VLLM_LOGGING_LEVEL": "INFO",
+            **_KEEP_ENVIRON,
             **self.env,
             _OWNER_ENV: _owner_token(self.name),
+            _SERVER_ID_ENV: self._new_server_id(),
         }
         t0 = time.perf_counter()
         with self.log_path.open("w") as log:
@@ -605,6 +686,11 @@ class VllmServer:
             }
         )
         return self
+
+    def _new_server_id(self) -> str:
+        """A fresh random token for this start (kept in self.server_id for its record)."""
+        self.server_id = secrets.token_hex(16)
+        return self.server_id
 
     def _wait_healthy(self, t0: float, timeout: float, progress: bool) -> None:
         """Poll /health until 200; raise on early exit or timeout; print a progress line every few
@@ -647,21 +733,35 @@ class VllmServer:
         return [p for p in self._members() if p.pid != self.pgid]
 
     def _members(self) -> list[psutil.Process]:
-        """Live processes of the whole group, the guard included."""
-        return [] if self.pgid is None else group_processes(self.pgid)
+        """Live processes of the whole group, the guard included; once the guard is reaped (its
+        group id free for reuse), only those carrying this start's token."""
+        if self.pgid is None:
+            return []
+        members = group_processes(self.pgid)
+        if self._guard_unreaped():
+            return members
+        return [p for p in members if _server_id_of(p.pid) == self.server_id]
+
+    def _guard_unreaped(self) -> bool:
+        """True while the guard runs or is a zombie (its pid, so the group id, still this
+        server's)."""
+        return self.process is not None and self.process.poll() is None
 
     def _running_still(self) -> bool:
         """True while the guard runs or any process of the group lives."""
         return self.process is not None and (self.process.poll() is None or bool(self._members()))
 
     def _signal_group(self, sig: int) -> None:
-        """Send sig to the whole process group (ignore a group that is already gone)."""
+        """Send sig to the whole process group while the guard is unreaped (its pid, so the group
+        id, is still this server's); once reaped, only to members that carry this start's token."""
         if self.pgid is None:
             return
-        try:
-            os.killpg(self.pgid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
+        if self._guard_unreaped():
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.pgid, sig)
+            return
+        for proc in self._members():
+            _send(proc, sig)
 
     def _finish(self) -> None:
         """After the group's last signal: reap the guard, wait for the group to go, forget it."""
