@@ -162,7 +162,8 @@ def test_the_summary_merges_records(tmp_path: Path) -> None:
     assert [r["notebook"] for r in summary["notebooks"]][0] == "00_z.ipynb"
     assert summary["ok"] is False and len(summary["notebooks"]) == 3
     (tmp_path / "run-summary.json").write_text("{cut sho")
-    runner._write_summary([result("03_c.ipynb", True)], tmp_path)  # unreadable: start over
+    runner._write_summary([result("03_c.ipynb", True)], tmp_path)  # damaged: kept aside, anew
+    assert (tmp_path / "run-summary.json.corrupt").read_text() == "{cut sho"
     assert json.loads((tmp_path / "run-summary.json").read_text())["notebooks"][0]["notebook"] == (
         "03_c.ipynb"
     )

@@ -4,10 +4,14 @@ peak-RSS summary.
 A notebook that passes replaces build/<name>.ipynb and .html; one that fails or is interrupted
 goes to build/<name>.failed.ipynb and .html, so the last good copy stays until a new run of it
 passes. build/run-summary.json keeps one record per notebook ever run (a run replaces only the
-records of the notebooks it ran). Ctrl-C (or SIGTERM) stops the kernel, reports "interrupted in
-cell N" and exits 130 (143 for SIGTERM) without running the notebooks after it. After each notebook
-the runner stops whatever its kernel left running (servers, engine processes), and at start any
-server whose owner died earlier (helpers.serving.server.sweep_orphans).
+records of the notebooks it ran); runners at once take turns on it (a lock on
+run-summary.json.lock), and a damaged one is kept aside as run-summary.json.corrupt, not reset. A
+kernel that dies by itself is named with its signal, cell and peak RSS ("kernel killed by SIGKILL
+(out of memory?) in cell 4"); a build/ that cannot be written (read-only, full) ends the run with
+one line. Ctrl-C (or SIGTERM) stops the kernel, reports "interrupted in cell N" and exits 130 (143
+for SIGTERM) without running the notebooks after it. After each notebook the runner stops whatever
+its kernel left running (servers, engine processes), and at start any server whose owner died
+earlier (helpers.serving.server.sweep_orphans).
 """
 
 from __future__ import annotations
@@ -15,23 +19,26 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import fcntl
 import json
 import os
+import secrets
 import signal
+import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import nbformat
 import psutil
 from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
 from jupyter_client.manager import AsyncKernelManager
 from nbclient import NotebookClient
-from nbclient.exceptions import CellExecutionError
+from nbclient.exceptions import CellExecutionError, DeadKernelError
 from nbconvert import HTMLExporter
 
 from helpers.common.paths import BUILD_DIR, NOTEBOOKS_DIR
@@ -67,6 +74,7 @@ class _NotebookResult:
     interrupted: bool = False
     finished_at: str = field(default_factory=lambda: time.strftime("%Y-%m-%dT%H:%M:%S%z"))
     leftovers: list[str] = field(default_factory=list)
+    write_error: str | None = None  # "cannot write <path> (<reason>)": outputs not in place
 
     @property
     def status(self) -> str:
@@ -108,6 +116,7 @@ class _InterruptibleClient(NotebookClient):
         super().__init__(*args, **kwargs)
         self.signal_received: int | None = None
         self.current_cell: int | None = None  # 1-based, among all cells
+        self.kernel_process: subprocess.Popen[bytes] | None = None  # its exit status tells a death
         self.on_cell_start = self._note_cell
         self._kill_timer: asyncio.TimerHandle | None = None
 
@@ -131,6 +140,7 @@ class _InterruptibleClient(NotebookClient):
             with contextlib.suppress(RuntimeError, NotImplementedError, ValueError):
                 loop.add_signal_handler(sig, self._on_signal, sig)
         await super().async_start_new_kernel(**kwargs)
+        self.kernel_process = getattr(getattr(self.km, "provisioner", None), "process", None)
 
     def _on_signal(self, sig: int) -> None:
         """First signal: interrupt the kernel, kill it after INTERRUPT_GRACE s; later: kill now."""
@@ -252,6 +262,34 @@ def _kernel_pid(km: AsyncKernelManager) -> int | None:
     return pid
 
 
+def _kernel_death(err: BaseException, process: subprocess.Popen[bytes] | None) -> str | None:
+    """How a kernel that died by itself ended ('killed by SIGKILL (out of memory?)', 'exited with
+    status 1', 'died'); None when `err` is not a dead kernel."""
+    # At start jupyter_client raises a plain RuntimeError("Kernel died before replying ...").
+    starting = isinstance(err, RuntimeError) and str(err).startswith("Kernel died")
+    if not isinstance(err, DeadKernelError) and not starting:
+        return None
+    code = process.poll() if process is not None else None
+    if code is None:
+        return "died"
+    if code >= 0:
+        return f"exited with status {code}"
+    try:
+        name = signal.Signals(-code).name
+    except ValueError:
+        name = f"signal {-code}"
+    return f"killed by {name}" + (" (out of memory?)" if -code == signal.SIGKILL else "")
+
+
+def _note_death(nb: nbformat.NotebookNode, cell: int | None, error: str) -> None:
+    """Give the cell the kernel died in (1-based) an error output saying so, for the saved copy."""
+    if cell is not None and 0 < cell <= len(nb.cells):
+        output = nbformat.v4.new_output(
+            "error", ename="DeadKernelError", evalue=error, traceback=[f"DeadKernelError: {error}"]
+        )
+        nb.cells[cell - 1].setdefault("outputs", []).append(output)
+
+
 def _find_notebooks(names: Sequence[str] = (), notebooks_dir: Path = NOTEBOOKS_DIR) -> list[Path]:
     """The given notebooks (paths, or names inside notebooks_dir), else notebooks_dir/*.ipynb by
     name."""
@@ -307,19 +345,74 @@ def _output_paths(notebook: str, build_dir: Path, ok: bool) -> tuple[Path, Path]
     return build_dir / f"{stem}.ipynb", build_dir / f"{stem}.html"
 
 
-def _replace(path: Path, write: Callable[[Path], None]) -> None:
-    """Write beside `path`, then move into place: a reader never sees half a file."""
-    partial = path.with_name(f".{path.name}.partial")
-    write(partial)
-    os.replace(partial, path)
+class _CannotWriteError(Exception):
+    """A file under build/ could not be written; the message is the one line to print."""
+
+
+def _cannot_write(path: Path, err: OSError, verb: str = "write") -> _CannotWriteError:
+    """'cannot write <path> (<reason>)' for an OSError on `path`."""
+    return _CannotWriteError(f"cannot {verb} {path} ({err.strerror or err})")
+
+
+def _partial_path(path: Path) -> Path:
+    """A temporary name beside `path` that no other writer shares (pid + random suffix)."""
+    return path.with_name(f".{path.name}.{os.getpid()}-{secrets.token_hex(4)}.partial")
+
+
+def _replace(*writes: tuple[Path, Callable[[Path], None]]) -> None:
+    """Write each file under a temporary name beside it, then move them all into place: a reader
+    never sees half a file, a failed write replaces none and leaves no temporary file behind."""
+    staged = [(path, _partial_path(path), write) for path, write in writes]
+    target = staged[0][0]
+    try:
+        for path, partial, write in staged:
+            target = path
+            write(partial)
+        for path, partial, _ in staged:
+            target = path
+            os.replace(partial, path)
+    except OSError as err:
+        raise _cannot_write(target, err) from err
+    finally:
+        for _, partial, _ in staged:
+            with contextlib.suppress(OSError):
+                partial.unlink(missing_ok=True)
+
+
+def _make_dir(path: Path) -> None:
+    """mkdir -p `path`; _CannotWriteError when that fails."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise _cannot_write(path, err) from err
+
+
+def _open_log(path: Path) -> IO[str]:
+    """`path` opened for writing (its directory made); _CannotWriteError when that fails."""
+    _make_dir(path.parent)
+    try:
+        return path.open("w")
+    except OSError as err:
+        raise _cannot_write(path, err) from err
+
+
+def _remove(paths: Sequence[Path]) -> None:
+    """Delete `paths` where they exist; _CannotWriteError when that fails."""
+    for path in paths:
+        try:
+            path.unlink(missing_ok=True)
+        except OSError as err:
+            raise _cannot_write(path, err, verb="remove") from err
 
 
 def _write_outputs(nb: nbformat.NotebookNode, ipynb_path: Path, html_path: Path) -> None:
-    """Write the executed notebook and its HTML export (each whole, or not at all)."""
-    ipynb_path.parent.mkdir(parents=True, exist_ok=True)
+    """Write the executed notebook and its HTML export (both whole, or neither)."""
+    _make_dir(ipynb_path.parent)
     body, _ = HTMLExporter().from_notebook_node(nb)
-    _replace(ipynb_path, lambda path: nbformat.write(nb, str(path)))
-    _replace(html_path, lambda path: path.write_text(body, encoding="utf-8"))
+    _replace(
+        (ipynb_path, lambda path: nbformat.write(nb, str(path))),
+        (html_path, lambda path: path.write_text(body, encoding="utf-8")),
+    )
 
 
 def _error_text(
@@ -363,28 +456,35 @@ def _run_notebook(
     # What the kernel process writes to its own stderr outside any cell's output (C++ warnings
     # from vLLM and torch) goes to a log, not the terminal.
     kernel_log = build_dir / "logs" / f"kernel-{path.stem}.log"
-    kernel_log.parent.mkdir(parents=True, exist_ok=True)
-    with kernel_log.open("w") as stderr, _RssSampler(lambda: _kernel_pid(km)) as sampler:
+    died: str | None = None
+    with _open_log(kernel_log) as stderr, _RssSampler(lambda: _kernel_pid(km)) as sampler:
         # Also sample after every cell: a short notebook can finish between two timer ticks.
         client.on_cell_executed = lambda **_: sampler.sample()
         try:
             client.execute(cleanup_kc=True, stderr=stderr)
         except Exception as err:
             error = _error_text(err, nb, deadline, timeout)
+            died = _kernel_death(err, client.kernel_process)
         finally:
             sampler.sample()
             client.forget_signals()
     seconds = time.monotonic() - start
     interrupted = client.signal_received is not None
+    cell = f"cell {client.current_cell}" if client.current_cell else "kernel start"
     if interrupted:
-        cell = f"cell {client.current_cell}" if client.current_cell else "kernel start"
         error = f"interrupted in {cell} ({signal.Signals(client.signal_received).name})"
+    elif died is not None:
+        error = f"kernel {died} in {cell}; peak RSS {sampler.peak_bytes / _GIB:.2f} GiB"
+        _note_death(nb, client.current_cell, error)
     leftovers = _stop_leftovers(list(sampler.seen.values())) + sweep_orphans()
     ipynb_path, html_path = _output_paths(path.name, build_dir, ok=error is None)
-    _write_outputs(nb, ipynb_path, html_path)
-    if error is None:  # this run is the good copy now: drop an older failed one
-        for stale in _output_paths(path.name, build_dir, ok=False):
-            stale.unlink(missing_ok=True)
+    write_error = None
+    try:
+        _write_outputs(nb, ipynb_path, html_path)
+        if error is None:  # this run is the good copy now: drop an older failed one
+            _remove(_output_paths(path.name, build_dir, ok=False))
+    except _CannotWriteError as err:
+        write_error = str(err)
     return _NotebookResult(
         notebook=path.name,
         ok=error is None,
@@ -395,6 +495,7 @@ def _run_notebook(
         error=error,
         interrupted=interrupted,
         leftovers=leftovers,
+        write_error=write_error,
     )
 
 
@@ -419,23 +520,72 @@ def _merge_records(
     return [merged[name] for name in sorted(merged)]
 
 
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """Hold an exclusive flock on `path`'s sidecar lock file (<path>.lock) for the block, so
+    runners at once take turns at reading and rewriting `path`."""
+    lock_path = path.with_name(f"{path.name}.lock")
+    try:
+        handle = lock_path.open("a")
+    except OSError as err:
+        raise _cannot_write(lock_path, err) from err
+    with handle:  # closing it releases the lock
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        yield
+
+
+def _set_aside(path: Path) -> Path:
+    """Move `path` to <path>.corrupt (or .corrupt.1, .corrupt.2, ...: none is overwritten)."""
+    aside = path.with_name(f"{path.name}.corrupt")
+    number = 0
+    while aside.exists():
+        number += 1
+        aside = path.with_name(f"{path.name}.corrupt.{number}")
+    try:
+        os.replace(path, aside)
+    except OSError as err:
+        raise _cannot_write(aside, err) from err
+    return aside
+
+
+def _read_records(path: Path) -> list[Any]:
+    """The summary's records ([] when there is none yet); a damaged summary is moved aside and
+    named in one line on stderr."""
+    try:
+        text = path.read_bytes()
+    except FileNotFoundError:
+        return []
+    except OSError as err:
+        raise _cannot_write(path, err, verb="read") from err
+    try:
+        records = json.loads(text)["notebooks"]
+        if not isinstance(records, list):
+            raise TypeError("'notebooks' is not a list")
+    except (ValueError, KeyError, TypeError) as err:
+        aside = _set_aside(path)
+        reason = f"{type(err).__name__}: {err}".splitlines()[0]
+        print(
+            f"[run] {path} was damaged ({reason}); kept it as {aside}, starting a new summary",
+            file=sys.stderr,
+            flush=True,
+        )
+        return []
+    return records
+
+
 def _write_summary(results: Sequence[_NotebookResult], build_dir: Path = BUILD_DIR) -> Path:
     """Merge this run's records into build_dir/run-summary.json (one record per notebook, with
-    'status'; notebooks this run did not run keep their last record)."""
-    build_dir.mkdir(parents=True, exist_ok=True)
+    'status'; notebooks this run did not run keep their last record), under its lock."""
+    _make_dir(build_dir)
     path = build_dir / _SUMMARY_NAME
-    try:
-        old = json.loads(path.read_text()).get("notebooks", [])
-    except (OSError, ValueError, AttributeError):
-        old = []  # none yet, or unreadable: start over
-    records = _merge_records(old, [{**asdict(r), "status": r.status} for r in results])
-    ok = all(r.get("status") == "ok" for r in records)
-    _replace(
-        path,
-        lambda partial: partial.write_text(
-            json.dumps({"notebooks": records, "ok": ok}, indent=2) + "\n"
-        ),
-    )
+    new = [{**asdict(r), "status": r.status} for r in results]
+    for record in new:
+        record.pop("write_error")  # a run that could not write its outputs writes no summary
+    with _locked(path):
+        records = _merge_records(_read_records(path), new)
+        ok = all(r.get("status") == "ok" for r in records)
+        text = json.dumps({"notebooks": records, "ok": ok}, indent=2) + "\n"
+        _replace((path, lambda partial: partial.write_text(text)))
     return path
 
 
@@ -446,7 +596,8 @@ def _run_all(
     cell_timeout: float | None = None,
 ) -> list[_NotebookResult]:
     """Run `notebooks` in order, printing a progress line as each starts and any failure as it
-    ends; the summary is merged after each one. An interrupted notebook ends the run."""
+    ends; the summary is merged after each one. An interrupted notebook ends the run, and so does
+    a build_dir that cannot be written (_CannotWriteError, after the notebook's own report)."""
     results = []
     for line in sweep_orphans():
         print(f"[run] stopped a server an earlier kernel left running: {line}", flush=True)
@@ -467,6 +618,8 @@ def _run_all(
                 flush=True,
             )
         results.append(result)
+        if result.write_error:
+            raise _CannotWriteError(result.write_error)
         _write_summary([result], build_dir)
         if result.interrupted:
             break
@@ -524,6 +677,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:  # between notebooks: nothing was running
         print("\n[run] interrupted between notebooks", flush=True)
         return _EXIT_INTERRUPTED
+    except _CannotWriteError as err:  # read-only or full build dir
+        print(f"[run] {err}", file=sys.stderr, flush=True)
+        return 1
     print()
     print(_format_summary(results))
     summary = args.build_dir / _SUMMARY_NAME
