@@ -3,11 +3,17 @@ starters and typical wrong answers fail with a one-line hint that points at the 
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
 
+from helpers.common.paths import REPO_ROOT
 from helpers.tools import grader
 
 
@@ -155,3 +161,164 @@ def test_the_notebooks_and_the_makefile_point_to_the_exercises() -> None:
         assert f"exercises/{exercise.file}" in text, exercise.file
     assert "make check-exercises" in text
     assert "check-exercises:" in (REPO_ROOT / "Makefile").read_text()
+
+
+# --------------------------------------------------------------------------- a grader not fooled
+
+#: A right answer to accept_greedy (the prefix rule, written out).
+GOOD_ACCEPT_GREEDY = """
+from helpers.eagle3 import decode
+
+def accept_greedy(drafts, targets):
+    a = 0
+    while a < len(drafts) and drafts[a] == targets[a]:
+        a += 1
+    return decode.Round(tuple(drafts), a, tuple(drafts[:a]) + (targets[a],))
+"""
+
+
+def hang(pid_file: Path) -> str:
+    """A learner's file that records its process id, then loops for ever at import."""
+    return (
+        f"import os\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))\nwhile True:\n    pass\n"
+    )
+
+
+def write_exercises(folder: Path, files: dict[str, str]) -> Path:
+    """A learner's folder holding `files` (exercise name -> source)."""
+    folder.mkdir(exist_ok=True)
+    for name, code in files.items():
+        (folder / f"{name}.py").write_text(textwrap.dedent(code))
+    return folder
+
+
+def grader_command(folder: Path, tiny: grader._TinyPair, *args: str) -> list[str]:
+    """`python -m helpers.tools.grader FOLDER ARGS` on the test's tiny pair."""
+    pair = ["--verifier-dir", str(tiny.verifier_dir), "--drafter-dir", str(tiny.drafter_dir)]
+    return [sys.executable, "-m", "helpers.tools.grader", str(folder), *pair, *args]
+
+
+def lines_of(out: str) -> dict[str, str]:
+    """exercise name -> its line of the grader's table."""
+    return {
+        line.split()[1]: line for line in out.splitlines() if line[:4] in ("ok  ", "FAIL", "----")
+    }
+
+
+def is_gone(pid: int) -> bool:
+    """True when no process has this id any more."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+def test_a_hang_and_early_exits_fail_with_their_reason_and_the_rest_is_graded(
+    tmp_path: Path, tiny
+) -> None:
+    pid_file = tmp_path / "hang.pid"
+    folder = write_exercises(
+        tmp_path / "mine",
+        {
+            "accept_greedy": GOOD_ACCEPT_GREEDY,
+            "draft_step": hang(pid_file),
+            "accept_sampled": "import sys\nsys.exit(0)\n",
+            "ttt_loss": "import os\nos._exit(0)\n",
+        },
+    )
+    limit = 20  # the good exercise takes ~6 s on 2 busy cores, start-up included
+    done = subprocess.run(
+        grader_command(folder, tiny, "--timeout", str(limit)),
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    rows = lines_of(done.stdout)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert rows["accept_greedy"].startswith("ok  "), rows
+    assert (
+        rows["draft_step"].startswith("FAIL") and f"timed out after {limit} s" in rows["draft_step"]
+    )
+    assert "exits when imported (sys.exit(0))" in rows["accept_sampled"], rows
+    assert "ended the grading" in rows["ttt_loss"] and "exited with code 0" in rows["ttt_loss"]
+    assert done.stdout.splitlines()[-1].startswith("1/4 exercises pass"), done.stdout
+    assert is_gone(int(pid_file.read_text())), "the endless loop was left running"
+
+
+def test_exits_and_files_that_do_not_import_are_failures_in_one_line(tmp_path: Path, tiny) -> None:
+    folder = write_exercises(
+        tmp_path / "mine",
+        {
+            "accept_greedy": "import os\n\ndef accept_greedy(drafts, targets):\n    os._exit(0)\n",
+            "draft_step": "def draft_step(:\n",
+            "accept_sampled": "import no_such_module_of_the_workbook\n",
+        },
+    )
+    only = ["--only", "accept_greedy", "--only", "draft_step", "--only", "accept_sampled"]
+    done = subprocess.run(
+        grader_command(folder, tiny, *only),
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    rows = lines_of(done.stdout)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert all(row.startswith("FAIL") for row in rows.values()) and len(rows) == 3, rows
+    assert "exited with code 0" in rows["accept_greedy"], rows
+    assert "draft_step.py does not import: SyntaxError" in rows["draft_step"], rows
+    assert "does not import: ModuleNotFoundError" in rows["accept_sampled"], rows
+    assert done.stdout.splitlines()[-1].startswith("0/3 exercises pass"), done.stdout
+
+
+@pytest.mark.parametrize("code", [0, 3, None])
+def test_sys_exit_is_a_failure_whatever_its_code(tmp_path: Path, tiny, code: int | None) -> None:
+    body = f"def accept_greedy(drafts, targets):\n    raise SystemExit({code})\n"
+    (tmp_path / "accept_greedy.py").write_text(body)
+    hint = grader._grade_all(tmp_path, ["accept_greedy"], tiny)["accept_greedy"]
+    assert hint is not None and f"sys.exit({code!r})" in hint, hint
+    (tmp_path / "accept_greedy.py").write_text(f"raise SystemExit({code})\n")
+    hint = grader._grade_all(tmp_path, ["accept_greedy"], tiny)["accept_greedy"]
+    assert hint is not None and "exits when imported" in hint, hint
+
+
+def test_ctrl_c_prints_what_was_graded_and_exits_130(tmp_path: Path, tiny) -> None:
+    pid_file = tmp_path / "hang.pid"
+    folder = write_exercises(
+        tmp_path / "mine", {"accept_greedy": GOOD_ACCEPT_GREEDY, "draft_step": hang(pid_file)}
+    )
+    proc = subprocess.Popen(
+        grader_command(folder, tiny, "--timeout", "300"),
+        cwd=REPO_ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as from a terminal
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not (pid_file.is_file() and pid_file.read_text()):  # draft_step is being graded
+            assert proc.poll() is None and time.monotonic() < deadline, "draft_step never started"
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    rows = lines_of(out)
+    assert proc.returncode == 130, out
+    assert rows["accept_greedy"].startswith("ok  "), out
+    assert rows["draft_step"].startswith("----") and "not graded (interrupted)" in out, out
+    assert "interrupted (Ctrl-C) after 1 of 4 exercises: 1/1 graded pass" in out, out
+    assert "Traceback" not in out and "KeyboardInterrupt" not in out, out
+    assert is_gone(int(pid_file.read_text())), "the exercise being graded was left running"
+
+
+def test_a_timeout_that_is_not_positive_is_one_line(capsys) -> None:
+    assert grader.main(["--timeout", "0"]) == 2
+    assert (
+        capsys.readouterr().out.strip()
+        == "grader: --timeout must be a positive number of seconds, not 0"
+    )

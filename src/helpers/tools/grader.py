@@ -9,6 +9,11 @@ runs the exercise's checks in order against its functions and prints one line pe
 or the first failed check's one-line hint. The same checks run against the reference solutions in
 CI (tests/tools/test_grader.py), so a check fails only on code that behaves differently.
 
+Each exercise is graded in its own Python process, so a learner's file cannot take the grader
+with it: past `--timeout` seconds it is "timed out" and killed, and the next one is graded; an
+exit (sys.exit of any code, os._exit, a crash) before its checks finished is a failure with its
+reason, never a pass. Ctrl-C prints what was graded so far and exits 130.
+
 | file | write | taught in | reference |
 |---|---|---|---|
 | accept_greedy.py | the greedy accept rule | 03 §4 | decode.accept_greedy |
@@ -25,8 +30,13 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import json
+import os
 import random
+import signal
+import subprocess
 import sys
+import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,6 +51,12 @@ __all__ = [
 
 #: Where the learner's files are (the starters ship there).
 _EXERCISES_DIR = REPO_ROOT / "exercises"
+#: Seconds one exercise may take (`--timeout`) before it counts as an endless loop: the slowest
+#: reference exercise (accept_sampled: vLLM's sampler, 6000 rounds) takes 10 s in its own process
+#: on 2 busy cores, start-up included; 12 times that leaves room for a slow laptop.
+_TIMEOUT_S = 120.0
+#: The exit status of a program ended by Ctrl-C (128 + SIGINT), as make and the runner report it.
+_EXIT_INTERRUPTED = 130
 
 
 class _Hint(Exception):  # noqa: N818 - a hint to the learner, not an error of the grader
@@ -314,6 +330,11 @@ def _load_functions(exercise: _Exercise, folder: Path) -> SimpleNamespace:
     module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
     try:
         spec.loader.exec_module(module)  # type: ignore[union-attr]
+    except SystemExit as err:
+        raise _Hint(
+            f"{path.name} exits when imported (sys.exit({err.code!r})): the grader imports your "
+            "file, so nothing at its top level may exit"
+        ) from err
     except Exception as err:
         raise _Hint(f"{path.name} does not import: {type(err).__name__}: {err}") from err
     missing = [n for n in exercise.functions if not callable(getattr(module, n, None))]
@@ -337,6 +358,11 @@ def _grade(
         return _one_line(str(hint))
     except NotImplementedError:
         return f"not written yet: exercises/{exercise.file} still raises NotImplementedError"
+    except SystemExit as err:
+        return (
+            f"your code called sys.exit({err.code!r}): an exercise returns its answer, it does "
+            "not exit"
+        )
     except Exception as err:
         return _one_line(f"your code raised {type(err).__name__}: {err}")
     return None
@@ -366,32 +392,152 @@ def _grade_all(
     return results
 
 
+# ------------------------------------------------------------------------ one process per exercise
+
+
+def _write_result(path: Path, hint: str | None) -> None:
+    """Record a graded exercise's hint (None: passed) for the parent, whole or not at all."""
+    partial = path.with_suffix(".partial")
+    partial.write_text(json.dumps({"hint": hint}))
+    os.replace(partial, path)
+
+
+def _ended_early(code: int) -> str:
+    """The hint for a grading process that ended before it recorded a result."""
+    if code < 0:
+        try:
+            how = f"was killed by {signal.Signals(-code).name}"
+        except ValueError:
+            how = f"was killed by signal {-code}"
+    else:
+        how = f"exited with code {code}"
+    return (
+        f"your code ended the grading before its checks finished (the process {how}: os._exit, "
+        "or a crash): an exercise returns its answer, it does not exit"
+    )
+
+
+def _stop(child: subprocess.Popen) -> None:
+    """Kill a grading process and everything it started (its own session), and reap it."""
+    try:
+        os.killpg(child.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    child.wait()
+
+
+def _child_command(
+    exercise: _Exercise, folder: Path | None, result: Path, tiny: _TinyPair
+) -> list[str]:
+    """The command that grades one exercise and records its hint in `result`."""
+    command = [sys.executable, "-m", "helpers.tools.grader", "--only", exercise.name]
+    command += ["--reference"] if folder is None else [str(Path(folder).resolve())]
+    command += ["--record", str(result)]
+    for flag, value in (("--verifier-dir", tiny.verifier_dir), ("--drafter-dir", tiny.drafter_dir)):
+        command += [flag, str(value)] if value is not None else []
+    return command
+
+
+def _grade_isolated(
+    exercise: _Exercise, folder: Path | None, tiny: _TinyPair, timeout: float
+) -> str | None:
+    """Grade one exercise in its own process: its hint, None when it passed; a hang, an exit or a
+    crash is a hint too. Ctrl-C kills the process and propagates."""
+    with tempfile.TemporaryDirectory(prefix="grader-") as tmp:
+        result = Path(tmp) / "result.json"
+        command = _child_command(exercise, folder, result, tiny)
+        child = subprocess.Popen(command, start_new_session=True)  # Ctrl-C reaches us only
+        try:
+            code = child.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _stop(child)
+            if not result.is_file():  # else the checks finished and something held the exit
+                return (
+                    f"timed out after {timeout:g} s and was stopped: an endless loop? "
+                    "(on a slow machine: --timeout SECONDS)"
+                )
+            code = 0
+        except BaseException:
+            _stop(child)
+            raise
+        if not result.is_file():
+            return _ended_early(code)
+        return json.loads(result.read_text())["hint"]
+
+
+def _line(exercise: _Exercise, hint: str | None) -> str:
+    """One exercise's line of the table."""
+    mark = "ok  " if hint is None else "FAIL"
+    return f"{mark} {exercise.name:15s} ({exercise.taught}){'' if hint is None else ': ' + hint}"
+
+
+def _grade_each(
+    exercises: Sequence[_Exercise], folder: Path | None, tiny: _TinyPair, timeout: float
+) -> tuple[dict[str, str | None], bool]:
+    """Grade and print each exercise in turn: (hints so far, True when Ctrl-C stopped it)."""
+    results: dict[str, str | None] = {}
+    try:
+        for exercise in exercises:
+            results[exercise.name] = _grade_isolated(exercise, folder, tiny, timeout)
+            print(_line(exercise, results[exercise.name]), flush=True)
+    except KeyboardInterrupt:
+        return results, True
+    return results, False
+
+
+def _record(args: argparse.Namespace, folder: Path | None) -> int:
+    """The grading process: grade the one exercise of --only, record its hint in --record."""
+    from transformers.utils import logging as transformers_logging
+
+    transformers_logging.disable_progress_bar()  # the tiny verifier loads in a blink
+    tiny = _TinyPair(args.verifier_dir, args.drafter_dir)
+    (name,) = args.only
+    _write_result(Path(args.record), _grade_all(folder, [name], tiny)[name])
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Print one line per exercise; exit 0 when all pass, 1 otherwise."""
+    """Print one line per exercise; exit 0 when all pass, 1 otherwise, 130 on Ctrl-C."""
     parser = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     parser.add_argument(
         "folder", nargs="?", default=str(_EXERCISES_DIR), help="your exercise files"
     )
     parser.add_argument("--reference", action="store_true", help="grade the library's solutions")
     parser.add_argument("--only", action="append", default=[], help="an exercise name (repeatable)")
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=_TIMEOUT_S,
+        help=f"seconds one exercise may take (default {_TIMEOUT_S:g})",
+    )
+    # Internal: the grading process of one exercise, and the tiny pair it loads (tests: a copy).
+    parser.add_argument("--record", help=argparse.SUPPRESS)
+    parser.add_argument("--verifier-dir", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--drafter-dir", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    from transformers.utils import logging as transformers_logging
-
-    transformers_logging.disable_progress_bar()  # the tiny verifier loads in a blink
     unknown = set(args.only) - {e.name for e in _EXERCISES}
     if unknown:
         print(f"grader: no exercise named {', '.join(sorted(unknown))}")
         return 2
+    if args.timeout <= 0:
+        print(f"grader: --timeout must be a positive number of seconds, not {args.timeout:g}")
+        return 2
     folder = None if args.reference else Path(args.folder)
-    results = _grade_all(folder, args.only)
+    if args.record:
+        return _record(args, folder)
+    chosen = [e for e in _EXERCISES if not args.only or e.name in args.only]
+    tiny = _TinyPair(args.verifier_dir, args.drafter_dir)
+    results, interrupted = _grade_each(chosen, folder, tiny, args.timeout)
     where = "the reference solutions" if folder is None else str(folder)
-    for name, hint in results.items():
-        taught = next(e.taught for e in _EXERCISES if e.name == name)
-        print(
-            f"{'ok  ' if hint is None else 'FAIL'} {name:15s} "
-            f"({taught}){'' if hint is None else ': ' + hint}"
-        )
     passed = sum(h is None for h in results.values())
+    if interrupted:
+        for exercise in chosen[len(results) :]:
+            print(f"---- {exercise.name:15s} ({exercise.taught}): not graded (interrupted)")
+        print(
+            f"interrupted (Ctrl-C) after {len(results)} of {len(chosen)} exercises: "
+            f"{passed}/{len(results)} graded pass ({where})"
+        )
+        return _EXIT_INTERRUPTED
     print(f"{passed}/{len(results)} exercises pass ({where})")
     return 0 if passed == len(results) else 1
 
