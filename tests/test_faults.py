@@ -260,7 +260,7 @@ def test_an_owner_killed_while_its_tiny_server_serves_returns_the_gpu_memory(
 def shipped_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A copy of the repo's data/ (the tiny pair, prompts, configs) to damage."""
     root = tmp_path_factory.mktemp("repo")
-    shutil.copytree(DATA_DIR, root / "data", ignore=shutil.ignore_patterns("measurements"))
+    shutil.copytree(DATA_DIR, root / "data")  # all of it: the manifest names a missing file
     return root
 
 

@@ -8,6 +8,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+from helpers.common.manifest import check_manifest
 from helpers.common.paths import DATA_DIR
 from helpers.tiny import dflash_recipe as recipe
 
@@ -59,6 +60,7 @@ def test_smoke_recipe_writes_a_drafter_vllm_drafts_with(tmp_path) -> None:
     log = recipe.build_dflash(tmp_path, recipe.SMOKE)
     out = tmp_path / recipe._DFLASH_NAME
     assert recipe._weights_sha256(out) == log["drafter"]["sha256"]
+    assert check_manifest(tmp_path) == {}, "the recipe writes the manifest of what it wrote"
     spec = {"model": str(out), "method": "dflash", "num_speculative_tokens": recipe.SMOKE.k}
     with open_engine(**engine_kwargs(load_profile("tiny"), k=3, speculative_config=spec)) as llm:
         run = run_prompts(llm, ["Write one line about rain."], sampling(8))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from helpers.common.counters import acceptance_stats, counters_of
+from helpers.common.manifest import check_manifest
 from helpers.common.profiles import load_profile
 from helpers.common.prompts import load_prompts
 from helpers.engine.lifecycle import engine_kwargs, open_engine
@@ -17,6 +18,7 @@ pytestmark = pytest.mark.vllm
 def test_smoke_retrain_writes_a_pair_vllm_loads(tmp_path) -> None:
     log = build_tiny_pair(tmp_path, SMOKE)
     assert log["verifier"]["params"] > 1_000_000 and log["self_distill"]["exchanges"] == 16
+    assert check_manifest(tmp_path) == {}, "the recipe writes the manifest of what it wrote"
     prompts = {"structured": load_prompts(2, tmp_path / "prompts")["structured"]}
     with open_engine(**engine_kwargs(local_profile(tmp_path), k=3)) as llm:
         runs = run_categories(llm, prompts, sampling(8))

@@ -11,6 +11,7 @@ import dataclasses
 import json
 import os
 import shlex
+import shutil
 import socket
 import subprocess
 from pathlib import Path
@@ -18,6 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from helpers.common import paths
 from helpers.common.envinfo import GpuInfo
 from helpers.common.paths import DATA_DIR, REPO_ROOT
 from helpers.common.profiles import Profile, load_profile
@@ -336,7 +338,8 @@ def test_hub_profile_preflight_end_to_end_on_a_local_pair(
     ok = preflight.run_preflight(profile, gpus=[H100])
     assert ok.exit_code == 0, ok.lines()
     assert ok.lines()[0].startswith(
-        "preflight fake-hub: OK (data intact; hub reachable; 1 GPU with >= 75 GiB; pairing valid)"
+        "preflight fake-hub: OK (data intact; hub reachable; 1 GPU with >= 75 GiB; pairing valid; "
+        "build/ writable"
     )
     wrong_shape = dataclasses.replace(profile, verifier_layers=48)
     bad = preflight.run_preflight(wrong_shape, gpus=[])
@@ -423,13 +426,14 @@ def test_235b_shape_passes_on_four_h200s(monkeypatch: pytest.MonkeyPatch) -> Non
     h200s = [GpuInfo(i, "NVIDIA H200", 139.8, (9, 0)) for i in range(4)]
     result = preflight.run_preflight("qwen3-235b-a22b-shape", gpus=h200s)
     assert result.ok and result.warnings == [], result.lines()
-    assert result.passed == [
+    assert result.passed[:-1] == [
         "data intact",
         "models present",
         "Qwen3 tokenizer verified",
         "pairing valid",
         "4 GPUs with >= 128 GiB",
     ]
+    assert result.passed[-1].startswith("build/ writable"), result.passed
     small = [GpuInfo(i, "NVIDIA H100 80GB HBM3", 79.1, (9, 0)) for i in range(4)]
     short = preflight.run_preflight("qwen3-235b-a22b-shape", gpus=small)
     assert (
@@ -462,3 +466,138 @@ def test_a_corrupt_verifier_config_is_a_pairing_line_not_a_crash(
     assert result.exit_code == 2 and not any("crashed" in f for f in result.failures)
     assert [f.split(":")[:2] for f in result.failures] == [["pairing", f" {code}"]]
     assert str(tiny_pair.verifier / "config.json") in result.failures[0]
+
+
+# --------------------------------------------------------------------------- data/ by content, build/
+
+
+@pytest.fixture
+def data_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A copy of data/ that preflight checks instead of the repo's (paths and fixes point into it)."""
+    root = tmp_path / "repo"
+    shutil.copytree(DATA_DIR, root / "data")
+    for module in (paths, preflight):
+        monkeypatch.setattr(module, "REPO_ROOT", root)
+        monkeypatch.setattr(module, "DATA_DIR", root / "data")
+    return root / "data"
+
+
+def flip_byte(path: Path, at: int) -> None:
+    """Change one bit of the byte at `at` (negative: from the end)."""
+    blob = bytearray(path.read_bytes())
+    blob[at] ^= 0x01
+    path.write_bytes(bytes(blob))
+
+
+def test_a_changed_byte_in_a_template_and_in_weights_is_named_with_its_fix(
+    data_copy: Path,
+) -> None:
+    template = "data/tiny-qwen3-moe/chat_template.jinja"
+    weights = "data/tiny-qwen3-moe-eagle3/model.safetensors"
+    flip_byte(data_copy.parent / template, len((data_copy.parent / template).read_bytes()) // 2)
+    flip_byte(data_copy.parent / weights, -1)  # the last weight: the header still adds up
+    result = preflight.run_preflight("tiny", gpus=[])
+    assert result.exit_code == 2 and len(result.failures) == 2, result.failures
+    for relative, line in zip((template, weights), result.failures):
+        assert line.startswith(relative) and f"`git checkout -- {relative}`" in line, line
+    assert result.passed == [], "nothing runs on damaged data"
+
+
+def test_a_missing_and_an_added_file_are_named(data_copy: Path) -> None:
+    (data_copy / "published" / "drafting-methods.json").unlink()
+    (data_copy / "notes.txt").write_text("mine")
+    result = preflight.run_preflight("tiny", gpus=[])
+    assert result.exit_code == 2 and len(result.failures) == 2, result.failures
+    added, missing = sorted(result.failures, key=lambda line: "missing" in line)
+    assert missing.startswith("data/published/drafting-methods.json is missing"), missing
+    assert "`git checkout -- data/published/drafting-methods.json`" in missing
+    assert added.startswith("data/notes.txt is not in data/MANIFEST.sha256"), added
+
+
+def test_damaged_weights_are_one_line_when_the_profile_names_them_relatively(
+    data_copy: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(data_copy.parent)  # tiny's "data/tiny-qwen3-moe" is now the copy
+    relative = "data/tiny-qwen3-moe/model.safetensors"
+    (data_copy.parent / relative).write_bytes((data_copy.parent / relative).read_bytes()[:100])
+    lines = preflight.run_preflight("tiny", gpus=[]).lines()
+    assert len(lines) == 1 and relative in lines[0] and "git checkout" in lines[0], lines
+
+
+def test_a_bad_profile_is_named_and_the_others_are_still_checked(
+    data_copy: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (data_copy / "profiles" / "qwen3-30b-a3b.json").write_text('{"name": ')
+    real_load = preflight.load_profile
+
+    def load(name: str) -> Profile:  # a profile that parses but does not load (its schema)
+        if name == "qwen3-235b-a22b":
+            raise ValueError("data/profiles/qwen3-235b-a22b.json: unknown field(s) ['gpu']")
+        return real_load(name)
+
+    monkeypatch.setattr(preflight, "load_profile", load)
+    result = preflight.run_preflight("tiny", gpus=[])
+    assert result.exit_code == 2 and len(result.failures) == 2, result.failures
+    not_json, bad_schema = sorted(result.failures, key=lambda line: "235b" in line)
+    assert not_json.startswith("data/profiles/qwen3-30b-a3b.json is not valid JSON"), not_json
+    assert bad_schema.startswith("data/profiles/qwen3-235b-a22b.json: unknown field"), bad_schema
+    for line in result.failures:
+        assert "`git checkout -- data/profiles/" in line, line
+    assert {"models present", "pairing valid"} <= set(result.passed), result.passed
+    shape = preflight.run_preflight("qwen3-30b-a3b-shape", gpus=[])  # lists the profiles for 0
+    gpu = [line for line in shape.failures if line.startswith("GPU:")]
+    assert gpu and "tiny" in gpu[0] and not any("crashed" in f for f in shape.failures), shape
+
+
+def test_the_chosen_profile_damaged_stops_in_one_line(data_copy: Path) -> None:
+    (data_copy / "profiles" / "tiny.json").write_text("[")
+    lines = preflight.run_preflight("tiny", gpus=[]).lines()
+    assert len(lines) == 1 and "data/profiles/tiny.json is not valid JSON" in lines[0], lines
+
+
+def test_build_dir_is_made_when_missing_and_needs_room(tmp_path: Path) -> None:
+    build = tmp_path / "fresh" / "build"
+    failures, note = preflight._check_build_dir(build)
+    assert failures == [] and build.is_dir() and note and "writable" in note
+    free_gib = shutil.disk_usage(build).free / 1024**3
+    failures, note = preflight._check_build_dir(build, min_free_gib=free_gib + 1000)
+    assert note is None and len(failures) == 1, failures
+    assert "GiB free, a run needs >= " in failures[0] and "make clean" in failures[0]
+
+
+def test_a_read_only_build_dir_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o555)
+    if os.geteuid() == 0:  # root writes through chmod: the kernel's answer, simulated
+        real_open, real_mkdir = os.open, os.mkdir
+
+        def refuse(real):
+            def call(path, *args, **kwargs):
+                if str(path).startswith(str(locked)):
+                    raise PermissionError(13, "Permission denied", str(path))
+                return real(path, *args, **kwargs)
+
+            return call
+
+        monkeypatch.setattr(os, "open", refuse(real_open))
+        monkeypatch.setattr(os, "mkdir", refuse(real_mkdir))
+    try:
+        for build in (locked, locked / "build"):
+            failures, note = preflight._check_build_dir(build)
+            assert note is None and len(failures) == 1, failures
+            assert failures[0].startswith(f"{build}/ is not writable (Permission denied)")
+    finally:
+        locked.chmod(0o755)
+
+
+def test_a_build_dir_that_is_a_file_fails_and_the_rest_still_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    blocker = tmp_path / "build"
+    blocker.write_text("not a folder")
+    monkeypatch.setattr(preflight, "BUILD_DIR", blocker)
+    result = preflight.run_preflight("tiny", gpus=[])
+    assert result.exit_code == 2 and len(result.failures) == 1, result.failures
+    assert result.failures[0].startswith(f"{blocker}/ is not writable"), result.failures
+    assert {"data intact", "pairing valid"} <= set(result.passed), result.passed

@@ -23,6 +23,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from helpers.common.manifest import write_manifest
 from helpers.common.paths import DATA_DIR
 from helpers.common.prompts import CATEGORIES
 from helpers.eagle3 import dflash
@@ -159,6 +160,7 @@ def build_dflash(out_dir: Path = DATA_DIR, cfg: DFlashRecipe = DFlashRecipe()) -
     log["total_seconds"] = round(time.time() - t0, 1)
     (out_dir / _DFLASH_LOG).write_text(json.dumps(log, indent=2) + "\n")
     (target / "README.md").write_text(_card(log))
+    write_manifest(out_dir)  # last: the digests of what is there now
     return log
 
 

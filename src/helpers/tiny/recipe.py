@@ -14,6 +14,7 @@ from typing import Any
 
 from transformers import AutoTokenizer, Qwen3MoeForCausalLM
 
+from helpers.common.manifest import write_manifest
 from helpers.common.paths import DATA_DIR
 from helpers.common.profiles import Profile
 from helpers.common.prompts import CATEGORIES, save_prompts
@@ -129,6 +130,7 @@ def build_tiny_pair(out_dir: Path = DATA_DIR, cfg: RecipeConfig = RecipeConfig()
     log.update(_build_drafter(out_dir, cfg, verifier, encoded))
     log["total_seconds"] = round(time.time() - t0, 1)
     (out_dir / RECIPE_LOG).write_text(json.dumps(log, indent=2) + "\n")
+    write_manifest(out_dir)  # last: the digests of what is there now
     return log
 
 
@@ -193,4 +195,5 @@ def resume_drafter(out_dir: Path = DATA_DIR, cfg: RecipeConfig = RecipeConfig())
     log = json.loads(log_path.read_text()) if log_path.is_file() else {"config": asdict(cfg)}
     log.update(_build_drafter(out_dir, cfg, load_verifier(out_dir / VERIFIER_NAME), encoded))
     log_path.write_text(json.dumps(log, indent=2) + "\n")
+    write_manifest(out_dir)
     return log

@@ -15,10 +15,14 @@ pairing (configs only: a shape has no weights to read).
 Tiny profile: the shipped pair exists in data/ (else one line pointing to `make tiny-models`) and
 passes the pairing validator.
 
-Every profile, first: what data/ ships is intact (`check_shipped_files`): every safetensors file
-exactly as long as its header says, every JSON file parses (prompt files: lists of strings, model
-configs: objects). A damaged file is one line naming it and the fix (`git checkout -- FILE`, or
-`make tiny-models` for what that rebuilds), and nothing else runs.
+Every profile, first: what data/ ships is intact (`_damaged_files`): every file's sha256 as
+data/MANIFEST.sha256 records it (a changed byte, a missing or an added file; `python -m
+helpers.common.manifest` rewrites it), every safetensors file exactly as long as its header says,
+every JSON file parses (prompt files: lists of strings, model configs: objects) and every profile
+loads, each in its own try. A damaged file is one line naming it and the fix (`git checkout --
+FILE`, or `make tiny-models` for what that rebuilds), and nothing else runs; a damaged profile
+other than the one checked is named and the rest still runs. Then build/: writable, with 2 GiB
+free (`_MIN_BUILD_FREE_GIB`).
 """
 
 from __future__ import annotations
@@ -26,7 +30,9 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import shutil
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -34,8 +40,16 @@ from pathlib import Path
 
 from helpers.common.configs import read_config, read_json
 from helpers.common.envinfo import GpuInfo, hub_reachable, offline_var, query_gpus
-from helpers.common.paths import DATA_DIR, REPO_ROOT, is_local_ref, local_dir, restore_hint
-from helpers.common.profiles import Profile, load_profile, profile_name, profiles_for_gpus
+from helpers.common.manifest import check_manifest
+from helpers.common.paths import (
+    BUILD_DIR,
+    DATA_DIR,
+    REPO_ROOT,
+    is_local_ref,
+    local_dir,
+    restore_hint,
+)
+from helpers.common.profiles import Profile, load_profile, profile_name
 from helpers.common.prompts import PROMPTS_DIR, read_prompt_file
 from helpers.engine import compat
 from helpers.engine.pairing import HeaderError, safetensors_header, validate_pair
@@ -47,6 +61,10 @@ __all__ = [
 EXIT_OK = 0
 EXIT_FAIL = 2
 HUB_TIMEOUT = 5.0
+#: Free space build/ needs for a run: the doctor's floor once .venv exists (build/ outputs and
+#: logs), so the two agree. A tiny run writes far less (build/ holds 22 MB after `make venv`); the
+#: rest is headroom for server logs, notebook 05's checkpoints and the caches torch and vLLM write.
+_MIN_BUILD_FREE_GIB = 2.0
 
 _FLASHINFER_WARNING = (
     f"flashinfer is not installed: {compat.seen('flashinfer')}; if the engine fails that way, "
@@ -87,6 +105,19 @@ class _PreflightResult:
 # --------------------------------------------------------------------------- GPUs
 
 
+def _profiles_for_gpus(count: int) -> list[str]:
+    """Names of the shipped profiles that need at most `count` GPUs; one that does not load is
+    left out (its own line comes from `_damaged_files`)."""
+    fits = []
+    for path in sorted((DATA_DIR / "profiles").glob("*.json")):
+        try:
+            if load_profile(path.stem).gpus_needed <= count:
+                fits.append(path.stem)
+        except Exception:  # a bad profile must not hide the others
+            continue
+    return fits
+
+
 def _flashinfer_installed() -> bool:
     """True when the flashinfer module is importable (found, not imported)."""
     return importlib.util.find_spec("flashinfer") is not None
@@ -108,7 +139,7 @@ def _check_gpus(profile: Profile, gpus: list[GpuInfo] | str) -> tuple[list[str],
         return [f"GPU: {want}; this machine has none: {gpus}. Use PROFILE=tiny on it"], []
     if len(gpus) < need:
         seen = ", ".join(f"{g.name} {g.total_gib:.0f} GiB" for g in gpus) or "nvidia-smi lists none"
-        fits = ", ".join(profiles_for_gpus(len(gpus)))
+        fits = ", ".join(_profiles_for_gpus(len(gpus)))
         return [
             f"GPU: {want}; this machine has {len(gpus)} ({seen}): use a machine with {need}, "
             f"or a profile for {len(gpus)}: {fits}"
@@ -262,16 +293,72 @@ def _profile_weights(profile: Profile) -> list[Path]:
     return found
 
 
-def _check_shipped_files(profile: Profile | None = None, data_dir: Path | None = None) -> list[str]:
-    """One line per damaged file in data/ (and in the profile's local model folders): every
-    safetensors file against its header, every JSON file parsed."""
+def _first_line(err: BaseException) -> str:
+    """An exception's message, its first line only."""
+    text = str(err).strip()
+    return text.splitlines()[0] if text else type(err).__name__
+
+
+def _profile_problems(profiles_dir: Path, named: set[Path]) -> dict[Path, str]:
+    """One line per profile file that does not load (each in its own try, so one bad profile
+    hides no other), for the files not already in `named`."""
+    problems = {}
+    for path in sorted(profiles_dir.glob("*.json")):
+        if path.resolve() in named:
+            continue
+        try:
+            load_profile(path.stem)
+        except Exception as err:  # any failure is this profile's one line
+            text = _first_line(err)
+            text = text if _shown_path(path) in text else f"{_shown_path(path)}: {text}"
+            fix = "" if "git checkout" in text else f"; {restore_hint(path)}"
+            problems[path.resolve()] = f"{text}{fix}"
+    return problems
+
+
+def _damaged_files(profile: Profile | None = None, data_dir: Path | None = None) -> dict[Path, str]:
+    """One line per damaged file (by resolved path) in data/ and in the profile's local model
+    folders: the structural checks (safetensors against its header, JSON parsed, profiles loaded),
+    then the sha256 manifest for what they did not name; one line per file, however many fail."""
     data_dir = DATA_DIR if data_dir is None else data_dir
-    weights = sorted(data_dir.rglob("*.safetensors"))
-    weights += [p for p in (_profile_weights(profile) if profile else []) if p not in weights]
-    problems = [_check_safetensors(path) for path in weights]
+    weights: dict[Path, Path] = {}
+    for path in sorted(data_dir.rglob("*.safetensors")) + (
+        _profile_weights(profile) if profile else []
+    ):
+        weights.setdefault(path.resolve(), path)  # a relative and an absolute path: one file
+    found = {key: _check_safetensors(path) for key, path in weights.items()}
     prompts_dir = data_dir / PROMPTS_DIR.name
-    problems += [_check_json(path, prompts_dir) for path in sorted(data_dir.rglob("*.json"))]
-    return [line for line in problems if line]
+    for path in sorted(data_dir.rglob("*.json")):
+        found.setdefault(path.resolve(), _check_json(path, prompts_dir))
+    problems = {key: line for key, line in found.items() if line}
+    problems.update(_profile_problems(data_dir / "profiles", set(problems)))
+    for path, line in check_manifest(data_dir).items():
+        problems.setdefault(path.resolve(), line)  # a structural line says more
+    return dict(sorted(problems.items()))
+
+
+def _check_build_dir(
+    build_dir: Path = BUILD_DIR, min_free_gib: float = _MIN_BUILD_FREE_GIB
+) -> tuple[list[str], str | None]:
+    """(failures, pass note): build/ exists or can be made, takes a file, has min_free_gib free."""
+    shown = _shown_path(build_dir)
+    try:
+        build_dir.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=build_dir):
+            pass
+    except OSError as err:
+        why = err.strerror or type(err).__name__
+        return [
+            f"{shown}/ is not writable ({why}): a run writes its notebooks, HTML and logs there; "
+            "fix its permissions, or run from a writable copy of the repo"
+        ], None
+    free = shutil.disk_usage(build_dir).free / 1024**3
+    if free < min_free_gib:
+        return [
+            f"{shown}/ has {free:.1f} GiB free, a run needs >= {min_free_gib:g} GiB: free some "
+            "space on that disk (`make clean` empties build/)"
+        ], None
+    return [], f"{shown}/ writable, {free:.0f} GiB free"
 
 
 def _check_tokenizer(profile: Profile) -> str | None:
@@ -340,6 +427,19 @@ def _guarded(result: _PreflightResult, what: str, func, *args):
         return None
 
 
+def _chosen(profile: Profile | str | None) -> tuple[str, Profile | None]:
+    """(name, Profile or None when its file does not load); an unknown name raises ValueError."""
+    if isinstance(profile, Profile):
+        return profile.name, profile
+    name = profile_name(profile)
+    if not (DATA_DIR / "profiles" / f"{name}.json").is_file():
+        return name, load_profile(name)  # unknown: its one-line ValueError names the choices
+    try:
+        return name, load_profile(name)
+    except Exception:  # `_damaged_files` names what is wrong with it
+        return name, None
+
+
 def run_preflight(
     profile: Profile | str | None = None,
     gpus: list[GpuInfo] | str | None = None,
@@ -347,18 +447,30 @@ def run_preflight(
 ) -> _PreflightResult:
     """Check a profile on this machine (gpus: inject for tests; None asks nvidia-smi)."""
     t0 = time.perf_counter()
-    profile = profile if isinstance(profile, Profile) else load_profile(profile)
-    result = _PreflightResult(profile.name)
-    damaged = _guarded(result, "shipped files", _check_shipped_files, profile)
-    if damaged or damaged is None:
-        result.failures += damaged or []
+    name, chosen = _chosen(profile)
+    result = _PreflightResult(name)
+    damaged = _guarded(result, "shipped files", _damaged_files, chosen)
+    if damaged is None:
         result.seconds = time.perf_counter() - t0
         return result
-    result.passed.append("data intact")
-    if profile.is_local:
-        _run_local(profile, result, gpus)
+    result.failures += damaged.values()
+    profiles_dir = (DATA_DIR / "profiles").resolve()
+    others = {p for p in damaged if p.parent == profiles_dir and p.stem != name}
+    if chosen is None and not damaged:
+        result.failures.append(f"profile {name} does not load: check data/profiles/{name}.json")
+    if chosen is None or set(damaged) - others:  # only other profiles damaged: go on
+        result.seconds = time.perf_counter() - t0
+        return result
+    if not damaged:
+        result.passed.append("data intact")
+    build = _guarded(result, "build/", _check_build_dir, BUILD_DIR, _MIN_BUILD_FREE_GIB)
+    if chosen.is_local:
+        _run_local(chosen, result, gpus)
     else:
-        _run_hub(profile, result, gpus, hub_timeout)
+        _run_hub(chosen, result, gpus, hub_timeout)
+    if build is not None:
+        result.failures += build[0]
+        result.passed += [build[1]] if build[1] else []
     result.seconds = time.perf_counter() - t0
     return result
 
