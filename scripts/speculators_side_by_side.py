@@ -204,7 +204,6 @@ def main(argv: list[str] | None = None) -> int:
     """Draw rows, train both ways from one initial drafter, measure all three drafters."""
     args = _parse_args(argv)
     from helpers.eagle3 import checkpoint, train
-    from helpers.tiny.recipe import VERIFIER_NAME
 
     if not torch.cuda.is_available():
         print("speculators_side_by_side: speculators' trainer needs a CUDA GPU; none is visible")
@@ -228,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
     }
 
     init = train.new_drafter(verifier, aux, SEED)
-    cfg = checkpoint.drafter_config(init.shape, list(aux), f"data/{VERIFIER_NAME}")
+    cfg = checkpoint.drafter_config(init.shape, list(aux), profile.verifier)
     checkpoint.save_drafter(init, out / "init", cfg)
     spec_init, unmatched = checkpoint.load_in_speculators(out / "init")
     assert not unmatched, f"speculators left {unmatched} unmatched in the initial drafter"
