@@ -354,6 +354,28 @@ def test_a_swapped_pair_is_a_report_and_a_preflight_line(tiny_pair) -> None:
     assert result.failures[0].startswith("pairing: roles_swapped: ")
 
 
+def test_a_mistyped_drafter_key_is_one_preflight_line_naming_file_and_key(tiny_pair) -> None:
+    """The probe's crash ("pairing check crashed: TypeError") is now the file, key and types."""
+    config = json.loads((tiny_pair.drafter / "config.json").read_text())
+    config["eagle_aux_hidden_state_layer_ids"] = ["a", 4, 5]
+    (tiny_pair.drafter / "config.json").write_text(json.dumps(config))
+    profile = load_profile("tiny")
+    mine = type(profile)(
+        **{
+            **profile.__dict__,
+            "verifier": str(tiny_pair.verifier),
+            "drafter": str(tiny_pair.drafter),
+        }
+    )
+    result = preflight.run_preflight(mine, gpus=[])
+    assert result.exit_code == 2 and len(result.failures) == 1, result.failures
+    assert result.failures[0] == (
+        f"pairing: config_field_invalid: drafter {tiny_pair.drafter / 'config.json'}: "
+        'eagle_aux_hidden_state_layer_ids is ["a", 4, 5] (a list), expected a list of integers '
+        'or null: item 0 is "a" (a string)'
+    )
+
+
 # --------------------------------------------------------------------------- interrupts
 
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from helpers.common.configs import read_config, read_json
+from helpers.common import configs
+from helpers.common.configs import field_problems, read_config, read_json
 
 
 def test_reads_a_local_folder_and_a_repo_relative_path(tmp_path: Path) -> None:
@@ -23,7 +24,9 @@ def test_missing_config_is_one_line(tmp_path: Path) -> None:
 
 def test_hub_id_offline_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    with pytest.raises(FileNotFoundError, match="offline or no access") as err:
+    with pytest.raises(
+        FileNotFoundError, match="not in the local HF cache and HF_HUB_OFFLINE"
+    ) as err:
         read_config("Qwen/No-Such-Model-For-Tests")
     assert "\n" not in str(err.value)
 
@@ -50,3 +53,153 @@ def test_read_json_says_how_to_restore_a_shipped_file(
     broken.write_text("[1, 2")
     with pytest.raises(ValueError, match=r"git checkout -- data/profiles/x\.json`$"):
         read_json(broken)
+
+
+# --------------------------------------------------------------------------- hub ids without a hub
+
+
+def no_network_calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Make every hub call fail the test; returns the list the probe appends to when asked."""
+    import huggingface_hub
+
+    probed: list[str] = []
+
+    def download(*args, **kwargs):
+        raise AssertionError("hf_hub_download was called: it retries for ~20 s without a network")
+
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", download)
+    monkeypatch.setattr(configs, "hub_reachable", lambda timeout: probed.append("probe") or False)
+    return probed
+
+
+def test_offline_reads_the_cached_config_without_any_traffic(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    probed = no_network_calls(monkeypatch)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    cached = tmp_path / "config.json"
+    cached.write_text(json.dumps({"hidden_size": 64}))
+    monkeypatch.setattr(configs, "_cached_hub_config", lambda ref: cached)
+    assert read_config("Qwen/Cached-Model") == {"hidden_size": 64}
+    assert probed == [], "offline set: not even the probe goes out"
+
+
+def test_no_network_answers_at_once_from_the_cache_or_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)
+    probed = no_network_calls(monkeypatch)
+    monkeypatch.setattr(configs, "_cached_hub_config", lambda ref: None)
+    with pytest.raises(FileNotFoundError) as err:
+        read_config("Qwen/Uncached-Model")
+    assert str(err.value) == (
+        "config.json of hub model 'Qwen/Uncached-Model' is not in the local HF cache and the hub "
+        "does not answer (no network?): download it once online, or pass a local folder"
+    )
+    cached = tmp_path / "config.json"
+    cached.write_text(json.dumps({"vocab_size": 8}))
+    monkeypatch.setattr(configs, "_cached_hub_config", lambda ref: cached)
+    assert read_config("Qwen/Cached-Model") == {"vocab_size": 8}
+    assert probed == ["probe", "probe"]
+
+
+# --------------------------------------------------------------------------- field_problems
+
+SCHEMA = {
+    "size": "positive int",
+    "count": "int >= 0",
+    "rate": "fraction",
+    "flag": "bool",
+    "ids": "list of ints or null",
+    "names": "list of strings",
+    "cc": "version",
+    "layer": "object",
+    "layer.heads": "positive int",
+    "methods": "list",
+    "methods[0]": "object",
+    "methods[0].k": "positive int",
+    "sources": "object of strings",
+}
+GOOD = {
+    "size": 8,
+    "count": 0,
+    "rate": 1,
+    "flag": False,
+    "ids": None,
+    "names": [],
+    "cc": "8.9",
+    "layer": {"heads": 2},
+    "methods": [{"k": 3}],
+    "sources": {"a": "b"},
+}
+
+
+def test_good_values_and_absent_keys_pass() -> None:
+    assert field_problems(GOOD, SCHEMA, "x.json") == []
+    assert field_problems({}, SCHEMA, "x.json") == [], "presence is the reader's business"
+    assert field_problems({"methods": []}, SCHEMA, "x.json") == []
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "line"),
+    [
+        ("size", "2048", 'size is "2048" (a string), expected a positive integer'),
+        ("size", True, "size is true (a boolean), expected a positive integer"),
+        ("size", 8.0, "size is 8.0 (a number), expected a positive integer"),
+        ("size", 0, "size is 0 (an integer), expected a positive integer"),
+        ("size", None, "size is null, expected a positive integer"),
+        ("count", -1, "count is -1 (an integer), expected an integer >= 0"),
+        ("rate", 1.5, "rate is 1.5 (a number), expected a number in (0, 1]"),
+        ("rate", float("nan"), "rate is NaN (a number), expected a number in (0, 1]"),
+        ("flag", "false", 'flag is "false" (a string), expected true or false'),
+        ("flag", 0, "flag is 0 (an integer), expected true or false"),
+        (
+            "ids",
+            [2.0, 4],
+            "ids is [2.0, 4] (a list), expected a list of integers or null: item 0 is 2.0 (a number)",
+        ),
+        ("ids", 5, "ids is 5 (an integer), expected a list of integers or null"),
+        (
+            "names",
+            ["a", 3],
+            'names is ["a", 3] (a list), expected a list of strings: item 1 is 3 (an integer)',
+        ),
+        ("cc", 8.9, 'cc is 8.9 (a number), expected a version string such as "8.9"'),
+        ("cc", "abc", 'cc is "abc" (a string), expected a version string such as "8.9"'),
+        ("layer", [1], "layer is [1] (a list), expected a JSON object"),
+        (
+            "sources",
+            {"a": 1},
+            "sources is {\"a\": 1} (an object), expected an object of strings: 'a' is 1 (an integer)",
+        ),
+    ],
+)
+def test_a_wrong_value_is_one_line_naming_file_key_found_and_expected(
+    key: str, value, line: str
+) -> None:
+    assert field_problems({**GOOD, key: value}, SCHEMA, "x.json") == [f"x.json: {line}"]
+
+
+def test_nested_keys_are_named_by_their_path() -> None:
+    config = {**GOOD, "layer": {"heads": "4"}, "methods": [{"k": -3}]}
+    assert field_problems(config, SCHEMA, "x.json") == [
+        'x.json: layer.heads is "4" (a string), expected a positive integer',
+        "x.json: methods[0].k is -3 (an integer), expected a positive integer",
+    ]
+
+
+def test_a_parent_of_the_wrong_kind_is_one_line_not_one_per_child() -> None:
+    config = {**GOOD, "layer": "x", "methods": {"k": 3}}
+    assert field_problems(config, SCHEMA, "x.json") == [
+        'x.json: layer is "x" (a string), expected a JSON object',
+        'x.json: methods is {"k": 3} (an object), expected a list',
+    ]
+    assert field_problems({"methods": ["7"]}, SCHEMA, "x.json") == [
+        'x.json: methods[0] is "7" (a string), expected a JSON object'
+    ]
+
+
+def test_a_long_value_is_cut_to_one_short_line() -> None:
+    (line,) = field_problems({"size": "9" * 500}, SCHEMA, "x.json")
+    assert len(line) < 120 and "..." in line and "\n" not in line

@@ -108,6 +108,30 @@ def test_broken_pair_fails_before_vllm_starts(tiny_pair, monkeypatch) -> None:
         start_engine(**kwargs)
 
 
+def test_a_mistyped_drafter_key_stops_start_engine_in_one_named_line(
+    tiny_pair, monkeypatch
+) -> None:
+    config = json.loads((tiny_pair.drafter / "config.json").read_text())
+    config["draft_vocab_size"] = "2048"
+    (tiny_pair.drafter / "config.json").write_text(json.dumps(config))
+    monkeypatch.setattr(
+        engine, "shutdown_engine", lambda *a: pytest.fail("engine touched before validation")
+    )
+    kwargs = engine_kwargs(
+        local_profile(tiny_pair.verifier.parent),
+        k=3,
+        gpu=False,
+        model=str(tiny_pair.verifier),
+        speculative_config={"model": str(tiny_pair.drafter), "method": "eagle3"},
+    )
+    with pytest.raises(PairingError) as err:
+        start_engine(**kwargs)
+    assert str(err.value) == (
+        f"config_field_invalid: drafter {tiny_pair.drafter / 'config.json'}: draft_vocab_size "
+        'is "2048" (a string), expected a positive integer or null'
+    )
+
+
 @pytest.mark.vllm
 def test_starting_three_times_leaves_one_engine() -> None:
     kwargs = engine_kwargs(load_profile("tiny"), k=3)

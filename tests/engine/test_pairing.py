@@ -12,6 +12,7 @@ import torch
 from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 
+from helpers.common import configs
 from helpers.common.configs import read_config
 from helpers.engine.pairing import (
     _CPU_HEAD_SIZES,
@@ -305,6 +306,7 @@ def test_hub_config_offline_is_one_line(tiny_pair, monkeypatch) -> None:
     def offline(*args, **kwargs):
         raise huggingface_hub.errors.LocalEntryNotFoundError("connection refused ... long trace")
 
+    monkeypatch.setattr(configs, "hub_reachable", lambda timeout: True)  # the probe answers
     monkeypatch.setattr(huggingface_hub, "hf_hub_download", offline)
     with pytest.raises(FileNotFoundError, match="LocalEntryNotFoundError.*offline") as err:
         read_config("Qwen/Qwen3-30B-A3B")
@@ -562,11 +564,22 @@ def test_config_that_is_not_an_object(tiny_pair) -> None:
 
 
 def test_verifier_config_missing_keys(tiny_pair) -> None:
-    edit_config(tiny_pair.verifier, hidden_size=None, vocab_size="2048")
+    edit_config(tiny_pair.verifier, hidden_size=None, vocab_size=None)
     problem = sole_error(
         validate_pair(tiny_pair.verifier, tiny_pair.drafter), "verifier_config_incomplete"
     )
-    assert "hidden_size, vocab_size" in problem.message
+    assert "no hidden_size, vocab_size:" in problem.message
+
+
+def test_a_verifier_size_of_the_wrong_type_is_named_with_its_file(tiny_pair) -> None:
+    edit_config(tiny_pair.verifier, hidden_size=None, vocab_size="2048")
+    problem = sole_error(
+        validate_pair(tiny_pair.verifier, tiny_pair.drafter), "config_field_invalid"
+    )
+    assert problem.message == (
+        f'verifier {tiny_pair.verifier / "config.json"}: vocab_size is "2048" (a string), '
+        "expected a positive integer or null"
+    ), "the type comes first: the missing hidden_size is named once the types are right"
 
 
 def test_swapped_roles(tiny_pair) -> None:

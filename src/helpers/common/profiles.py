@@ -13,13 +13,13 @@ quoted vLLM code path (keyed by `verifier_architecture`) follow from it with no 
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from helpers.common import qwen_tokenizer
+from helpers.common.configs import field_problems, read_json
 from helpers.common.paths import DATA_DIR, local_dir, resolve_model_ref
 
 __all__ = [
@@ -114,6 +114,42 @@ class Profile:
 
 
 _FIELD_NAMES: frozenset[str] = frozenset(f.name for f in dataclasses.fields(Profile))
+#: Fields a profile must have (the dataclass's fields without a default).
+_REQUIRED: tuple[str, ...] = tuple(
+    f.name
+    for f in dataclasses.fields(Profile)
+    if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+)
+#: What each field the workbook reads must hold (helpers.common.configs.field_problems); engine
+#: and sampling keys not listed go to vLLM as they are, and vLLM checks them.
+_SCHEMA: dict[str, str] = {
+    "name": "non-empty string",
+    "description": "string",
+    "verifier": "non-empty string",
+    "drafter": "non-empty string",
+    "num_speculative_tokens": "positive int",
+    "engine": "object",
+    "engine.tensor_parallel_size": "positive int",
+    "engine.max_model_len": "positive int",
+    "engine.max_num_seqs": "positive int",
+    "engine.kv_cache_memory_bytes": "positive int",
+    "engine.gpu_memory_utilization": "fraction",
+    "engine.load_format": "string",
+    "sampling": "object",
+    "sampling.temperature": "number >= 0",
+    "sampling.max_tokens": "positive int",
+    "needs": "object",
+    "needs.hub": "bool",
+    "needs.gpus": "int >= 0",
+    "needs.gpu_memory_gib": "number >= 0",
+    "needs.min_compute_capability": "version",
+    "verifier_architecture": "non-empty string or null",
+    "verifier_layers": "positive int or null",
+    "verifier_hidden_size": "positive int or null",
+    "notes": "list of strings",
+    "sources": "object of strings",
+    "tokenizer": "non-empty string or null",
+}
 
 
 def _available_profiles() -> list[str]:
@@ -126,48 +162,98 @@ def profile_name(name: str | None = None) -> str:
     return name or os.environ.get(_PROFILE_ENV_VAR) or _DEFAULT_PROFILE
 
 
-def _profile_from_dict(raw: dict[str, Any], source: str = "profile") -> Profile:
-    """A Profile from parsed JSON; unknown or missing fields fail in one line."""
+def _raw_problems(raw: Any, source: str) -> list[str]:
+    """One line per thing wrong with a parsed profile: not an object, unknown, missing or
+    mistyped fields."""
+    if not isinstance(raw, dict):
+        return [f"{source} holds a JSON {type(raw).__name__}, not an object of profile fields"]
+    problems = []
     unknown = sorted(set(raw) - _FIELD_NAMES)
     if unknown:
-        raise ValueError(f"{source}: unknown field(s) {unknown}; known: {sorted(_FIELD_NAMES)}")
+        problems.append(f"{source}: unknown field(s) {unknown}; known: {sorted(_FIELD_NAMES)}")
+    missing = [k for k in _REQUIRED if k not in raw]
+    if missing:
+        problems.append(
+            f"{source}: missing required field(s) {missing}: add them (see data/profiles/tiny.json)"
+        )
+    return problems + field_problems(raw, _SCHEMA, source)
+
+
+def _profile_from_dict(raw: Any, source: str = "profile") -> Profile:
+    """A Profile from parsed JSON; every bad field one line of one ValueError."""
+    problems = _raw_problems(raw, source)
+    if problems:
+        raise ValueError("\n".join(problems))
     raw = dict(raw)
     if "notes" in raw:
         raw["notes"] = tuple(raw["notes"])
+    return Profile(**raw)
+
+
+def _profile_path(name: str) -> Path:
+    """data/profiles/<name>.json; a ValueError listing the choices for an unknown name."""
+    path = _PROFILES_DIR / f"{name}.json"
+    if not path.is_file():
+        raise ValueError(f"unknown profile {name!r}: choose one of {_available_profiles()}")
+    return path
+
+
+def _read_profile(path: Path) -> Profile:
+    """The profile in one file; a ValueError naming the file (one line per bad field)."""
+    source = path.relative_to(DATA_DIR.parent) if path.is_relative_to(DATA_DIR.parent) else path
     try:
-        return Profile(**raw)
-    except TypeError as err:  # a missing required field
-        raise ValueError(f"{source}: {err}") from None
+        raw = read_json(path)
+    except OSError as err:
+        raise ValueError(f"{source} cannot be read ({err})") from None
+    except ValueError as err:  # not JSON: read_json's line, with the path as the repo names it
+        raise ValueError(str(err).replace(str(path), str(source))) from None
+    return _profile_from_dict(raw, source=str(source))
 
 
 def load_profile(name: str | None = None) -> Profile:
-    """Load a profile by name (see profile_name); unknown names fail in one line."""
-    chosen = profile_name(name)
-    path = _PROFILES_DIR / f"{chosen}.json"
-    if not path.is_file():
-        raise ValueError(f"unknown profile {chosen!r}: choose one of {_available_profiles()}")
-    source = path.relative_to(DATA_DIR.parent) if path.is_relative_to(DATA_DIR.parent) else path
-    return _profile_from_dict(json.loads(path.read_text()), source=str(source))
+    """Load a profile by name (see profile_name); unknown names fail in one line, a damaged
+    profile in one line per bad field, each naming the file."""
+    return _read_profile(_profile_path(profile_name(name)))
+
+
+def _profile_problems(name: str) -> list[str]:
+    """One line per thing wrong with profile `name` ([] when it loads); never raises."""
+    try:
+        _read_profile(_profile_path(name))
+    except ValueError as err:
+        return str(err).splitlines()
+    return []
+
+
+def _loadable_profiles() -> list[Profile]:
+    """Every shipped profile that loads, in name order; a damaged one is left out, not fatal
+    (loading it by name says what is wrong)."""
+    loaded = []
+    for name in _available_profiles():
+        try:
+            loaded.append(_read_profile(_PROFILES_DIR / f"{name}.json"))
+        except ValueError:
+            continue
+    return loaded
 
 
 def known_stacks(named: str | None = None) -> dict[str, int]:
     """name -> num_hidden_layers, one row per distinct verifier of the profiles (architecture,
     layers, hidden size), shallowest first; a row is named after its first profile, or `named`."""
-    names = _available_profiles()
-    if named in names:
-        names = [named, *(n for n in names if n != named)]
+    loaded = _loadable_profiles()
+    loaded.sort(key=lambda p: p.name != named)  # stable: `named` first, the rest in name order
     stacks: dict[tuple[Any, ...], tuple[str, int]] = {}
-    for name in names:
-        p = load_profile(name)
+    for p in loaded:
         if p.verifier_layers is not None:
             key = (p.verifier_architecture, p.verifier_layers, p.verifier_hidden_size)
-            stacks.setdefault(key, (name, p.verifier_layers))
+            stacks.setdefault(key, (p.name, p.verifier_layers))
     return dict(sorted(stacks.values(), key=lambda item: item[1]))
 
 
 def profiles_for_gpus(count: int) -> list[str]:
-    """Names of the shipped profiles that need at most `count` GPUs (memory per GPU aside)."""
-    return [name for name in _available_profiles() if load_profile(name).gpus_needed <= count]
+    """Names of the shipped profiles that need at most `count` GPUs (memory per GPU aside; a
+    damaged profile is not offered)."""
+    return [p.name for p in _loadable_profiles() if p.gpus_needed <= count]
 
 
 def trained_or_tiny(profile: Profile, purpose: str, local: bool = False) -> Profile:

@@ -7,9 +7,13 @@ is checked against the shape its config implies and against the names vLLM's EAG
 (`model_executor/models/llama_eagle3.py` and `qwen3_eagle3.py`, `load_weights`) loads, skips or
 refuses.
 
-The validator never raises on bad input: a folder that does not exist, a name that is neither a
-folder nor a hub id, a config that is not JSON or not an object, swapped roles, missing keys, a
-truncated or garbage safetensors file each become one problem in the report.
+The validator never raises: a folder that does not exist, a name that is neither a folder nor a
+hub id, a config that is not JSON or not an object, a key of the wrong type (`_VERIFIER_SCHEMA`,
+`_drafter_schema`: one line per key, naming the file, the key, what it holds and what it should),
+swapped roles, missing keys, a truncated or garbage safetensors file each become one problem in
+the report; anything it did not foresee becomes one `check_crashed` problem naming both configs.
+A hub model's config and headers come from the local cache at once when the hub is off or does
+not answer (no retries).
 """
 
 from __future__ import annotations
@@ -23,7 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from helpers.common.configs import read_config
+from helpers.common.configs import field_problems, read_config
+from helpers.common.envinfo import hub_reachable, offline_var
 from helpers.common.paths import local_dir, restore_hint
 from helpers.eagle3.taps import (
     aux_layers_for,
@@ -105,6 +110,53 @@ _DRAFTER_LAYER_KEYS: dict[str, int] = {
 _KNOWN_LAYOUTS = ("llama_eagle3", "qwen3_eagle3")
 #: A hub id: owner/name, each starting with a letter or digit (huggingface_hub's rules, roughly).
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]{0,95}/[A-Za-z0-9][\w.-]{0,95}$")
+
+#: Drafter decoder-layer keys the checks read, and what each must hold (in
+#: transformer_layer_config for the speculators format, else at the top level). JSON null counts
+#: as absent everywhere in a model config (vLLM then takes its default); presence is checked by
+#: check_drafter_keys.
+_DRAFTER_LAYER_SCHEMA: dict[str, str] = {
+    **dict.fromkeys(_DRAFTER_LAYER_KEYS, "positive int or null"),
+    "num_key_value_heads": "positive int or null",
+    "head_dim": "positive int or null",
+    "max_position_embeddings": "positive int or null",
+    "num_aux_hidden_states": "positive int or null",
+    "model_type": "string or null",
+    "attention_bias": "bool or null",
+    "norm_before_fc": "bool or null",
+    "fc_norm": "bool or null",
+}
+#: Drafter top-level keys the checks read (with the parents of the nested ones).
+_DRAFTER_TOP_SCHEMA: dict[str, str] = {
+    "architectures": "list of strings or null",
+    "speculators_model_type": "string or null",
+    "speculators_config": "object or null",
+    "speculators_config.proposal_methods": "list or null",
+    "speculators_config.proposal_methods[0]": "object or null",
+    "speculators_config.proposal_methods[0].speculative_tokens": "positive int or null",
+    "speculators_config.verifier": "object or null",
+    "speculators_config.verifier.name_or_path": "string or null",
+    "speculators_config.verifier.architectures": "list of strings or null",
+    "transformer_layer_config": "object or null",
+    "target_hidden_size": "positive int or null",
+    "draft_vocab_size": "positive int or null",
+    "eagle_aux_hidden_state_layer_ids": "list of ints or null",
+    "eagle_config": "object or null",
+    "eagle_config.eagle_aux_hidden_state_layer_ids": "list of ints or null",
+    "eagle_config.norm_before_fc": "bool or null",
+    "eagle_config.fc_norm": "bool or null",
+    "norm_before_fc": "bool or null",
+    "fc_norm": "bool or null",
+    "num_aux_hidden_states": "positive int or null",
+    "quantization_config": "object or null",
+}
+#: Verifier keys the checks read; each size at the top level, else in text_config
+#: (`_verifier_schema`).
+_VERIFIER_SCHEMA: dict[str, str] = {
+    "architectures": "list of strings or null",
+    "speculators_model_type": "string or null",
+    "text_config": "object or null",
+}
 
 
 @dataclass(frozen=True)
@@ -306,6 +358,9 @@ def _hub_weight_index(ref: str) -> dict[str, dict[str, Any]]:
     """Header entries of a hub model, via HTTP range reads of its safetensors headers only."""
     from huggingface_hub import get_safetensors_metadata
 
+    var = offline_var()
+    if var is not None or not hub_reachable():
+        raise OSError(f"{var} is set" if var else "the hub does not answer (no network?)")
     meta = get_safetensors_metadata(ref)
     entries: dict[str, dict[str, Any]] = {}
     for file_meta in meta.files_metadata.values():
@@ -356,6 +411,39 @@ def _ref_problem(ref: str | Path, role: str) -> _Problem | None:
         f"{role} {name!r} is neither a folder here nor a hub id (owner/name): check the path "
         f"(relative paths start from {Path.cwd()}, or write data/... from the repo root)",
     )
+
+
+def _drafter_schema(drafter: dict[str, Any]) -> dict[str, str]:
+    """The drafter keys to type: the top level's, and the layer's where _layer_config finds
+    it."""
+    layer = drafter.get("transformer_layer_config")
+    prefix = "transformer_layer_config." if isinstance(layer, dict) and layer else ""
+    layer_keys = {f"{prefix}{k}": kind for k, kind in _DRAFTER_LAYER_SCHEMA.items()}
+    return {**_DRAFTER_TOP_SCHEMA, **layer_keys}
+
+
+def _verifier_schema(verifier: dict[str, Any]) -> dict[str, str]:
+    """The verifier keys to type, each size where _verifier_value reads it."""
+    sizes = {
+        (k if k in verifier else f"text_config.{k}"): "positive int or null" for k in _VERIFIER_KEYS
+    }
+    return {**_VERIFIER_SCHEMA, **sizes}
+
+
+def _config_source(ref: str | Path, role: str) -> str:
+    """How a message names a model's config: `drafter data/x/config.json`."""
+    folder = local_dir(ref)
+    where = folder / "config.json" if folder is not None else f"config.json of hub model {ref}"
+    return f"{role} {where}"
+
+
+def _schema_problems(ref: str | Path, role: str, config: dict[str, Any]) -> list[_Problem]:
+    """One config_field_invalid error per key of the wrong type, naming the file and the key."""
+    schema = _drafter_schema(config) if role == "drafter" else _verifier_schema(config)
+    return [
+        _error("config_field_invalid", line)
+        for line in field_problems(config, schema, _config_source(ref, role))
+    ]
 
 
 def _read_role_config(ref: str | Path, role: str) -> tuple[dict[str, Any] | None, list[_Problem]]:
@@ -468,13 +556,13 @@ def _check_roles(verifier: dict[str, Any], drafter: dict[str, Any]) -> list[_Pro
 
 def _check_verifier_keys(verifier: dict[str, Any]) -> list[_Problem]:
     """0. The verifier settings every check needs: hidden_size, vocab_size, num_hidden_layers."""
-    bad = [k for k in _VERIFIER_KEYS if not _is_positive_int(_verifier_value(verifier, k))]
+    bad = [k for k in _VERIFIER_KEYS if _verifier_value(verifier, k) is None]  # types: schema
     if not bad:
         return []
     return [
         _error(
             "verifier_config_incomplete",
-            f"the verifier's config.json has no positive integer {', '.join(bad)}: is it a "
+            f"the verifier's config.json has no {', '.join(bad)}: is it a "
             f"decoder model's config.json?",
         )
     ]
@@ -495,14 +583,14 @@ def _check_drafter_keys(drafter: dict[str, Any]) -> list[_Problem]:
             )
         ]
     where = "transformer_layer_config" if speculators else "config.json"
-    bad = [k for k in _DRAFTER_LAYER_KEYS if not _is_positive_int(layer.get(k))]
+    bad = [k for k in _DRAFTER_LAYER_KEYS if layer.get(k) is None]  # types: _drafter_schema
     if not bad:
         return []
     defaults = ", ".join(f"{k} {_DRAFTER_LAYER_KEYS[k]}" for k in bad)
     return [
         _error(
             "drafter_config_incomplete",
-            f"the drafter's {where} has no positive integer {', '.join(bad)}: vLLM would build "
+            f"the drafter's {where} has no {', '.join(bad)}: vLLM would build "
             f"LlamaConfig's defaults ({defaults}) and load the weights into the wrong shapes; "
             f"add them",
         )
@@ -943,13 +1031,26 @@ def _unexpected(name: str, drafter: dict[str, Any]) -> _Problem | None:
     )
 
 
-def _dtype_problem(name: str, dtype: str) -> _Problem | None:
-    """A weight stored as integers, or a d2t stored as floats."""
-    if name == "d2t" and dtype not in _INT_DTYPES:
+def _int_dtype_max(dtype: str) -> int:
+    """The largest value an integer safetensors dtype holds: I8 127, U8 255, I64 2**63 - 1."""
+    bits = 8 * _DTYPE_BYTES[dtype]
+    return 2 ** (bits - 1) - 1 if dtype.startswith("I") else 2**bits - 1
+
+
+def _dtype_problem(name: str, dtype: str, vocab: int) -> _Problem | None:
+    """A weight stored as integers, or a d2t that cannot hold every offset into the vocabulary.
+
+    vLLM builds draft_id_to_target_id as a torch.long parameter and loads d2t into it with
+    `param.data.copy_` (default_weight_loader), which casts any dtype without a word: a float map
+    is truncated, and an integer dtype narrower than the offsets (up to vocab - 1) held wrong
+    values since its export.
+    """
+    if name == "d2t" and (dtype not in _INT_DTYPES or _int_dtype_max(dtype) < vocab - 1):
         return _error(
             "tensor_dtype_mismatch",
-            f"d2t is {dtype}: it holds integer offsets (target id = draft id + d2t[draft id]); "
-            f"re-export it as int64",
+            f"d2t is {dtype}, which cannot hold its integer offsets (target id = draft id + "
+            f"d2t[draft id], up to {vocab - 1} for this vocabulary): vLLM casts it into its int64 "
+            f"draft_id_to_target_id without a word, so the map is wrong; re-export it as int64",
         )
     if name not in ("d2t", "t2d") and dtype not in _FLOAT_DTYPES:
         return _error(
@@ -1002,7 +1103,9 @@ def _check_tensors(
     for name, entry in weights.items():
         want = spec.get(name)
         found = _unexpected(name, drafter) if want is None else None
-        found = found or _dtype_problem(name, str(entry.get("dtype", "")))
+        found = found or _dtype_problem(
+            name, str(entry.get("dtype", "")), _verifier_value(verifier, "vocab_size")
+        )
         if found is None and want is not None:
             found = _shape_problem(name, tuple(entry["shape"]), want)
         if found is not None:
@@ -1140,6 +1243,10 @@ def _config_problems(
     problems = v_problems + d_problems
     if v_cfg is None or d_cfg is None:
         return None, None, problems
+    problems = _schema_problems(verifier, "verifier", v_cfg)
+    problems += _schema_problems(drafter, "drafter", d_cfg)
+    if problems:  # every check below trusts the types
+        return None, None, problems
     problems = _check_roles(v_cfg, d_cfg) or _check_verifier_keys(v_cfg) + _check_drafter_keys(
         d_cfg
     )
@@ -1157,15 +1264,40 @@ def validate_pair(
     """Run every check on a verifier/drafter pair: configs, every tensor header, a local d2t's
     values.
 
-    `gpu` picks the device checks (None: a GPU when nvidia-smi lists one). Never raises on bad
-    input: what stops the checks (a missing folder, an unreadable config) is the report's one
-    problem.
+    `gpu` picks the device checks (None: a GPU when nvidia-smi lists one). Never raises: what
+    stops the checks (a missing folder, an unreadable config, a key of the wrong type) is in the
+    report, and so is anything unforeseen (one check_crashed error naming both configs).
     """
     report = PairingReport(verifier=str(verifier), drafter=str(drafter))
+    try:
+        _run_checks(report, verifier, drafter, method, max_model_len, verifier_name, gpu)
+    except Exception as err:
+        first = str(err).splitlines()[0] if str(err) else ""
+        report.problems.append(
+            _error(
+                "check_crashed",
+                f"the pairing check stopped on {_config_source(drafter, 'drafter')} with "
+                f"{_config_source(verifier, 'verifier')} ({type(err).__name__}: {first}): "
+                f"something in them it does not foresee; the checks after it did not run",
+            )
+        )
+    return report
+
+
+def _run_checks(
+    report: PairingReport,
+    verifier: str | Path,
+    drafter: str | Path,
+    method: str | None,
+    max_model_len: int | None,
+    verifier_name: str | None,
+    gpu: bool | None,
+) -> None:
+    """validate_pair's checks, in order, adding what each finds to `report`."""
     v_cfg, d_cfg, stop = _config_problems(verifier, drafter)
     if v_cfg is None or d_cfg is None:
         report.problems += stop
-        return report
+        return
     if gpu is None:
         from helpers.common.envinfo import has_gpu
 
@@ -1193,7 +1325,6 @@ def validate_pair(
     report.problems += aux_problems
     report.problems += _check_max_model_len(d_cfg, max_model_len)
     report.problems += _check_verifier_name(v_cfg, d_cfg, verifier_name or str(verifier))
-    return report
 
 
 def check_pair(

@@ -1,0 +1,181 @@
+"""Profiles at the JSON boundary: every field the workbook reads, replaced by a value of the
+wrong type, is one line naming the file and the key; a damaged profile blocks no other."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from helpers.common import profiles
+from helpers.common.configs import _KINDS
+
+#: One wrong value of each JSON type (and a negative int), as a hand-edited profile might hold.
+WRONG_VALUES: dict[str, Any] = {
+    "str": "7",
+    "list": [1.5],
+    "dict": {"a": 1},
+    "float": 2.5,
+    "None": None,
+    "bool": True,
+    "negative-int": -3,
+}
+
+
+def accepted(kind: str, value: Any) -> bool:
+    """True when `kind` takes `value` (null: only where the kind says `or null`)."""
+    if value is None:
+        return kind.endswith(" or null")
+    return _KINDS[kind.removesuffix(" or null")][1](value)
+
+
+def put(raw: dict, path: str, value: Any) -> dict:
+    """Set a dotted key path (`needs.hub`) in a profile, making the objects on the way."""
+    *parents, last = path.split(".")
+    node = raw
+    for step in parents:
+        node = node.setdefault(step, {})
+    node[last] = value
+    return raw
+
+
+CASES = [
+    pytest.param(path, value, id=f"{path}={name}")
+    for path, kind in profiles._SCHEMA.items()
+    for name, value in WRONG_VALUES.items()
+    if not accepted(kind, value)
+]
+
+
+@pytest.fixture
+def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The shipped profiles, copied into a folder that helpers.common.profiles reads instead."""
+    copy = tmp_path / "profiles"
+    shutil.copytree(profiles._PROFILES_DIR, copy)
+    monkeypatch.setattr(profiles, "_PROFILES_DIR", copy)
+    monkeypatch.delenv(profiles._PROFILE_ENV_VAR, raising=False)
+    return copy
+
+
+def tiny_raw() -> dict:
+    """The shipped tiny profile's JSON."""
+    return json.loads((profiles._PROFILES_DIR / "tiny.json").read_text())
+
+
+def write(folder: Path, name: str, content: Any) -> Path:
+    """data/profiles/<name>.json holding `content` (JSON, or text as it is)."""
+    path = folder / f"{name}.json"
+    path.write_text(content if isinstance(content, str) else json.dumps(content))
+    return path
+
+
+def others_still_work(folder: Path, broken: str) -> None:
+    """Every other profile loads, and the listings skip the broken one without raising."""
+    names = profiles._available_profiles()
+    assert broken in names, "a damaged profile is still listed, so its name can be loaded"
+    for name in names:
+        if name != broken:
+            assert profiles.load_profile(name).name == name
+    assert broken not in profiles.profiles_for_gpus(8)
+    assert "tiny" in profiles.profiles_for_gpus(0)
+    assert broken not in profiles.known_stacks(broken)
+
+
+def test_the_cases_cover_every_field_and_type() -> None:
+    assert {p.values[0] for p in CASES} == set(profiles._SCHEMA)
+    assert {p.id.rsplit("=", 1)[1] for p in CASES} == set(WRONG_VALUES)
+
+
+def test_the_shipped_profiles_have_no_problem() -> None:
+    for name in profiles._available_profiles():
+        assert profiles._profile_problems(name) == [], name
+
+
+@pytest.mark.parametrize(("path", "value"), CASES)
+def test_a_field_of_the_wrong_type_is_one_line_naming_file_and_key(
+    folder: Path, path: str, value: Any
+) -> None:
+    file = write(folder, "broken", put({**tiny_raw(), "name": "broken"}, path, value))
+    problems = profiles._profile_problems("broken")  # never raises
+    assert len(problems) == 1, problems
+    assert problems[0].startswith(f"{file}: {path} is ") and ", expected " in problems[0]
+    with pytest.raises(ValueError) as err:
+        profiles.load_profile("broken")
+    assert str(err.value) == problems[0]
+    others_still_work(folder, "broken")
+
+
+@pytest.mark.parametrize("key", profiles._REQUIRED)
+def test_a_missing_required_field_is_named(folder: Path, key: str) -> None:
+    raw = {k: v for k, v in {**tiny_raw(), "name": "broken"}.items() if k != key}
+    file = write(folder, "broken", raw)
+    assert profiles._profile_problems("broken") == [
+        f"{file}: missing required field(s) ['{key}']: add them (see data/profiles/tiny.json)"
+    ]
+
+
+def test_every_bad_field_is_its_own_line(folder: Path) -> None:
+    raw = {**tiny_raw(), "name": "broken", "num_speculative_tokens": "3", "extra": 1}
+    raw["needs"] = {**raw["needs"], "hub": "false"}
+    write(folder, "broken", raw)
+    problems = profiles._profile_problems("broken")
+    assert [re.sub(r"^.*?broken\.json: ", "", line).split(" ")[0] for line in problems] == [
+        "unknown",
+        "num_speculative_tokens",
+        "needs.hub",
+    ]
+
+
+# --------------------------------------------------------------------------- the probe's cases
+
+
+@pytest.mark.parametrize("text", ['{"name": "broken",', "", "[1, 2"])
+def test_a_profile_that_is_not_json_is_named_and_blocks_no_other(folder: Path, text: str) -> None:
+    file = write(folder, "broken", text)
+    (line,) = profiles._profile_problems("broken")
+    assert line.startswith(f"{file} is not valid JSON")
+    with pytest.raises(ValueError, match=re.escape(str(file))):
+        profiles.load_profile("broken")
+    others_still_work(folder, "broken")
+
+
+def test_a_profile_that_is_a_list_is_one_line(folder: Path) -> None:
+    file = write(folder, "broken", [tiny_raw()])
+    assert profiles._profile_problems("broken") == [
+        f"{file} holds a JSON list, not an object of profile fields"
+    ]
+    others_still_work(folder, "broken")
+
+
+def test_an_engine_that_is_a_list_is_one_line(folder: Path) -> None:
+    file = write(folder, "broken", {**tiny_raw(), "name": "broken", "engine": [1024]})
+    assert profiles._profile_problems("broken") == [
+        f"{file}: engine is [1024] (a list), expected a JSON object"
+    ]
+
+
+def test_hub_false_as_a_string_is_no_hub_profile(folder: Path) -> None:
+    raw = tiny_raw()
+    file = write(folder, "tiny", {**raw, "needs": {**raw["needs"], "hub": "false"}})
+    with pytest.raises(ValueError) as err:
+        profiles.load_profile("tiny")
+    assert str(err.value) == f'{file}: needs.hub is "false" (a string), expected true or false'
+
+
+@pytest.mark.parametrize("k", [-2, 0, "3", True, 2.0, None])
+def test_num_speculative_tokens_must_be_a_positive_int(folder: Path, k: Any) -> None:
+    write(folder, "tiny", {**tiny_raw(), "num_speculative_tokens": k})
+    with pytest.raises(
+        ValueError, match=r"tiny\.json: num_speculative_tokens is .*, expected a positive integer$"
+    ):
+        profiles.load_profile("tiny")
+
+
+def test_an_unknown_profile_is_one_line_too() -> None:
+    with pytest.raises(ValueError, match=r"^unknown profile 'nope'"):
+        profiles.load_profile("nope")
+    assert profiles._profile_problems("nope")[0].startswith("unknown profile 'nope'")
