@@ -46,7 +46,7 @@ help: ## list the targets
 # Its first line catches a Python too old to run even the doctor (< 3.7, or none), in one line.
 doctor: ## will the workbook run here? OS, CPU, RAM, disk, Python, .venv, vLLM, a 30 s engine test
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 7))' 2>/dev/null || { echo "doctor: PROBLEM python: '$(PYTHON)' is missing or too old to run even the doctor: install Python >= 3.10 and run \`make doctor PYTHON=python3.11\`."; exit 2; }
-	@PYTHONPATH=src $(PYTHON) -m helpers.tools.doctor --python $(PYTHON) $(DOCTOR_PLATFORM) $(DOCTOR_FLAGS)
+	@PYTHONPATH=src $(PYTHON) -m kit.doctor --python $(PYTHON) $(DOCTOR_PLATFORM) $(DOCTOR_FLAGS)
 
 venv: $(STAMP) ## create/refresh .venv from requirements/ (a no-op when up to date)
 
@@ -57,14 +57,14 @@ $(STAMP): FORCE
 # Seconds, not minutes: hub reachable, GPUs and memory, pairing (hub profiles); data/ present (tiny).
 # A failure is one line and exit 2, so `make test`/`make run` stop before pytest or the notebooks start.
 preflight: venv ## check this machine can run PROFILE (hub, GPUs, pairing; tiny: data/ present)
-	$(VPY) -m helpers.tools.preflight --profile $(PROFILE)
+	$(VPY) -m kit.preflight --profile $(PROFILE)
 
 # Online, once: the files vLLM loads (progress bar), then the pairing validator on the cached copies.
 prefetch: venv ## download PROFILE's models into the HF cache and validate them, for HF_HUB_OFFLINE=1
-	@$(VPY) -m helpers.tools.prefetch --profile $(PROFILE)
+	@$(VPY) -m kit.prefetch --profile $(PROFILE)
 
 run: venv preflight ## execute all notebooks headless -> build/*.ipynb, build/*.html, build/run-summary.json
-	$(VPY) -m helpers.tools.runner $(NOTEBOOKS)
+	$(VPY) -m kit.runner $(NOTEBOOKS)
 
 test: venv preflight lint ## lint, then pytest tests/ plus every notebook via nbval
 	$(VPY) -m pytest tests --nbval-lax --nbval-current-env notebooks
@@ -73,7 +73,7 @@ test: venv preflight lint ## lint, then pytest tests/ plus every notebook via nb
 # solutions: one line per exercise, ok or a one-line hint. EXERCISES=reference grades the library's own.
 EXERCISES ?= exercises
 check-exercises: venv ## grade the algorithm you wrote in exercises/ (EXERCISES=reference: the solutions)
-	$(VPY) -m helpers.tools.grader $(if $(filter reference,$(EXERCISES)),--reference,$(EXERCISES))
+	$(VPY) -m kit.grader $(if $(filter reference,$(EXERCISES)),--reference,$(EXERCISES))
 
 lint: venv ## ruff: lint (src, tests, scripts, notebook cells) and format check
 	$(VPY) -m ruff check .

@@ -19,7 +19,6 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from helpers.analytics.text_quality import quality_summary
 from helpers.common import vllm_names
 from helpers.common.counters import acceptance_stats
 from helpers.common.envinfo import environment_report
@@ -35,8 +34,9 @@ from helpers.engine.runs import (
     sampling,
     throughput,
 )
-from helpers.tiny.model_cards import TARGETS, check_targets, write_model_cards
-from helpers.tiny.recipe import local_profile
+from kit.model_cards import TARGETS, check_targets, write_model_cards
+from kit.text_quality import quality_summary
+from kit.tiny_recipe import local_profile
 
 
 def parse_args() -> argparse.Namespace:

@@ -2,12 +2,12 @@
 # The workbook on a GPU box, measured, with the evidence kept. Steps (each timed, each with its log):
 #   engines   engine starts and decode speed per configuration (scripts/gpu_engine_lab.py)
 #   nb        every notebook on the tiny profile under nbval (`pytest --nbval-lax`, as make test
-#             runs them), each executed once: helpers.tools.nbval_keep keeps that execution
+#             runs them), each executed once: kit.nbval_keep keeps that execution
 #   nb-NN     notebook NN alone, the same way (kept in tiny-NN/): to spread the notebooks over lanes
 #   tests     the vLLM-marked tests (pytest -m vllm)
 #   shape-NN  notebook NN on a shape profile under nbval ($SHAPE, default qwen3-30b-a3b-shape)
 #   lab       the MoE step-cost lab on the same shape (scripts/gpu_moe_lab.py $LAB_ARGS)
-#   harness-shape  the acceptance harness (helpers.analytics.harness) on the shape profile
+#   harness-shape  the acceptance harness (chapters.ch03_acceptance.harness) on the shape profile
 #   speculators    05's trainer beside speculators' own, tau side by side
 #                  (scripts/speculators_side_by_side.py, its folder in speculators/)
 # LANES lists the steps: '|' separates lanes that run at the same time, each in its own copy of
@@ -39,7 +39,7 @@ trap 'kill "$sampler" 2>/dev/null' EXIT
 nbval() {  # nbval PROFILE KEEP_DIR NOTEBOOK...: nbval over the notebooks, keeping what it executed
   local profile=$1 keep=$2; shift 2
   env WORKBOOK_PROFILE="$profile" "$PY" -m pytest --nbval-lax --nbval-current-env "$@" \
-    -p helpers.tools.nbval_keep --nbval-keep "$keep" -p no:cacheprovider -q -rf
+    -p kit.nbval_keep --nbval-keep "$keep" -p no:cacheprovider -q -rf
 }
 run_step() {  # run_step STEP: the step's command, in the current lane's checkout
   case $1 in
@@ -50,7 +50,7 @@ run_step() {  # run_step STEP: the step's command, in the current lane's checkou
     tests) env WORKBOOK_PROFILE=tiny "$PY" -m pytest tests -m vllm -p no:cacheprovider -q -rf \
              --durations=10 ;;
     shape-*) nbval "$SHAPE" "$LOGS/$1" notebooks/"${1#shape-}"_*.ipynb ;;
-    harness-shape) "$PY" -m helpers.analytics.harness --profile "$SHAPE" --limit "${HARNESS_LIMIT:-32}" ;;
+    harness-shape) "$PY" -m chapters.ch03_acceptance.harness --profile "$SHAPE" --limit "${HARNESS_LIMIT:-32}" ;;
     speculators) "$PY" scripts/speculators_side_by_side.py --out "$LOGS/speculators" ;;
     lab) "$PY" scripts/gpu_moe_lab.py --profile "$SHAPE" --out "$LOGS/gpu-moe-lab.json" ${LAB_ARGS:-} ;;
     *) echo "gpu_check: unknown step $1 (engines nb nb-NN tests shape-NN harness-shape speculators lab)"; return 2 ;;

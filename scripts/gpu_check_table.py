@@ -4,7 +4,7 @@ engine starts and the model runner that ran them, read from what the run left in
     python scripts/gpu_check_table.py build/gpu-check          (gpu_check.sh runs it at the end)
 
 Inputs, all written by the run: summary.txt ("STEP rc=N START END lane=L" lines), gpumem.csv
-(nvidia-smi samples), tiny/ and shape-NN/nbval-times.json (helpers.tools.nbval_keep) and
+(nvidia-smi samples), tiny/ and shape-NN/nbval-times.json (kit.nbval_keep) and
 lane-L-engine-starts.jsonl (helpers.engine.lifecycle.journal_start, one line per engine or server
 start). Peak memory is the whole GPU's: with several lanes at once it counts every lane.
 """

@@ -9,7 +9,7 @@ import argparse
 from pathlib import Path
 
 from helpers.common.paths import DATA_DIR
-from helpers.tiny.dflash_recipe import SMOKE, DFlashRecipe, build_dflash
+from kit.dflash_recipe import SMOKE, DFlashRecipe, build_dflash
 
 
 def parse_args() -> argparse.Namespace:

@@ -9,7 +9,7 @@ import argparse
 from pathlib import Path
 
 from helpers.common.paths import DATA_DIR
-from helpers.tiny.recipe import SMOKE, RecipeConfig, build_tiny_pair, resume_drafter
+from kit.tiny_recipe import SMOKE, RecipeConfig, build_tiny_pair, resume_drafter
 
 
 def parse_args() -> argparse.Namespace:

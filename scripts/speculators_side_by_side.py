@@ -2,7 +2,7 @@
 once with notebook 05's loop (`helpers.eagle3.train.train_drafter`) and once with speculators' own
 trainer (`python -m speculators.train`, speculators 0.9.0), then measure both in vLLM beside the
 shipped drafter: τ and per-position rates on the held-out workbook prompts and on HumanEval, in
-vLLM CI's format (`helpers.analytics.harness.measure`). speculators' trainer needs a GPU (its
+vLLM CI's format (`chapters.ch03_acceptance.harness.measure`). speculators' trainer needs a GPU (its
 Trainer moves batches to CUDA device 0, `speculators/train/trainer.py`), so this runs on one.
 
     python scripts/speculators_side_by_side.py --out build/speculators-side-by-side
@@ -176,7 +176,7 @@ def measure(
 ) -> dict[str, Any]:
     """vLLM CI's rows (k = 3, T = 0) on the held-out workbook prompts (64 tokens) and on HumanEval
     (256 tokens), each with its interval over prompts, from one engine."""
-    from helpers.analytics import harness
+    from chapters.ch03_acceptance import harness
     from helpers.common import prompts
     from helpers.engine import lifecycle, runs
 

@@ -20,7 +20,7 @@ here say why in the exercise text:
   engines of ex. 1 and 4: the validator of ex. 1 and the schema and sampling of ex. 4 run here.
 
 The graded exercises (03 ex. 6-8, 05 ex. 5: the learner writes the algorithm in exercises/) are
-tests/tools/test_grader.py's: it grades the reference solutions with the same checks.
+tests/kit/test_grader.py's: it grades the reference solutions with the same checks.
 """
 
 from __future__ import annotations
@@ -218,7 +218,7 @@ def test_03_ex5_intervals_shrink_about_one_over_sqrt2() -> None:
 def test_03_ex9_the_first_rates_do_not_depend_on_k(tiny) -> None:
     """03 ex. 9 at CI size (2 prompts per task, 64 tokens): the k = 5 run's first three
     per-position rates pass vLLM CI's check against the k = 3 run's."""
-    from helpers.analytics import harness
+    from chapters.ch03_acceptance import harness
     from helpers.engine import lifecycle, runs
 
     rates = {}
@@ -239,7 +239,7 @@ def test_03_ex9_the_first_rates_do_not_depend_on_k(tiny) -> None:
 @needs_shipped
 @pytest.mark.parametrize("k", [1, 5])
 def test_04_ex1_commands_for_k(tiny, k: int) -> None:
-    from helpers.serving.server import launch_command
+    from chapters.ch04_serving.server import launch_command
 
     spec = launch_command(tiny, k=k, port=8000)
     config = json.loads(spec[spec.index("--speculative-config") + 1])
@@ -249,7 +249,7 @@ def test_04_ex1_commands_for_k(tiny, k: int) -> None:
 
 @needs_shipped
 def test_04_ex2_short_form_override(tiny) -> None:
-    from helpers.serving.server import _model_name, _serve_command, launch_command
+    from chapters.ch04_serving.server import _model_name, _serve_command, launch_command
 
     own = _serve_command(tiny, k=tiny.num_speculative_tokens, short_form=True)
     assert "--speculative-config" not in own  # the drafter's own k needs no override
@@ -260,7 +260,7 @@ def test_04_ex2_short_form_override(tiny) -> None:
 
 
 def test_04_ex3_ttft_and_tpot_columns() -> None:
-    from helpers.serving.bench import speedup_table
+    from chapters.ch04_serving.bench import speedup_table
 
     results = pd.DataFrame(
         [{"mode": m, "concurrency": c, "repeat": 0, "output_tok_s": 10.0 * (1 + (m == "spec")),
@@ -273,7 +273,7 @@ def test_04_ex3_ttft_and_tpot_columns() -> None:
 
 
 def test_04_ex4_gpu_profile_command() -> None:
-    from helpers.serving.server import serve_command_text
+    from chapters.ch04_serving.server import serve_command_text
 
     profile = load_profile("qwen3-30b-a3b")
     text = serve_command_text(profile)
@@ -362,7 +362,7 @@ def _lab_costs() -> dict[int, dict[int, float]]:
 
 def _schedule(alpha: float) -> list[tuple[int, int, int]]:
     """Section 6's schedule for the i.i.d. drafter of acceptance `alpha`."""
-    from helpers.analytics import schedule
+    from chapters.ch06_moe import schedule
 
     costs = _lab_costs()
     flat = [j for t in schedule.iid_traces(alpha, 8, 64, 5, seed=0) for j in t]
@@ -371,7 +371,7 @@ def _schedule(alpha: float) -> list[tuple[int, int, int]]:
 
 
 def test_06_ex2_alpha_moves_the_schedule_and_k_zero_ranges_matter() -> None:
-    from helpers.analytics import schedule
+    from chapters.ch06_moe import schedule
 
     high, low = _schedule(0.6), _schedule(0.15)
     assert high != low, (high, low)
@@ -402,7 +402,7 @@ def test_06_ex3_a_smaller_draft_vocabulary_lowers_c() -> None:
 
 
 def test_06_ex4_probing_less_often() -> None:
-    from helpers.analytics import schedule
+    from chapters.ch06_moe import schedule
 
     costs = _lab_costs()
     traces = {"weak": schedule.iid_traces(0.15, 4, 64, 5, seed=1)}
@@ -418,7 +418,7 @@ def test_06_ex4_probing_less_often() -> None:
 def test_07_ex3_position_zero_alone_cannot_pass_without_drafts() -> None:
     """POSITIONS = [0]: the prefill's token, identical in law on both sides; the check still
     refuses samples drawn while no draft was scheduled."""
-    from helpers.analytics.distribution import lossless_test
+    from chapters.ch07_field.distribution import lossless_test
     from helpers.common.counters import SpecCounters
 
     rng = random.Random(0)
@@ -490,7 +490,7 @@ def test_08_ex1_taps_one_layer_earlier_pass_the_validator(tiny, tmp_path) -> Non
 def test_08_ex4_a_schema_in_your_own_field_order() -> None:
     """The exercise's order builds a schema that requires every field, in that order."""
     pytest.importorskip("vllm")
-    from helpers.analytics import mismatch
+    from chapters.ch08_low_acceptance import mismatch
 
     order = ("active", "name", "age", "city", "job", "pet", "id")
     schema = mismatch.with_field_order(mismatch.RECORDS_SCHEMA, order)

@@ -29,6 +29,7 @@ import pytest
 from jupyter_client.manager import KernelManager
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
+from chapters.ch04_serving import server
 from helpers.common import paths
 from helpers.common.envinfo import has_gpu
 from helpers.common.paths import DATA_DIR, REPO_ROOT
@@ -36,8 +37,7 @@ from helpers.common.profiles import load_profile
 from helpers.common.prompts import load_prompts
 from helpers.eagle3.checkpoint import load_drafter
 from helpers.engine.pairing import validate_pair
-from helpers.serving import server
-from helpers.tools import preflight, runner
+from kit import preflight, runner
 
 #: Seconds a server group may take to go once its owner is gone (guard poll + SIGTERM; a loaded
 #: 2-core machine). A stand-in dies on SIGTERM at once.
@@ -74,7 +74,7 @@ def start_code(tmp_path: Path, names: tuple[str, ...] = ("fault-a", "fault-b")) 
         f"""\
         from pathlib import Path
         from helpers.common.notebook import setup_notebook
-        from helpers.serving import server
+        from chapters.ch04_serving import server
         setup_notebook(verbose=False)
         server._SERVERS_DIR = Path({str(tmp_path / "servers")!r})
         servers = [
@@ -178,7 +178,7 @@ def test_an_owner_killed_right_after_launching_the_tiny_server_leaves_nothing(
         import threading, time
         from pathlib import Path
         from helpers.common.profiles import load_profile
-        from helpers.serving import server
+        from chapters.ch04_serving import server
         server._SERVERS_DIR = Path({str(tmp_path / "servers")!r})
         srv = server.make_server(load_profile("tiny"), name="fault-tiny")
         threading.Thread(target=srv.start, kwargs={{"progress": False}}, daemon=True).start()
@@ -228,7 +228,7 @@ def test_an_owner_killed_while_its_tiny_server_serves_returns_the_gpu_memory(
         import json, time
         from pathlib import Path
         from helpers.common.profiles import load_profile
-        from helpers.serving import server
+        from chapters.ch04_serving import server
         server._SERVERS_DIR = Path({str(tmp_path / "servers")!r})
         srv = server._start_server(load_profile("tiny"), name="fault-tiny-gpu", progress=False)
         pids = [p.pid for p in srv.group_processes()]
@@ -404,7 +404,7 @@ def test_ctrl_c_during_make_run_is_an_interrupt(tmp_path: Path) -> None:
     (build / runner._SUMMARY_NAME).write_text(json.dumps({"notebooks": [old], "ok": True}))
     argv = [str(p) for p in sorted(nb_dir.glob("*.ipynb"))] + ["--build-dir", str(build)]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "helpers.tools.runner", *argv],
+        [sys.executable, "-m", "kit.runner", *argv],
         cwd=REPO_ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

@@ -1,6 +1,7 @@
-"""Imports run one way between the packages of `helpers`: common <- eagle3 <- engine <- analytics,
-serving <- tiny, tools. A module may import its own package and any package below it, never one
-above or beside it; and no package may import itself in a cycle through another.
+"""Imports run one way between the packages of the trunk, `helpers`: common <- eagle3 <- engine <-
+analytics <- tiny. A module may import its own package and any package below it, never one above
+or beside it; and no package may import itself in a cycle through another. (Chapters and the kit
+sit above the whole trunk: tests/test_code_homes.py.)
 """
 
 from __future__ import annotations
@@ -14,15 +15,13 @@ from helpers.common.paths import REPO_ROOT
 
 SRC = REPO_ROOT / "src" / "helpers"
 #: Rank of each package: a module may import packages of the same or lower rank only; packages of
-#: equal rank other than its own are off limits (analytics and serving stay independent).
+#: equal rank other than its own are off limits.
 RANK: dict[str, int] = {
     "common": 0,
     "eagle3": 1,
     "engine": 2,
     "analytics": 3,
-    "serving": 3,
     "tiny": 4,
-    "tools": 4,
 }
 MODULES = sorted(p for p in SRC.rglob("*.py") if p.parent != SRC)
 

@@ -32,7 +32,7 @@ for name in modules:
 after_import = dict(os.environ)
 from helpers.common.profiles import load_profile
 from helpers.engine.lifecycle import engine_kwargs
-from helpers.serving.server import launch_command
+from chapters.ch04_serving.server import launch_command
 engine_kwargs(load_profile("tiny"), k=3)  # asks whether there is a GPU
 launch_command(load_profile("tiny"), k=3)
 import dataclasses

@@ -8,7 +8,7 @@ import nbformat
 import pytest
 
 from helpers.common.paths import NOTEBOOKS_DIR
-from helpers.tools.runner import _find_notebooks
+from kit.runner import _find_notebooks
 
 NOTEBOOKS = sorted(NOTEBOOKS_DIR.glob("*.ipynb"))
 

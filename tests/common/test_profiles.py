@@ -8,13 +8,13 @@ import shlex
 
 import pytest
 
+from chapters.ch02_engine.diagrams import plot_aux_layers
+from chapters.ch04_serving.server import _serve_command, serve_command_text
 from helpers.analytics import moe
 from helpers.common import profiles
 from helpers.common.configs import read_config
 from helpers.common.paths import DATA_DIR, REPO_ROOT
-from helpers.eagle3.diagrams import plot_aux_layers
 from helpers.engine.pairing import _layer_config, validate_pair
-from helpers.serving.server import _serve_command, serve_command_text
 
 
 @pytest.fixture(autouse=True)

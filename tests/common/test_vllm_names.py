@@ -10,9 +10,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from chapters.ch04_serving import monitoring
 from helpers.common import vllm_names
 from helpers.common.paths import NOTEBOOKS_DIR, REPO_ROOT
-from helpers.serving import monitoring
 
 #: vLLM 0.26.0's source, where a session unpacked the GPU stack's wheel (checked when present).
 VLLM_026 = Path("/tmp/vllm026/src/vllm")

@@ -24,7 +24,7 @@ from helpers.eagle3.checkpoint import (
 from helpers.eagle3.drafter import DrafterShape, Eagle3Drafter
 from helpers.eagle3.taps import drafter_aux_layer_ids
 from helpers.eagle3.vocab import prune_draft_vocab
-from helpers.tiny.recipe import DRAFTER_NAME
+from kit.tiny_recipe import DRAFTER_NAME
 
 SHAPE = DrafterShape(
     hidden_size=32,

@@ -29,7 +29,7 @@ from helpers.engine.lifecycle import (
 )
 from helpers.engine.pairing import PairingError
 from helpers.engine.runs import NEAR_TIE_MARGIN, lossless_check, pooled, run_categories, sampling
-from helpers.tiny.recipe import local_profile
+from kit.tiny_recipe import local_profile
 
 
 def test_cpu_defaults_plain_and_speculative() -> None:

@@ -40,11 +40,11 @@ MIN_DISTINCT_4GRAMS = 0.5
 
 @pytest.mark.vllm
 def test_speculative_sampling_at_t07_in_process() -> None:
-    from helpers.analytics.text_quality import _distinct_ngram_ratio
     from helpers.common.profiles import load_profile
     from helpers.common.prompts import load_prompts
     from helpers.engine.lifecycle import engine_kwargs, open_engine
     from helpers.engine.runs import run_prompts, sampling
+    from kit.text_quality import _distinct_ngram_ratio
 
     prompts = [p for items in load_prompts(3).values() for p in items]
     kwargs = engine_kwargs(load_profile("tiny"), k=3, worker_extension_cls=fix.EXPAND_KERNEL_CHECK)

@@ -10,20 +10,13 @@ benchmark in vLLM CI's format, with one run read in every engine's acceptance vo
 """
 
 __all__ = [
-    "answer",
     "calibration",
-    "distribution",
     "explorers",
-    "field",
     "figures",
-    "harness",
     "intervals",
-    "mismatch",
     "lab",
     "moe",
     "routing",
-    "schedule",
     "speedup",
     "sweeps",
-    "text_quality",
 ]

@@ -37,6 +37,12 @@ __all__ = [
     "tau_interval",
     "position_intervals",
     "ranking",
+    "LEVEL",
+    "histogram_matrix",
+    "jackknife_ends",
+    "jackknife_se",
+    "t_quantile",
+    "tau_of",
 ]
 
 #: Two-sided coverage of every interval the workbook prints.

@@ -42,6 +42,7 @@ __all__ = [
     "trusted_rows",
     "lab_step_costs",
     "literature",
+    "expected_tokens_per_step",
 ]
 
 _H200_FILE: Path = DATA_DIR / "measurements" / "h200-vllm-step-costs.json"

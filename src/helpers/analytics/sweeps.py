@@ -76,6 +76,7 @@ __all__ = [
     "best_k_sentence",
     "tau_ranking",
     "table_intervals",
+    "run_interval",
 ]
 
 #: Scalar statistics copied into the tables (the per-position list goes to its own long table).

@@ -12,7 +12,6 @@ __all__ = [
     "configs",
     "counters",
     "envinfo",
-    "manifest",
     "notebook",
     "paths",
     "plots",

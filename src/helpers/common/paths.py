@@ -10,6 +10,8 @@ __all__ = [
     "BUILD_DIR",
     "LOGS_DIR",
     "NOTEBOOKS_DIR",
+    "RECIPE_LOG",
+    "DFLASH_NAME",
     "build_path",
     "is_local_ref",
     "local_dir",
@@ -32,6 +34,10 @@ BUILD_DIR: Path = REPO_ROOT / "build"
 FIGURES_DIR: Path = BUILD_DIR / "figures"
 LOGS_DIR: Path = BUILD_DIR / "logs"
 NOTEBOOKS_DIR: Path = REPO_ROOT / "notebooks"
+#: The tiny pair's training log, beside its verifier (written by kit.tiny_recipe).
+RECIPE_LOG: str = "tiny-pair-recipe.json"
+#: The tiny DFlash drafter's folder, beside its verifier (written by kit.dflash_recipe).
+DFLASH_NAME: str = "tiny-qwen3-moe-dflash"
 
 
 def build_path(*parts: str) -> Path:

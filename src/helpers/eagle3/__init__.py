@@ -9,7 +9,6 @@ __all__ = [
     "checkpoint",
     "decode",
     "dflash",
-    "diagrams",
     "drafter",
     "taps",
     "train",

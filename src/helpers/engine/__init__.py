@@ -14,7 +14,6 @@ __all__ = [
     "pairing",
     "plugin",
     "runs",
-    "sampler",
     "vllm_issue_55005",
     "vllm_source",
     "vllm_stream_records",

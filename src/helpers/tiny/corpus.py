@@ -15,7 +15,11 @@ from dataclasses import dataclass
 
 from helpers.common.prompts import CATEGORIES
 
-__all__ = []  # used only inside helpers.tiny
+__all__ = [
+    "build_corpus",
+    "held_out_prompts",
+    "make_examples",
+]  # used only inside helpers.tiny
 
 _FIRST = (
     "Ada",

@@ -14,6 +14,8 @@ from helpers.tiny.corpus import Example
 
 __all__ = [
     "encode_examples",
+    "eval_loss",
+    "train_verifier",
 ]
 
 

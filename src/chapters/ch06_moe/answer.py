@@ -1,0 +1,273 @@
+"""Does EAGLE-3 pay for the real pair? The user's question computed: published acceptance of
+Qwen3-30B-A3B EAGLE-3 drafters × the H200 lab's c(k, C), with bands, labelled predicted.
+
+    python -m chapters.ch06_moe.answer --profile qwen3-30b-a3b
+
+**Predicted, not measured.** τ(k) comes from the published chains of `data/published/
+real-pair-tau.json` whose verifier is the profile's architecture (a per-position record gives τ at
+every k up to its own, a τ-only record at its k); its band is the range over sources. c(k, C) and
+its band come from the lab record (`lab.c_table`: the trusted as-loaded cells of random weights
+on the 30B-A3B shape). The predicted speed-up is τ / c, its band τ_low / c_high to τ_high / c_low.
+A k = 0 entry of a schedule is not plain decoding: it is priced from the one measurement of it
+(`data/published/dynamic-sd-k0.json`, vLLM issue #49548), interpolated in log C between its two
+concurrencies and held at the nearer one outside them.
+
+**The schedule.** Per concurrency the best k follows the rule of vLLM PR #49163's tuner: judge
+each k by a conservative figure (here the band's low end), count the k within 1 % of the best
+conservative figure as tied, and take the smallest of them; `schedule.schedule_ranges` writes
+the ranges, k = 0 ranges kept. Data parallelism disables the schedule (vLLM falls back to the
+static k), which the caveats say.
+
+Where the profile runs (a GPU and the hub), `measure` times the real pair itself: τ per position
+and tokens/s of plain and speculative engines at each concurrency, so c = τ · plain / speculative.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from chapters.ch06_moe import schedule
+from helpers.analytics import lab
+from helpers.common.paths import DATA_DIR
+from helpers.common.tables import K_COLUMN
+
+__all__ = [
+    "published_taus",
+    "k0_cost",
+    "predict",
+    "best_by_concurrency",
+    "speculative_config",
+    "caveats",
+    "measure",
+    "summary_lines",
+    "main",
+]
+
+_TAU_FILE: Path = DATA_DIR / "published" / "real-pair-tau.json"
+_K0_FILE: Path = DATA_DIR / "published" / "dynamic-sd-k0.json"
+#: Candidates within this share of the best conservative speed-up are tied (vLLM PR #49163).
+_TIE = 0.01
+#: The architectures the lab measured, by the name their published verifiers carry.
+_LAB_ARCHITECTURE = "Qwen3-30B-A3B"
+
+
+def _architecture(name: str) -> str:
+    """'Qwen/Qwen3-30B-A3B-Instruct-2507' -> 'Qwen3-30B-A3B' (organisation and release dropped)."""
+    base = name.split("/")[-1]
+    return re.sub(r"-(Instruct|Thinking|Base)(-\d+)?$|-FP8$", "", base)
+
+
+def published_taus(architecture: str, path: Path = _TAU_FILE) -> pd.DataFrame:
+    """τ(k) of every published chain for a verifier architecture: one row per source and k, with
+    the source's conditions (a tree's τ is left out: a chain of k drafts cannot reach it)."""
+    rows = []
+    for r in json.loads(path.read_text())["records"]:
+        if _architecture(r["verifier"]) != architecture or r["drafting"] != "chain":
+            continue
+        per = r.get("per_position")
+        taus = {k: 1 + sum(per[:k]) for k in range(1, len(per) + 1)} if per else {r["k"]: r["tau"]}
+        for k, tau in taus.items():
+            rows.append(
+                {
+                    "source": r["id"],
+                    K_COLUMN: k,
+                    "tau": tau,
+                    "from": "per-position rates" if per else "τ at its own k",
+                    "conditions": f"{r['verifier']} + {r['drafter']}; {r['dataset']}; "
+                    f"T {r['temperature']}; {r['engine']}; {r['date']}",
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def k0_cost(concurrency: int, path: Path = _K0_FILE) -> float:
+    """The cost of a step of a k = 0 schedule entry in plain steps (1 + its measured TPOT tax),
+    interpolated in log concurrency between the record's points and held outside them."""
+    points = sorted((p["concurrency"], p["tax"]) for p in json.loads(path.read_text())["points"])
+    (c0, t0), (c1, t1) = points[0], points[-1]
+    x = min(max(concurrency, c0), c1)
+    share = (math.log(x) - math.log(c0)) / (math.log(c1) - math.log(c0))
+    return 1.0 + t0 + share * (t1 - t0)
+
+
+def predict(costs: pd.DataFrame, taus: pd.DataFrame) -> pd.DataFrame:
+    """Per concurrency and k: τ and its band over sources, c and its band, and the predicted
+    speed-up τ / c with its band; k = 0 rows priced by `k0_cost`."""
+    by_k = taus.groupby(K_COLUMN).tau.agg(["median", "min", "max", "count"])
+    rows = []
+    for r in costs.itertuples():
+        k = getattr(r, K_COLUMN)
+        if k not in by_k.index:
+            continue
+        t = by_k.loc[k]
+        rows.append(
+            {
+                "concurrency": r.concurrency,
+                K_COLUMN: k,
+                "tau": t["median"],
+                "tau_low": t["min"],
+                "tau_high": t["max"],
+                "sources": int(t["count"]),
+                "c": r.c,
+                "c_low": r.c_low,
+                "c_high": r.c_high,
+                "speedup": t["median"] / r.c,
+                "speedup_low": t["min"] / r.c_high,
+                "speedup_high": t["max"] / r.c_low,
+            }
+        )
+    for conc in sorted(costs.concurrency.unique()):
+        price = 1.0 / k0_cost(int(conc))
+        rows.append(
+            {"concurrency": conc, K_COLUMN: 0, "tau": 1.0, "tau_low": 1.0, "tau_high": 1.0}
+            | {"sources": 0, "c": 1 / price, "c_low": 1 / price, "c_high": 1 / price}
+            | {"speedup": price, "speedup_low": price, "speedup_high": price}
+        )
+    return pd.DataFrame(rows).sort_values(["concurrency", K_COLUMN], ignore_index=True)
+
+
+def best_by_concurrency(prediction: pd.DataFrame, tie: float = _TIE) -> dict[int, int]:
+    """Per concurrency, the smallest k whose conservative (low-end) speed-up is within `tie` of
+    the best conservative one (vLLM PR #49163's rule)."""
+    best = {}
+    for conc, grp in prediction.groupby("concurrency"):
+        floor = grp.speedup_low.max() * (1 - tie)
+        best[int(conc)] = int(grp[grp.speedup_low >= floor][K_COLUMN].min())
+    return best
+
+
+def speculative_config(drafter: str, best: Mapping[int, int]) -> dict[str, Any]:
+    """The `--speculative-config` a user pastes: the largest k as the static maximum, and the
+    schedule's ranges (k = 0 kept: vLLM gives larger batches the last range's k); empty where no
+    k pays at any concurrency (serve without `--speculative-config`)."""
+    ranges = schedule.schedule_ranges(best)
+    k_max = max(k for _, _, k in ranges)
+    config: dict[str, Any] = {"model": drafter, "method": "eagle3"}
+    if k_max == 0:
+        return {}
+    return config | {
+        "num_speculative_tokens": k_max,
+        "num_speculative_tokens_per_batch_size": [list(r) for r in ranges],
+    }
+
+
+def caveats(record: Mapping[str, Any], taus: pd.DataFrame, verifier: str) -> list[str]:
+    """Everything that separates this prediction from a measurement of the real pair."""
+    sources = sorted(set(taus.source))
+    return [
+        f"predicted, not measured: the real pair has not run here ({verifier})",
+        f"τ from {len(sources)} published source(s) ({', '.join(sources)}): other drafters than "
+        f"the profile's, on the {_architecture(verifier)} verifier as each source names it "
+        "(not always the profile's release), on their own datasets and temperatures; the band "
+        "over sources is no interval",
+        f"c from random weights on the 30B-A3B shape ({record['gpu']}, vLLM "
+        f"{record.get('vllm', '?')}, {record['settings'].get('graphs', '?')} CUDA graphs, "
+        f"{record['settings'].get('prompt_tokens')}-token prompts): a trained router reads "
+        "another expert union (notebook 06, section 3)",
+        "k = 0 priced from one measurement of another model and GPU (vLLM #49548)",
+        "data parallelism (data_parallel_size > 1) disables the schedule: vLLM falls back to the "
+        "static num_speculative_tokens",
+    ]
+
+
+def measure(
+    profile: Any, ks: Sequence[int], levels: Sequence[int], prompts: Sequence[str], tokens: int
+) -> pd.DataFrame:
+    """On the profile's own pair: per k and concurrency, τ and its per-position rates, tokens/s of
+    the speculative and plain engines (C prompts at once, forced length), and c = τ·plain/spec."""
+    from helpers.common import vllm_names
+    from helpers.engine import lifecycle, runs
+
+    params = runs.sampling(tokens, ignore_eos=True)
+
+    def tok_s(k: int) -> dict[int, Any]:
+        out = {}
+        with lifecycle.open_engine(**lifecycle.engine_kwargs(profile, k=k or None)) as llm:
+            runs.run_prompts(llm, list(prompts[:1]), params)  # warm-up
+            for c in levels:
+                out[c] = runs.run_prompts(
+                    llm, [prompts[i % len(prompts)] for i in range(c)], params
+                )
+        return out
+
+    plain = tok_s(0)
+    rows = []
+    for k in ks:
+        for c, run in tok_s(k).items():
+            stats, base = run.stats, plain[c]
+            speedup = (run.output_tokens / run.seconds) / (base.output_tokens / base.seconds)
+            rows.append(
+                {
+                    "concurrency": c,
+                    K_COLUMN: k,
+                    "tau": stats[vllm_names.TAU],
+                    "per_position": [round(x, 3) for x in stats[vllm_names.PER_POSITION_RATES]],
+                    "speedup": speedup,
+                    "c": stats[vllm_names.TAU] / speedup,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def summary_lines(
+    prediction: pd.DataFrame, best: Mapping[int, int], config: Mapping[str, Any]
+) -> list[str]:
+    """The answer as printed lines: per concurrency the best k and its predicted speed-up band,
+    then the `--speculative-config` to paste."""
+    out = []
+    for conc, k in best.items():
+        row = prediction[(prediction.concurrency == conc) & (prediction[K_COLUMN] == k)].iloc[0]
+        out.append(
+            f"C = {conc}: best k {k}, predicted {row.speedup:.2f}x "
+            f"[{row.speedup_low:.2f}, {row.speedup_high:.2f}] (PREDICTED, not measured)"
+        )
+    if config:
+        out.append(f"--speculative-config '{json.dumps(config)}'")
+    else:
+        out.append("no k pays at any measured concurrency: serve without --speculative-config")
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Print the prediction, the best k per concurrency, the schedule and its caveats."""
+    from helpers.common.profiles import load_profile
+
+    p = argparse.ArgumentParser(description="Does EAGLE-3 pay for the real pair? (predicted)")
+    p.add_argument("--profile", default="qwen3-30b-a3b")
+    args = p.parse_args(argv)
+    try:
+        profile = load_profile(args.profile)
+    except ValueError as err:
+        print(f"answer: {err}")
+        return 2
+    architecture = _architecture(profile.verifier)
+    if architecture != _LAB_ARCHITECTURE:
+        print(
+            f"answer: the lab measured {_LAB_ARCHITECTURE}, not {architecture} "
+            f"({profile.name}): no c(k, C) to predict with"
+        )
+        return 2
+    record = lab.load_lab()
+    taus = published_taus(architecture)
+    prediction = predict(lab.c_table(record), taus)
+    best = best_by_concurrency(prediction)
+    config = speculative_config(profile.drafter, best)
+    with pd.option_context("display.width", 120):
+        print(prediction.round(2).to_string(index=False))
+    print("\n".join(summary_lines(prediction, best, config)))
+    for line in caveats(record, taus, profile.verifier):
+        print(f"- {line}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

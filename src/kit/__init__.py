@@ -1,0 +1,27 @@
+"""The instructor's and maintainer's kit: command-line tools no notebook imports, each run as
+`python -m kit.<tool>`.
+
+doctor (will the workbook run here?), preflight (can this machine run a profile?), prefetch (a hub
+profile's pair for offline use), runner (make run), grader and its vLLM sampler reference (make
+check-exercises), nbval_keep (pytest -p kit.nbval_keep: keep what nbval executed), manifest
+(data/'s sha256 list), the tiny pair's recipes (tiny_recipe, tiny_tokenizer, dflash_recipe) and
+model cards, text_quality (make bench's output checks) and homes (how big each home of the code
+is).
+"""
+
+__all__ = [
+    "dflash_recipe",
+    "doctor",
+    "grader",
+    "homes",
+    "manifest",
+    "model_cards",
+    "nbval_keep",
+    "prefetch",
+    "preflight",
+    "runner",
+    "sampler",
+    "text_quality",
+    "tiny_recipe",
+    "tiny_tokenizer",
+]

@@ -1,0 +1,279 @@
+"""The pure parts of helpers.clients: SSE parsing, TTFT/TPOT arithmetic, /metrics parsing, curl text."""
+
+from __future__ import annotations
+
+import json
+import math
+import shlex
+
+import pytest
+
+from chapters.ch04_serving.clients import (
+    _DONE,
+    _chat_payload,
+    _parse_sse_line,
+    _result_from_events,
+    curl_command,
+    spec_counters_from_text,
+)
+from helpers.common.counters import SpecCounters, acceptance_stats
+
+
+def chunk(content: str | None = None, role: str | None = None, finish: str | None = None) -> dict:
+    """A chat.completion.chunk event as vLLM streams it."""
+    delta = {k: v for k, v in (("role", role), ("content", content)) if v is not None}
+    return {
+        "object": "chat.completion.chunk",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
+
+
+def usage(prompt: int, completion: int) -> dict:
+    """The final usage-only chunk sent with stream_options.include_usage."""
+    return {
+        "object": "chat.completion.chunk",
+        "choices": [],
+        "usage": {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
+        },
+    }
+
+
+def sse(event: dict | str) -> bytes:
+    """An event as its SSE `data:` line."""
+    return f"data: {event if isinstance(event, str) else json.dumps(event)}".encode()
+
+
+def test_parse_sse_line_kinds() -> None:
+    assert _parse_sse_line(sse(chunk("hi"))) == chunk("hi")
+    assert _parse_sse_line("data: [DONE]") == _DONE
+    assert _parse_sse_line(b"") is None
+    assert _parse_sse_line(": keep-alive") is None
+    assert _parse_sse_line("event: message") is None
+    assert _parse_sse_line('data:{"a": 1}') == {"a": 1}  # the space after the colon is optional
+
+
+def test_stream_result_timings_from_canned_events() -> None:
+    # Sent at t=10.0; role-only chunk at 10.05 (no token); tokens at 10.2, 10.3, 10.6 (a chunk of 3 tokens).
+    lines = [
+        sse(chunk(role="assistant", content="")),
+        sse(chunk("Hel")),
+        sse(chunk("lo")),
+        sse(chunk(" big world", finish="length")),
+        sse(usage(12, 5)),
+        b"",
+        sse(_DONE),
+    ]
+    times = [10.05, 10.2, 10.3, 10.6, 10.61, 10.61, 10.62]
+    events = [(t, ev) for t, ev in zip(times, map(_parse_sse_line, lines)) if ev is not None]
+    r = _result_from_events(events, start=10.0)
+    assert r.text == "Hello big world"
+    assert r.ttft == pytest.approx(0.2)
+    assert r.itls == pytest.approx([0.1, 0.3])
+    assert (r.output_tokens, r.prompt_tokens, r.chunks, r.finish_reason) == (5, 12, 3, "length")
+    assert r.tpot == pytest.approx((10.6 - 10.2) / (5 - 1))
+    assert r.latency == pytest.approx(0.62)
+    assert r.output_tps == pytest.approx(5 / 0.62)
+    assert r.tokens_per_chunk == pytest.approx(5 / 3)
+
+
+def test_stream_without_usage_counts_chunks() -> None:
+    events = [(1.1, chunk("a")), (1.3, chunk("b")), (1.4, _DONE)]
+    r = _result_from_events(events, start=1.0)
+    assert r.output_tokens == 2 and r.tpot == pytest.approx(0.2)
+
+
+def test_single_token_has_no_tpot() -> None:
+    r = _result_from_events([(0.5, chunk("x")), (0.6, usage(3, 1))], start=0.0)
+    assert r.tpot == 0.0 and r.ttft == pytest.approx(0.5)
+
+
+def test_stream_error_event_raises() -> None:
+    with pytest.raises(RuntimeError, match="server error"):
+        _result_from_events([(0.1, {"error": {"message": "boom"}})], start=0.0)
+
+
+METRICS = """\
+# HELP vllm:num_requests_running Number of requests in model execution batches.
+# TYPE vllm:num_requests_running gauge
+vllm:num_requests_running{engine="0",model_name="tiny-qwen3-moe"} 0.0
+# HELP vllm:spec_decode_num_drafts_total Number of spec decoding drafts.
+# TYPE vllm:spec_decode_num_drafts_total counter
+vllm:spec_decode_num_drafts_total{engine="0",model_name="tiny-qwen3-moe"} 94.0
+vllm:spec_decode_num_drafts_total{engine="1",model_name="tiny-qwen3-moe"} 6.0
+# HELP vllm:spec_decode_num_drafts_created Number of spec decoding drafts.
+# TYPE vllm:spec_decode_num_drafts_created gauge
+vllm:spec_decode_num_drafts_created{engine="0",model_name="tiny-qwen3-moe"} 1.7960575305227275e+09
+# HELP vllm:spec_decode_num_draft_tokens_total Number of draft tokens.
+# TYPE vllm:spec_decode_num_draft_tokens_total counter
+vllm:spec_decode_num_draft_tokens_total{engine="0",model_name="tiny-qwen3-moe"} 282.0
+vllm:spec_decode_num_draft_tokens_total{engine="1",model_name="tiny-qwen3-moe"} 18.0
+# HELP vllm:spec_decode_num_accepted_tokens_total Number of accepted tokens.
+# TYPE vllm:spec_decode_num_accepted_tokens_total counter
+vllm:spec_decode_num_accepted_tokens_total{engine="0",model_name="tiny-qwen3-moe"} 150.0
+# HELP vllm:spec_decode_num_accepted_tokens_per_pos_total Accepted tokens per draft position.
+# TYPE vllm:spec_decode_num_accepted_tokens_per_pos_total counter
+vllm:spec_decode_num_accepted_tokens_per_pos_total{engine="0",model_name="tiny-qwen3-moe",position="0"} 80.0
+vllm:spec_decode_num_accepted_tokens_per_pos_total{engine="0",model_name="tiny-qwen3-moe",position="2"} 25.0
+vllm:spec_decode_num_accepted_tokens_per_pos_total{engine="0",model_name="tiny-qwen3-moe",position="1"} 45.0
+# HELP vllm:spec_decode_num_accepted_tokens_per_pos_created Accepted tokens per draft position.
+# TYPE vllm:spec_decode_num_accepted_tokens_per_pos_created gauge
+vllm:spec_decode_num_accepted_tokens_per_pos_created{engine="0",model_name="tiny-qwen3-moe",position="0"} 1.79e+09
+vllm:spec_decode_num_accepted_tokens_per_pos_created{engine="0",model_name="tiny-qwen3-moe",position="1"} 1.79e+09
+vllm:spec_decode_num_accepted_tokens_per_pos_created{engine="0",model_name="tiny-qwen3-moe",position="2"} 1.79e+09
+"""
+
+
+def test_metrics_text_sums_label_sets_and_orders_positions() -> None:
+    c = spec_counters_from_text(METRICS)
+    assert c == SpecCounters(
+        num_drafts=100, num_draft_tokens=300, num_accepted_tokens=150, accepted_per_pos=(80, 45, 25)
+    )
+
+
+def test_metrics_delta_gives_bench_serve_keys() -> None:
+    stats = acceptance_stats(spec_counters_from_text(METRICS) - SpecCounters())
+    assert stats["spec_decode_acceptance_length"] == pytest.approx(2.5)
+    assert stats["spec_decode_acceptance_rate"] == pytest.approx(50.0)
+    assert stats["spec_decode_per_position_acceptance_rates"] == pytest.approx([0.8, 0.45, 0.25])
+
+
+def test_plain_server_metrics_give_zero_counters() -> None:
+    plain = METRICS.split("# HELP vllm:spec_decode")[0]
+    assert spec_counters_from_text(plain) == SpecCounters()
+
+
+def test_curl_command_sends_the_same_payload() -> None:
+    msgs = [
+        {"role": "system", "content": "You are helpful."},
+        {"role": "user", "content": "It's JSON time"},
+    ]
+    text = curl_command(
+        "http://127.0.0.1:8000", "tiny-qwen3-moe", msgs, max_tokens=64, temperature=0.0
+    )
+    argv = shlex.split(text.replace("\\\n", " "))
+    assert argv[:2] == ["curl", "http://127.0.0.1:8000/v1/chat/completions"]
+    assert argv[argv.index("-H") + 1] == "Content-Type: application/json"
+    assert json.loads(argv[argv.index("-d") + 1]) == _chat_payload("tiny-qwen3-moe", msgs, 64, 0.0)
+
+
+def test_curl_stream_flag_and_payload() -> None:
+    text = curl_command("http://h:1", "m", [{"role": "user", "content": "x"}], stream=True)
+    argv = shlex.split(text.replace("\\\n", " "))
+    assert "-N" in argv
+    body = json.loads(argv[argv.index("-d") + 1])
+    assert body["stream"] is True and body["stream_options"] == {"include_usage": True}
+
+
+def test_chat_payload_passes_extra_keys() -> None:
+    p = _chat_payload("m", [], max_tokens=8, temperature=0.5, stream=False, ignore_eos=True)
+    assert p == {
+        "model": "m",
+        "messages": [],
+        "max_tokens": 8,
+        "temperature": 0.5,
+        "stream": False,
+        "ignore_eos": True,
+    }
+
+
+# ---------------------------------------------------------------- per-request acceptance, engine stats
+
+
+SPEC_BLOCK = {
+    "mean_acceptance_length": 3.0,
+    "draft_acceptance_rate": 2 / 3,
+    "acceptance_histogram": [1, 0, 1, 2],
+    "num_spec_steps": 4,
+    "num_accepted_draft_tokens": 8,
+    "num_draft_tokens": 12,
+    "num_spec_tokens": 3,
+    "per_step_accepted": None,
+    "per_step_drafted": None,
+}
+
+
+def test_response_acceptance_reads_the_servers_record() -> None:
+    from chapters.ch04_serving.clients import response_acceptance
+
+    acc = response_acceptance({"choices": [], "metrics": {"speculative_decoding": SPEC_BLOCK}})
+    assert acc is not None and acc.histogram == (1, 0, 1, 2) and acc.num_draft_tokens == 12
+    # the record's own summary agrees with the counters built from its histogram
+    stats = acceptance_stats(acc.counters)
+    assert stats["spec_decode_acceptance_length"] == SPEC_BLOCK["mean_acceptance_length"]
+    assert acc.counters.accepted_per_pos == (3, 3, 2)
+    assert response_acceptance({"choices": []}) is None  # a vLLM without the flag
+    assert response_acceptance({"metrics": {"speculative_decoding": None}}) is None
+
+
+def test_the_final_usage_chunk_brings_the_requests_acceptance() -> None:
+    final = {**usage(12, 3), "metrics": {"speculative_decoding": SPEC_BLOCK}}
+    r = _result_from_events(
+        [(10.2, chunk("a")), (10.3, chunk("bc", finish="length")), (10.35, final)], start=10.0
+    )
+    assert r.acceptance is not None and r.acceptance.histogram == (1, 0, 1, 2)
+    assert r.started_at == 10.0 and r.finished_at == pytest.approx(10.35)
+    assert r.user_tok_s == pytest.approx(1 / r.tpot)
+    plain = _result_from_events([(10.2, chunk("a")), (10.3, usage(12, 1))], start=10.0)
+    assert plain.acceptance is None and plain.user_tok_s == 0.0
+
+
+ENGINE = """\
+# HELP vllm:num_requests_running Number of requests in model execution batches.
+# TYPE vllm:num_requests_running gauge
+vllm:num_requests_running{engine="0",model_name="m"} 3.0
+# TYPE vllm:num_requests_waiting gauge
+vllm:num_requests_waiting{engine="0",model_name="m"} 2.0
+# TYPE vllm:num_requests_waiting_by_reason gauge
+vllm:num_requests_waiting_by_reason{engine="0",model_name="m",reason="capacity"} 7.0
+# TYPE vllm:kv_cache_usage_perc gauge
+vllm:kv_cache_usage_perc{engine="0",model_name="m"} 0.5
+# TYPE vllm:prefix_cache_queries_total counter
+vllm:prefix_cache_queries_total{engine="0",model_name="m"} 400.0
+# TYPE vllm:prefix_cache_queries_created gauge
+vllm:prefix_cache_queries_created{engine="0",model_name="m"} 1.79e+09
+# TYPE vllm:prefix_cache_hits_total counter
+vllm:prefix_cache_hits_total{engine="0",model_name="m"} 256.0
+# TYPE vllm:num_preemptions_total counter
+vllm:num_preemptions_total{engine="0",model_name="m"} 1.0
+# TYPE vllm:cache_config_info gauge
+vllm:cache_config_info{block_size="128",engine="0",num_gpu_blocks="56",enable_prefix_caching="True"} 1.0
+# TYPE vllm:e2e_request_latency_seconds histogram
+vllm:e2e_request_latency_seconds_bucket{engine="0",le="0.3",model_name="m"} 4.0
+"""
+
+
+def test_engine_stats_from_metrics_text() -> None:
+    from chapters.ch04_serving.clients import EngineStats, engine_stats_from_text
+
+    page = ENGINE + METRICS.split("\n", 3)[3]  # METRICS without its own running gauge
+    s = engine_stats_from_text(page)
+    assert (s.running, s.waiting, s.kv_cache_usage, s.preemptions) == (3, 2, 0.5, 1)
+    assert (s.num_gpu_blocks, s.block_size, s.kv_tokens) == (56, 128, 56 * 128)
+    assert s.prefix_hit_rate == pytest.approx(256 / 400)
+    delta = s - EngineStats(prefix_cache_queries=100, prefix_cache_hits=56, preemptions=1)
+    assert (delta.prefix_cache_queries, delta.prefix_cache_hits, delta.preemptions) == (300, 200, 0)
+    assert delta.running == 3 and delta.num_gpu_blocks == 56  # gauges as at the later scrape
+    assert EngineStats().prefix_hit_rate != EngineStats().prefix_hit_rate  # NaN: nothing looked up
+    # the spec-decode parser still reads its counters from the same page
+    assert spec_counters_from_text(page).num_drafts == 100
+
+
+def test_latency_histograms_are_read_as_sums_and_counts_and_differenced() -> None:
+    from chapters.ch04_serving.clients import engine_stats_from_text
+
+    def page(total: float, count: int) -> str:
+        name = "vllm:request_time_per_output_token_seconds"
+        return (
+            f"# HELP {name} x\n# TYPE {name} histogram\n"
+            f'{name}_bucket{{engine="0",le="0.01"}} 1.0\n'
+            f'{name}_bucket{{engine="0",le="+Inf"}} {count}\n'
+            f'{name}_count{{engine="0"}} {count}\n{name}_sum{{engine="0"}} {total}\n'
+        )
+
+    before, after = engine_stats_from_text(page(0.5, 10)), engine_stats_from_text(page(0.8, 16))
+    assert before.latency["tpot"] == (0.5, 10.0)
+    assert (after - before).mean_seconds("tpot") == pytest.approx(0.3 / 6)
+    assert math.isnan(before.mean_seconds("ttft")), "a histogram the page lacks"

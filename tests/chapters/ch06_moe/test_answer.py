@@ -1,0 +1,92 @@
+"""chapters.ch06_moe.answer: published τ per source, k = 0 priced as measured, the predicted
+speed-up with its band, PR #49163's choice of k and the schedule to paste."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pandas as pd
+import pytest
+
+from chapters.ch06_moe import answer
+from helpers.analytics import lab
+from helpers.common.paths import DATA_DIR
+from helpers.common.tables import K_COLUMN
+
+
+def test_published_chains_give_tau_at_every_k_they_cover() -> None:
+    taus = answer.published_taus("Qwen3-30B-A3B")
+    record = {
+        r["id"]: r
+        for r in json.loads((DATA_DIR / "published" / "real-pair-tau.json").read_text())["records"]
+    }
+    per = record["speculators-610"]["per_position"]
+    spec = taus[taus.source == "speculators-610"].set_index(K_COLUMN).tau
+    assert spec[3] == pytest.approx(1 + sum(per[:3])) and sorted(spec.index) == [1, 2, 3, 4, 5]
+    assert taus[taus.source == "specforge-339"][K_COLUMN].tolist() == [3]
+    assert "angelslim-163" not in set(taus.source), "a tree's τ is no chain's"
+    assert answer.published_taus("Qwen3-235B-A22B").empty or "nebius-235b" not in set(taus.source)
+
+
+def test_k0_costs_what_the_record_measured_and_interpolates_in_log_concurrency() -> None:
+    assert answer.k0_cost(2) == pytest.approx(1.0656)
+    assert answer.k0_cost(189) == pytest.approx(1.2158)
+    assert answer.k0_cost(1) == answer.k0_cost(2), "held below the lowest point"
+    mid = math.exp((math.log(2) + math.log(189)) / 2)
+    assert answer.k0_cost(int(round(mid))) == pytest.approx(1.1407, abs=2e-3)
+
+
+def _costs() -> pd.DataFrame:
+    rows = [
+        (1, 1, 1.4, 1.3, 1.5),
+        (1, 3, 1.8, 1.7, 1.9),
+        (64, 1, 1.05, 1.0, 1.1),
+        (64, 3, 1.12, 1.1, 1.15),
+    ]
+    return pd.DataFrame(rows, columns=["concurrency", K_COLUMN, "c", "c_low", "c_high"])
+
+
+def _taus() -> pd.DataFrame:
+    return pd.DataFrame({"source": ["a", "a", "b"], K_COLUMN: [1, 3, 3], "tau": [1.6, 2.0, 1.8]})
+
+
+def test_the_prediction_bands_tau_over_c() -> None:
+    p = answer.predict(_costs(), _taus()).set_index(["concurrency", K_COLUMN])
+    row = p.loc[(1, 3)]
+    assert row.speedup == pytest.approx(1.9 / 1.8)
+    assert (row.speedup_low, row.speedup_high) == pytest.approx((1.8 / 1.9, 2.0 / 1.7))
+    assert p.loc[(64, 0)].speedup == pytest.approx(1 / answer.k0_cost(64))
+
+
+def test_best_k_takes_the_smaller_of_tied_candidates() -> None:
+    p = answer.predict(_costs(), _taus())
+    best = answer.best_by_concurrency(p)
+    # C = 1: k = 1's low end 1.6 / 1.5 beats k = 3's 1.8 / 1.9; C = 64: k = 3's 1.8 / 1.15 wins
+    assert best == {1: 1, 64: 3}
+    tied = p.assign(speedup_low=p.speedup_low.where(p[K_COLUMN] != 3, 1.6 / 1.5 * 0.995))
+    assert answer.best_by_concurrency(tied)[1] == 1
+    assert answer.best_by_concurrency(p, tie=0.5)[64] == 0, "a wide tie falls back to the smallest"
+
+
+def test_the_config_to_paste_keeps_k0_ranges_and_says_when_nothing_pays() -> None:
+    config = answer.speculative_config("d", {1: 3, 16: 3, 64: 0})
+    assert config["num_speculative_tokens"] == 3
+    assert config["num_speculative_tokens_per_batch_size"] == [[1, 16, 3], [17, 64, 0]]
+    nothing = answer.speculative_config("d", {1: 0, 64: 0})
+    assert nothing == {}
+    p = answer.predict(_costs(), _taus())
+    said = answer.summary_lines(p, {1: 0, 64: 0}, nothing)
+    assert said[-1].startswith("no k pays") and "PREDICTED" in said[0]
+
+
+def test_the_command_prints_a_prediction_for_the_seed_pair(capsys) -> None:
+    assert answer.main(["--profile", "qwen3-30b-a3b"]) == 0
+    out = capsys.readouterr().out
+    assert "predicted" in out and "--speculative-config" in out and "#49548" in out
+    assert answer.main(["--profile", "qwen3-235b-a22b"]) == 2
+
+
+def test_the_shipped_prediction_rests_on_the_trusted_cells() -> None:
+    p = answer.predict(lab.c_table(lab.load_lab()), answer.published_taus("Qwen3-30B-A3B"))
+    assert set(p.concurrency) == {1, 4, 16, 64} and (p.speedup_low <= p.speedup_high).all()

@@ -1,0 +1,134 @@
+"""chapters.ch06_moe.schedule: a k-by-batch schedule vLLM reads as meant (k = 0 where plain
+decoding wins), and replays of static k, the schedule and the utility controller."""
+
+from __future__ import annotations
+
+import pytest
+
+from chapters.ch06_moe import schedule
+from helpers.analytics.speedup import expected_tokens_per_step
+
+#: c(k, B) with speculation losing at batch 16 only (a non-monotonic lab).
+COSTS = {
+    1: {1: 1.2, 3: 1.5, 5: 1.9},
+    4: {1: 1.0, 3: 1.1, 5: 1.3},
+    16: {1: 1.45, 3: 1.9, 5: 2.4},
+    64: {1: 1.1, 3: 1.3, 5: 1.6},
+}
+ALPHA = 0.4
+
+
+def taus(alpha: float = ALPHA) -> dict[int, float]:
+    return {k: expected_tokens_per_step(k, alpha) for k in (1, 3, 5)}
+
+
+def test_best_k_is_zero_where_plain_wins() -> None:
+    best = {b: schedule.best_k(taus(), c)[0] for b, c in COSTS.items()}
+    assert best[16] == 0 and best[4] > 0
+    assert schedule.best_k(taus(), COSTS[16])[1] == 1.0
+
+
+def test_the_schedule_emits_k_zero_where_plain_wins_and_vllm_reads_it() -> None:
+    best = {b: schedule.best_k(taus(), c)[0] for b, c in COSTS.items()}
+    ranges = schedule.schedule_ranges(best)
+    assert ranges[0][0] == 1 and (5, 16, 0) in ranges
+    assert all(a[1] + 1 == b[0] for a, b in zip(ranges, ranges[1:])), ranges
+    lookup = schedule.dense_lookup(ranges, 128, 5)
+    for b, k in best.items():
+        assert lookup[b] == k, (b, lookup[b], k)
+    assert lookup[10] == best[16] == 0  # between measured sizes: the k of the size above
+    assert lookup[100] == best[64]  # above the last range: vLLM repeats the last k
+
+
+def test_dropping_the_plain_ranges_makes_vllm_speculate_there() -> None:
+    ranges = [(1, 4, 1), (5, 16, 0), (17, 64, 1)]
+    kept = schedule.dense_lookup(ranges, 64, 3)
+    dropped = schedule.dense_lookup([r for r in ranges if r[2] > 0], 64, 3)
+    assert kept[10] == 0 and dropped[10] == 1  # the gap takes the previous range's k
+    tail = schedule.dense_lookup([(1, 8, 3), (9, 16, 0)], 64, 3)
+    assert tail[40] == 0
+    assert schedule.dense_lookup([(1, 8, 3)], 64, 3)[40] == 3
+
+
+def test_vllm_refuses_a_schedule_that_does_not_start_at_one() -> None:
+    with pytest.raises(ValueError, match="start at 1"):
+        schedule.dense_lookup([(2, 8, 3)], 64, 3)
+
+
+def test_static_replay_is_tau_over_c() -> None:
+    trace = [0, 1, 5, 2, 3, 0]
+    assert schedule.trace_tau(trace, 3) == pytest.approx(sum(1 + min(j, 3) for j in trace) / 6)
+    assert schedule._replay_static(trace, 3, 1.5) == pytest.approx(
+        schedule.trace_tau(trace, 3) / 1.5
+    )
+    assert schedule._replay_static(trace, 0, 9.9) == 1.0
+
+
+def iid_trace(alpha: float, steps: int, k_max: int = 5, seed: int = 0) -> list[int]:
+    return schedule.iid_traces(alpha, 1, steps, k_max, seed)[0]
+
+
+def test_utility_controller_stops_speculating_when_it_does_not_pay() -> None:
+    never = [[0] * 200 for _ in range(4)]
+    speed, share = schedule._replay_rule(never, COSTS[1], probe_every=16)
+    assert share < 0.15 and speed > 0.9  # probes cost a little, as Cascade caps slowdown
+    always = [[5] * 200 for _ in range(4)]
+    speed, share = schedule._replay_rule(always, COSTS[1], probe_every=16)
+    assert share > 0.95 and speed == pytest.approx(6 / 1.9, rel=0.05)
+
+
+def test_utility_controller_learns_alpha_from_what_it_drafted() -> None:
+    ctl = schedule._UtilityController(COSTS[4])
+    for _ in range(400):
+        ctl.observe(5, min(iid_trace(0.7, 1, seed=_)[0], 5))
+    assert ctl.expected_tokens(3) == pytest.approx(expected_tokens_per_step(3, 0.7), abs=0.15)
+
+
+def test_replay_table_has_every_rule_per_trace_and_batch() -> None:
+    traces = {"alpha 0.4": [iid_trace(ALPHA, 300, seed=s) for s in range(4)]}
+    best = {b: schedule.best_k(taus(), c)[0] for b, c in COSTS.items()}
+    table = schedule.replay_table(traces, COSTS, {"alpha 0.4": schedule.schedule_ranges(best)})
+    assert len(table) == len(COSTS)
+    assert {"k=1", "k=3", "k=5", "schedule", "utility", "speculated_share"} <= set(table.columns)
+    at16 = table.set_index("batch").loc[16]
+    assert at16["num_speculative_tokens (schedule)"] == 0 and at16.schedule == 1.0
+
+
+def test_request_trace_reads_full_length_steps_only() -> None:
+    import types
+
+    from helpers.common import vllm_names
+
+    metrics = types.SimpleNamespace(
+        **{vllm_names.PER_STEP_ACCEPTED: [5, 1, 0, 2], vllm_names.PER_STEP_DRAFTED: [5, 5, 5, 2]}
+    )
+    output = types.SimpleNamespace(**{vllm_names.OUTPUT_METRICS_ATTR: metrics})
+    assert schedule._request_trace(output, 5) == [5, 1, 0]
+    assert schedule._request_trace(types.SimpleNamespace(), 5) is None
+
+
+def test_counters_trace_keeps_the_per_position_mix() -> None:
+    from helpers.common.counters import SpecCounters
+
+    counters = SpecCounters(1000, 3000, 1300, (700, 400, 200))
+    trace = schedule._counters_trace(counters, 20000, seed=1)
+    for i, expected in enumerate((0.7, 0.4, 0.2)):
+        assert sum(j > i for j in trace) / len(trace) == pytest.approx(expected, abs=0.02)
+
+
+def test_on_the_recorded_lab_plain_batches_get_k_zero() -> None:
+    from helpers.analytics import lab, speedup
+
+    table = speedup.lab_step_costs(lab.load_lab())
+    by = table.pivot_table(
+        index="num_speculative_tokens", columns="concurrency", values="measured_c", aggfunc="median"
+    )
+    costs = {int(b): {int(k): float(v) for k, v in by[b].dropna().items()} for b in by.columns}
+    for alpha in (0.1, 0.3, 0.6):
+        flat = [j for t in schedule.iid_traces(alpha, 8, 64, 5, seed=2) for j in t]
+        taus = {k: schedule.trace_tau(flat, k) for k in costs[min(costs)]}
+        best = {b: schedule.best_k(taus, c)[0] for b, c in costs.items()}
+        lookup = schedule.dense_lookup(schedule.schedule_ranges(best), max(costs), 5)
+        for b, by_k in costs.items():
+            plain_wins = all(taus[k] / c < 1 for k, c in by_k.items())
+            assert (lookup[b] == 0) == plain_wins, (alpha, b, lookup[b], taus, by_k)
