@@ -31,14 +31,19 @@ TYPED_OUTCOMES = [
 ]
 
 
+#: The docs that hold what the README held before it became a five-minute contract.
+README_DOCS = ("commands", "gpu", "layout", "measurements", "tiny-pair", "tokenizer")
+
+
 def _texts() -> list[tuple[str, str]]:
-    """(name, text) of every notebook cell, the README, the model cards and their generator, and
-    every profile note."""
+    """(name, text) of every notebook cell, the README and the docs it moved to, the model cards
+    and their generator, and every profile note."""
     out = []
     for nb in sorted(NOTEBOOKS_DIR.glob("*.ipynb")):
         for i, cell in enumerate(json.loads(nb.read_text())["cells"]):
             out.append((f"{nb.name} cell {i}", "".join(cell["source"])))
-    files = [REPO_ROOT / "README.md", *DATA_DIR.glob("*/README.md")]
+    files = [REPO_ROOT / "README.md", *(REPO_ROOT / "docs" / f"{n}.md" for n in README_DOCS)]
+    files += DATA_DIR.glob("*/README.md")
     files.append(REPO_ROOT / "src" / "helpers" / "tiny" / "model_cards.py")
     out += [(str(p.relative_to(REPO_ROOT)), p.read_text()) for p in files if p.is_file()]
     for path in sorted((DATA_DIR / "profiles").glob("*.json")):
@@ -56,5 +61,6 @@ def test_no_typed_outcome_sentence(pattern: str) -> None:
 def test_the_scan_sees_the_files() -> None:
     names = [name for name, _ in _texts()]
     assert any(n.startswith("README.md") for n in names)
+    assert all(f"docs/{n}.md" in names for n in README_DOCS)
     assert sum(".ipynb cell" in n for n in names) > 100
     assert Path(REPO_ROOT / "README.md").is_file()
