@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from helpers.common.paths import DATA_DIR, NOTEBOOKS_DIR, REPO_ROOT
+from tests.test_readme_contract import README_DOCS
 
 TYPED_OUTCOMES = [
     r"structured text is easiest",
@@ -29,10 +30,6 @@ TYPED_OUTCOMES = [
     r"\d\.\d+ plain steps",
     r"\d\.\d\d ?[-–] ?\d\.\d\d ?[x×] (the )?plain",
 ]
-
-
-#: The docs that hold what the README held before it became a five-minute contract.
-README_DOCS = ("commands", "gpu", "layout", "measurements", "tiny-pair", "tokenizer")
 
 
 def _texts() -> list[tuple[str, str]]:
