@@ -33,6 +33,9 @@ TARGETS: dict[str, float] = {
     "engine start": 12,
 }
 FIRST_PLOT = "build/figures/02_tau_by_task.png"
+#: How the table names the clone's workbook: its commit's date and subject in UTC, not the hash,
+#: which goes stale when history is reworded.
+WORKBOOK_LOG = ["log", "-1", "--date=format-local:%Y-%m-%d %H:%M UTC", "--format=%cd (%s)"]
 ENGINE_PROBE = """
 import json, time
 from helpers.common.profiles import load_profile
@@ -99,10 +102,10 @@ def table_rows(res: dict[str, Any]) -> list[tuple[str, float, float | None]]:
 
 
 def markdown(res: dict[str, Any]) -> str:
-    """The result as a README table: measured next to target, met or missed."""
+    """The result as a table for docs/measurements.md: measured next to target, met or missed."""
     lines = [
-        f"Measured by `python3 scripts/bench_speed.py` from a fresh clone of {res['commit']} on "
-        f"{res['date']} ({res['machine']}).",
+        f"Measured by `python3 scripts/bench_speed.py` on {res['date']} ({res['machine']}), from a "
+        f"fresh clone of the workbook as of {res['workbook']}.",
         "",
         "| what | target | measured | |",
         "|---|---|---|---|",
@@ -133,12 +136,16 @@ def main(argv: list[str] | None = None) -> int:
     shutil.rmtree(args.workdir, ignore_errors=True)
     subprocess.run(["git", "clone", "-q", str(REPO), str(args.workdir)], check=True)
     clone = args.workdir
-    commit = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], cwd=clone, capture_output=True, text=True
+    workbook = subprocess.run(
+        ["git", *WORKBOOK_LOG],
+        cwd=clone,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "TZ": "UTC"},
     ).stdout.strip()
     env = {k: v for k, v in os.environ.items() if k not in ("CI", "WORKBOOK_PROFILE")}
     res: dict[str, Any] = {
-        "commit": commit,
+        "workbook": workbook,
         "date": time.strftime("%Y-%m-%d"),
         "machine": f"{os.cpu_count()} cores, {os.uname().sysname} {os.uname().machine}",
     }

@@ -358,21 +358,27 @@ class Clock:
         return self.budget is None or self.elapsed() + seconds <= self.budget
 
 
-def git_commit() -> str:
-    """The workbook commit that ran (short hash, '+dirty' when the tree has changes)."""
+#: How a record names the workbook that ran: its commit's date and subject, not the hash, which
+#: goes stale when history is reworded.
+WORKBOOK_LOG = ["log", "-1", "--date=format-local:%Y-%m-%d %H:%M UTC", "--format=%cd (%s)"]
+
+
+def workbook_state() -> str:
+    """The workbook that ran: its commit's date and subject, and whether the tree had changes."""
     try:
         head = subprocess.run(
-            ["git", "-C", str(REPO_ROOT), "rev-parse", "--short", "HEAD"],
+            ["git", "-C", str(REPO_ROOT), *WORKBOOK_LOG],
             capture_output=True,
             text=True,
             check=True,
+            env={**os.environ, "TZ": "UTC"},
         ).stdout.strip()
         dirty = subprocess.run(
             ["git", "-C", str(REPO_ROOT), "status", "--porcelain", "--untracked-files=no"],
             capture_output=True,
             text=True,
         ).stdout.strip()
-        return head + ("+dirty" if dirty else "")
+        return f"the workbook as of {head}" + (", with uncommitted changes" if dirty else "")
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
 
@@ -425,7 +431,7 @@ def provenance(args: argparse.Namespace, prompts: str, graphs: str) -> dict[str,
         "vllm": vllm_version(),
         "torch": torch.__version__,
         "command": " ".join(["python", "scripts/gpu_moe_lab.py", *sys.argv[1:]]),
-        "workbook_commit": git_commit(),
+        "workbook": workbook_state(),
         "settings": {
             "prompt_tokens": args.prompt_tokens,
             "prompts": prompts,

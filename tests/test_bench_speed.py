@@ -18,7 +18,7 @@ bs = load_script("bench_speed")
 
 def result(first_plot: float | None = 250.0) -> dict:
     return {
-        "commit": "abc1234",
+        "workbook": "2026-12-01 10:00 UTC (a subject)",
         "date": "2026-12-01",
         "machine": "2 cores",
         "make_run": {"seconds": 700.0, "rc": 0, "watched_seconds": first_plot},
@@ -47,6 +47,7 @@ def test_the_table_names_what_it_missed_and_what_it_did_not_measure() -> None:
     assert "| notebook 05_train | ≤ 240 s | 230 s | met |" in text
     assert "| engine start (k=3) | ≤ 12 s | 13 s | **missed** |" in text
     assert "install included) | ≤ 300 s | — | not measured |" in text
+    assert "the workbook as of 2026-12-01 10:00 UTC (a subject)." in text.splitlines()[0]
 
 
 def test_a_make_run_that_stops_before_any_notebook_ends_in_one_line(
@@ -55,7 +56,7 @@ def test_a_make_run_that_stops_before_any_notebook_ends_in_one_line(
     def fake_run(cmd: list[str], **kw: object) -> subprocess.CompletedProcess:
         if cmd[:2] == ["git", "clone"]:
             Path(cmd[-1]).mkdir(parents=True)
-        return subprocess.CompletedProcess(cmd, 0, stdout="abc1234\n", stderr="")
+        return subprocess.CompletedProcess(cmd, 0, stdout="2026-12-01 10:00 UTC (a subject)\n")
 
     monkeypatch.setattr(bs.subprocess, "run", fake_run)
     monkeypatch.setattr(

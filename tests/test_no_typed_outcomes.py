@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from helpers.common.paths import DATA_DIR, NOTEBOOKS_DIR, REPO_ROOT
+from tests.test_readme_contract import README_DOCS
 
 TYPED_OUTCOMES = [
     r"structured text is easiest",
@@ -32,13 +33,14 @@ TYPED_OUTCOMES = [
 
 
 def _texts() -> list[tuple[str, str]]:
-    """(name, text) of every notebook cell, the README, the model cards and their generator, and
-    every profile note."""
+    """(name, text) of every notebook cell, the README and the docs it moved to, the model cards
+    and their generator, and every profile note."""
     out = []
     for nb in sorted(NOTEBOOKS_DIR.glob("*.ipynb")):
         for i, cell in enumerate(json.loads(nb.read_text())["cells"]):
             out.append((f"{nb.name} cell {i}", "".join(cell["source"])))
-    files = [REPO_ROOT / "README.md", *DATA_DIR.glob("*/README.md")]
+    files = [REPO_ROOT / "README.md", *(REPO_ROOT / "docs" / f"{n}.md" for n in README_DOCS)]
+    files += DATA_DIR.glob("*/README.md")
     files.append(REPO_ROOT / "src" / "helpers" / "tiny" / "model_cards.py")
     out += [(str(p.relative_to(REPO_ROOT)), p.read_text()) for p in files if p.is_file()]
     for path in sorted((DATA_DIR / "profiles").glob("*.json")):
@@ -56,5 +58,6 @@ def test_no_typed_outcome_sentence(pattern: str) -> None:
 def test_the_scan_sees_the_files() -> None:
     names = [name for name, _ in _texts()]
     assert any(n.startswith("README.md") for n in names)
+    assert all(f"docs/{n}.md" in names for n in README_DOCS)
     assert sum(".ipynb cell" in n for n in names) > 100
     assert Path(REPO_ROOT / "README.md").is_file()

@@ -65,7 +65,7 @@ def test_lab_heat_maps_from_the_shipped_h200_lab() -> None:
 
     lab = json.loads((DATA_DIR / "measurements" / "h200-moe-lab.json").read_text())
     # Provenance travels with the numbers: where, what stack, which command, which caveats.
-    assert {"gpu", "vllm", "machine", "command", "workbook_commit", "caveats"} <= set(lab)
+    assert {"gpu", "vllm", "machine", "command", "workbook", "caveats"} <= set(lab)
     rows = pd.DataFrame(lab["rows"]).rename(columns={"k": "num_speculative_tokens"})
     spec = rows[rows.num_speculative_tokens > 0].assign(speedup=1.0, model_speedup=1.0)
     fig = ap._plot_lab_speedups(spec)

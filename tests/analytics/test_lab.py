@@ -175,10 +175,10 @@ def test_answer_table_bands_the_measured_c() -> None:
 
 
 def _generated(marker: str) -> list[str]:
-    """The README lines after a `<!-- generated: ... -->` marker, up to the next blank line."""
+    """docs/gpu.md's lines after a `<!-- generated: ... -->` marker, up to the next blank line."""
     from helpers.common.paths import REPO_ROOT
 
-    lines = (REPO_ROOT / "README.md").read_text().splitlines()
+    lines = (REPO_ROOT / "docs" / "gpu.md").read_text().splitlines()
     start = next(i for i, line in enumerate(lines) if marker in line) + 1
     block = []
     for line in lines[start:]:
@@ -188,8 +188,8 @@ def _generated(marker: str) -> list[str]:
     return block
 
 
-def test_readme_tables_are_the_records() -> None:
-    """After a new lab run: `python -m helpers.analytics.lab` and paste both tables."""
+def test_gpu_doc_tables_are_the_records() -> None:
+    """After a new lab run: `python -m helpers.analytics.lab` and paste both tables into docs/gpu.md."""
     record = shipped()
     table = [line for line in lab._readme_rows(record).splitlines() if line.startswith("|")]
     assert _generated("helpers.analytics.lab (c(k, C)") == table
