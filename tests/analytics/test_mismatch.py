@@ -3,6 +3,7 @@ and rankings from synthetic runs, the reported cases, and the instructor guide's
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from dataclasses import replace
@@ -16,7 +17,7 @@ from helpers.analytics.intervals import Interval
 from helpers.common import vllm_names
 from helpers.common.chat import render
 from helpers.common.counters import RequestAcceptance, counters_of
-from helpers.common.paths import REPO_ROOT
+from helpers.common.paths import NOTEBOOKS_DIR, REPO_ROOT
 from helpers.common.prompts import as_messages
 from helpers.engine.runs import CategoryRun
 
@@ -238,6 +239,15 @@ def test_each_reported_issue_of_the_brief_is_a_case() -> None:
         "vllm/issues/40551",
     ):
         assert ref in sources, ref
+
+
+def test_the_temperature_fix_names_the_drafting_notebook_07_measures() -> None:
+    case = next(c for c in mismatch.load_cases() if c["condition"] == "higher temperature")
+    nb07 = json.loads((NOTEBOOKS_DIR / "07_eagle3_in_the_field.ipynb").read_text())
+    code = "".join("".join(c["source"]) for c in nb07["cells"] if c["cell_type"] == "code")
+    assert '("probabilistic", "standard")' in code  # the variant notebook 07 runs
+    assert "probabilistic" in case["fix"], case["fix"]
+    assert any(s.startswith("notebook 07") for s in case["sources"]), case["sources"]
 
 
 def test_measured_column_joins_the_run() -> None:
