@@ -78,7 +78,7 @@ LUNCH_FROM = 180
 CORE: tuple[str, ...] = ("01", "02", "03", "05", "06", "08")
 #: Why the core is the core, as the guide says it.
 CORE_REASON = (
-    "the core builds one line of argument: what EAGLE-3 is and that it is lossless (01, 02), how "
+    "one line of argument: what EAGLE-3 is and that it is lossless (01, 02), how "
     "to read τ (03), how a drafter is trained (05), whether it pays on a MoE (06), and the "
     "checklist learners take home (08); 04 (serving in production) and 07 (the other drafting "
     "methods) are deep dives, which need the core and which the core never needs"
@@ -356,23 +356,37 @@ def _duration(minutes: int) -> str:
 
 
 def _constants_text(record: Mapping[str, Any]) -> str:
-    """The paragraph stating every constant the room times use, and the record they read."""
-    return (
-        "Every time below is computed by `python -m kit.agenda` from the notebooks and from "
-        f"`{RECORD.relative_to(REPO_ROOT)}` ({record['source']}; {record['date']}; "
-        f"{record['conditions']}). A notebook's **room time** = its markdown's words at "
-        f"{READING_WPM} words per minute (adults read non-fiction at about 238, Brysbaert 2019; "
-        "notation, code names and figures slow it by a quarter) + its measured run time + "
-        f"{EXERCISE_MINUTES} min per exercise ({GRADED_MINUTES} min per graded one) + "
-        f"{CHECK_MINUTES} min per Check-yourself question + {ASSERT_MINUTES} min per code cell "
-        f"with an assert (what to say there, below), rounded up to {ROUND_TO} min. A day starts "
-        f"with the glossary ({GLOSSARY_MINUTES} min) and ends with {QUESTIONS_MINUTES} min of "
-        f"questions; a {BREAK_MINUTES} min break comes before the next notebook once "
-        f"{BREAK_AFTER} min were taught since the last one, and in a full day the first break "
-        f"after {_clock(LUNCH_FROM)} is a {LUNCH_MINUTES} min lunch. A plan takes the core path "
-        f"({', '.join(CORE)}) in that order while it fits (half day ≤ {HALF_DAY.limit // 60} h, "
-        f"full day ≤ {FULL_DAY.limit // 60} h, breaks included); what does not fit is a deep "
-        f"dive. Why this core: {CORE_REASON}."
+    """The record the times read, and every constant they use, as a list."""
+    source = f"`{RECORD.relative_to(REPO_ROOT)}`: {record['source']}; {record['date']}"
+    return "\n".join(
+        [
+            "Every time below is computed by `python -m kit.agenda` from the notebooks and from "
+            f"the record of their runs ({source}; {record['conditions']}).",
+            "",
+            f"- **Room time** of a notebook, rounded up to {ROUND_TO} min: reading + run + "
+            "exercises + check yourself + assert cells.",
+            "- **Reading:** the markdown's words outside fenced code and outside the exercise and "
+            f"Check-yourself blocks, at {READING_WPM} words per minute: adults read English "
+            'non-fiction at about 238 (Brysbaert 2019, "How many words do we read per minute?", '
+            "Journal of Memory and Language, a meta-analysis), and text dense with "
+            "notation, code names and figures a quarter slower.",
+            "- **Run:** the notebook's measured run time from the record (learners wait for it).",
+            f"- **Exercises:** {EXERCISE_MINUTES} min each (change a parameter or paste a few "
+            f"lines, re-run a section, read it), {GRADED_MINUTES} min for a graded one (write a "
+            "function until `make check-exercises` says ok).",
+            f"- **Check yourself:** {CHECK_MINUTES} min per question (think, answer, open the "
+            "collapsed answer).",
+            f"- **Assert cells:** {ASSERT_MINUTES} min per code cell with an assert (what to say "
+            "there is below).",
+            f"- **A day** starts with the glossary ({GLOSSARY_MINUTES} min) and ends with "
+            f"{QUESTIONS_MINUTES} min of questions; a {BREAK_MINUTES} min break comes before the "
+            f"next notebook once {BREAK_AFTER} min were taught since the last one, and in a full "
+            f"day the first break after {_clock(LUNCH_FROM)} is a {LUNCH_MINUTES} min lunch.",
+            f"- **The core path** ({', '.join(CORE)}): {CORE_REASON}. A plan takes the core in "
+            f"that order while it fits (half day ≤ {HALF_DAY.limit // 60} h, full day ≤ "
+            f"{FULL_DAY.limit // 60} h, breaks included); what does not fit waits for a deep-dive "
+            "session, its time unchanged.",
+        ]
     )
 
 
