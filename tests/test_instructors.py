@@ -1,8 +1,10 @@
 """docs/instructors.md: its agenda is the one kit.agenda computes from the notebooks and the record of
-their runs, its day plans add up and fit, and every notebook has its assert rows."""
+their runs, its day plans add up and fit, and its assert rows name assert cells that exist, every
+one of them."""
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -101,9 +103,54 @@ def test_the_agenda_names_no_commit() -> None:
 # --------------------------------------------------------------------------- the assert rows
 
 
-@pytest.mark.parametrize("nb", NOTEBOOKS)
-def test_every_notebook_has_assert_rows(nb: str) -> None:
+def assert_cells(nb: str) -> dict[int, str]:
+    """Index -> source of each code cell of notebook `nb` with an assert statement."""
+    path = next(NOTEBOOKS_DIR.glob(f"{nb}_*.ipynb"))
+    cells = json.loads(path.read_text())["cells"]
+    sources = {i: "".join(c["source"]) for i, c in enumerate(cells) if c["cell_type"] == "code"}
+    return {i: s for i, s in sources.items() if re.search(r"^\s*assert\b", s, re.M)}
+
+
+def quoted(snippet: str, source: str) -> bool:
+    """True when the snippet's parts between '…' occur in `source` in that order."""
+    at = 0
+    for part in (p.strip() for p in snippet.split("…")):
+        found = source.find(part, at)
+        if part and found < 0:
+            return False
+        at = found + len(part) if part else at
+    return True
+
+
+def guide_snippets(nb: str) -> list[list[str]]:
+    """The code snippets of each row's first column in the guide's assert section for `nb`."""
     section = re.search(rf"\n### {nb} · .*?\n(.*?)(?=\n### |\n## )", GUIDE, re.S)
     assert section, f"docs/instructors.md has no assert section for notebook {nb}"
-    rows = [line for line in section[1].splitlines() if line.startswith("| `")]
+    rows = [cells_of(line)[0] for line in section[1].splitlines() if line.startswith("| ")]
+    return [re.findall(r"`([^`]+)`", first) for first in rows[1:]]  # after the header
+
+
+@pytest.mark.parametrize("nb", NOTEBOOKS)
+def test_every_assert_row_quotes_one_assert_cell(nb: str) -> None:
+    cells = assert_cells(nb)
+    rows = guide_snippets(nb)
     assert rows, f"notebook {nb}: no assert rows"
+    for snippets in rows:
+        assert snippets, f"notebook {nb}: an assert row quotes no code"
+        for snippet in snippets:
+            hits = [i for i, source in cells.items() if quoted(snippet, source)]
+            assert len(hits) == 1, f"notebook {nb}: `{snippet}` is in assert cells {hits}"
+
+
+@pytest.mark.parametrize("nb", NOTEBOOKS)
+def test_every_assert_cell_has_a_row(nb: str) -> None:
+    cells = assert_cells(nb)
+    covered = {
+        i
+        for snippets in guide_snippets(nb)
+        for snippet in snippets
+        for i, source in cells.items()
+        if quoted(snippet, source)
+    }
+    missing = {i: cells[i].strip().splitlines()[-1] for i in sorted(set(cells) - covered)}
+    assert not missing, f"notebook {nb}: assert cells without a row in the guide: {missing}"
