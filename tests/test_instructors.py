@@ -1,78 +1,156 @@
-"""docs/instructors.md: the agendas add up, the run times are the README's, and every notebook has
-its assert rows."""
+"""docs/instructors.md: its agenda is the one kit.agenda computes from the notebooks and the record of
+their runs, its day plans add up and fit, and its assert rows name assert cells that exist, every
+one of them."""
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
 
 from helpers.common.paths import NOTEBOOKS_DIR, REPO_ROOT
+from kit import agenda
 
 GUIDE = (REPO_ROOT / "docs" / "instructors.md").read_text()
-README = (REPO_ROOT / "README.md").read_text()
-#: A half day is at most four hours, breaks included.
-HALF_DAY_MINUTES = 240
+NOTEBOOKS = sorted(p.name[:2] for p in NOTEBOOKS_DIR.glob("0[1-9]_*.ipynb"))
+REGENERATE = "the guide's agenda is stale: run `python -m kit.agenda guide`"
 
 
-def agendas() -> dict[str, list[tuple[int, int | None, str]]]:
-    """Each agenda table under its bold title: (start minute, minutes or None, what) per row."""
+def cells_of(line: str) -> list[str]:
+    """A markdown table row's cells, splitting on '|' outside backticks."""
+    cells, current, in_code = [], "", False
+    for ch in line.strip().strip("|"):
+        in_code ^= ch == "`"
+        if ch == "|" and not in_code:
+            cells.append(current.strip())
+            current = ""
+        else:
+            current += ch
+    return [*cells, current.strip()]
+
+
+def agenda_section() -> str:
+    """The guide's Agenda section."""
+    return GUIDE.split("\n## Agenda\n", 1)[1].split("\n## ", 1)[0]
+
+
+# --------------------------------------------------------------------------- the agenda
+
+
+def test_the_agenda_block_is_the_computed_one() -> None:
+    computed = agenda.agenda_markdown(agenda.load_notebooks(), agenda.load_record())
+    assert agenda.guide_block(agenda.GUIDE) == computed, REGENERATE
+
+
+def test_every_notebook_time_in_the_guide_is_computed() -> None:
+    rows = {
+        cells[0]: cells
+        for cells in map(cells_of, agenda_section().splitlines())
+        if re.fullmatch(r"\d\d", cells[0])
+    }
+    notebooks = agenda.load_notebooks()
+    assert sorted(rows) == [nb.number for nb in notebooks] == NOTEBOOKS, REGENERATE
+    for nb in notebooks:
+        cells = rows[nb.number]
+        assert cells[-1] == f"{nb.room_minutes} min", (nb.number, cells[-1], REGENERATE)
+        assert cells[4] == f"{nb.seconds:,.0f} s · {nb.peak_gib:.1f} GiB", (nb.number, cells[4])
+
+
+def plans() -> dict[str, list[tuple[int, int | None, str]]]:
+    """Each day plan of the guide under its bold title: (start minute, minutes, what) per row."""
     found = {}
-    for title, table in re.findall(r"\*\*(A [^*]+)\*\*.*?\n\n(\| start \|.*?)\n\n", GUIDE, re.S):
+    plan = re.compile(r"^\*\*([^*\n]+)\*\*[^\n]*\n\n(\| start \|.*?)(?:\n\n|\n<!--)", re.S | re.M)
+    for title, table in plan.findall(agenda_section()):
         rows = []
         for line in table.splitlines()[2:]:
-            start, minutes, what = (c.strip() for c in line.strip("|").split("|"))
+            start, minutes, what = cells_of(line)
             h, m = start.split(":")
             rows.append((60 * int(h) + int(m), int(minutes) if minutes else None, what))
         found[title] = rows
     return found
 
 
-def test_each_agenda_adds_up() -> None:
-    tables = agendas()
-    assert {t.split(" (")[0] for t in tables} == {"A half day", "A full day"}, list(tables)
-    for title, rows in tables.items():
+def test_each_plan_adds_up_and_fits_its_day() -> None:
+    found = plans()
+    limits = {"A half day": 240, "A full day": 480, "The deep dives, a second half day": 240}
+    assert {t.split(" (")[0] for t in found} == set(limits), list(found)
+    for title, rows in found.items():
         for (start, minutes, what), (nxt, _, _) in zip(rows, rows[1:]):
-            assert start + minutes == nxt, (
-                f"{title}: '{what}' does not end when the next row starts"
-            )
+            assert start + minutes == nxt, f"{title}: '{what}' does not end when the next starts"
         end, _, last = rows[-1]
-        assert f"{end} minutes" in last, (title, last)
+        assert last == f"end: {end} minutes", (title, last)
         stated = re.search(r"\((\d+) h (\d+) min\)", title)
         assert stated and 60 * int(stated[1]) + int(stated[2]) == end, title
-    half = next(rows for t, rows in tables.items() if t.startswith("A half day"))
-    assert half[-1][0] <= HALF_DAY_MINUTES
+        assert end <= limits[title.split(" (")[0]], title
 
 
-def test_the_full_day_covers_every_notebook_and_the_half_day_the_core() -> None:
-    tables = agendas()
-    full = " ".join(w for t, rows in tables.items() if "full" in t for _, _, w in rows)
-    half = " ".join(w for t, rows in tables.items() if "half" in t for _, _, w in rows)
-    for nb in ("01", "02", "03", "04", "05", "06", "07", "08"):
-        assert f"{nb} " in full, nb
-    for nb in ("01", "02", "03", "05", "06"):
-        assert f"{nb} " in half, nb
+def test_the_full_day_and_the_deep_dives_teach_every_notebook_once() -> None:
+    taught = {
+        title.split(" (")[0]: [w.split()[0] for _, _, w in rows if re.match(r"0[1-9] ", w)]
+        for title, rows in plans().items()
+    }
+    full, deep = taught["A full day"], taught["The deep dives, a second half day"]
+    assert sorted(full + deep) == NOTEBOOKS, taught
+    assert set(taught["A half day"]) <= set(full), taught
 
 
-def _run_times(text: str, column: int) -> dict[str, str]:
-    """Notebook number -> the 'N s · M GiB' cell of a markdown table's column."""
-    out = {}
-    for line in text.splitlines():
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) > column and re.fullmatch(r"0[1-8]", cells[0]):
-            out[cells[0]] = cells[column]
-    return out
+def test_the_agenda_names_no_commit() -> None:
+    hashes = re.findall(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,40}\b", agenda_section())
+    assert hashes == [], hashes
 
 
-def test_the_run_times_are_the_readmes() -> None:
-    readme = {n: t for n, t in _run_times(README, 3).items() if "GiB" in t}
-    guide = {n: t for n, t in _run_times(GUIDE, 2).items() if "GiB" in t}
-    assert len(readme) == 8 and guide == readme, (guide, readme)
+# --------------------------------------------------------------------------- the assert rows
 
 
-@pytest.mark.parametrize("nb", sorted(p.name[:2] for p in NOTEBOOKS_DIR.glob("0[1-8]_*.ipynb")))
-def test_every_notebook_has_assert_rows(nb: str) -> None:
+def assert_cells(nb: str) -> dict[int, str]:
+    """Index -> source of each code cell of notebook `nb` with an assert statement."""
+    path = next(NOTEBOOKS_DIR.glob(f"{nb}_*.ipynb"))
+    cells = json.loads(path.read_text())["cells"]
+    sources = {i: "".join(c["source"]) for i, c in enumerate(cells) if c["cell_type"] == "code"}
+    return {i: s for i, s in sources.items() if re.search(r"^\s*assert\b", s, re.M)}
+
+
+def quoted(snippet: str, source: str) -> bool:
+    """True when the snippet's parts between '…' occur in `source` in that order."""
+    at = 0
+    for part in (p.strip() for p in snippet.split("…")):
+        found = source.find(part, at)
+        if part and found < 0:
+            return False
+        at = found + len(part) if part else at
+    return True
+
+
+def guide_snippets(nb: str) -> list[list[str]]:
+    """The code snippets of each row's first column in the guide's assert section for `nb`."""
     section = re.search(rf"\n### {nb} · .*?\n(.*?)(?=\n### |\n## )", GUIDE, re.S)
     assert section, f"docs/instructors.md has no assert section for notebook {nb}"
-    rows = [line for line in section[1].splitlines() if line.startswith("| `")]
+    rows = [cells_of(line)[0] for line in section[1].splitlines() if line.startswith("| ")]
+    return [re.findall(r"`([^`]+)`", first) for first in rows[1:]]  # after the header
+
+
+@pytest.mark.parametrize("nb", NOTEBOOKS)
+def test_every_assert_row_quotes_one_assert_cell(nb: str) -> None:
+    cells = assert_cells(nb)
+    rows = guide_snippets(nb)
     assert rows, f"notebook {nb}: no assert rows"
+    for snippets in rows:
+        assert snippets, f"notebook {nb}: an assert row quotes no code"
+        for snippet in snippets:
+            hits = [i for i, source in cells.items() if quoted(snippet, source)]
+            assert len(hits) == 1, f"notebook {nb}: `{snippet}` is in assert cells {hits}"
+
+
+@pytest.mark.parametrize("nb", NOTEBOOKS)
+def test_every_assert_cell_has_a_row(nb: str) -> None:
+    cells = assert_cells(nb)
+    covered = {
+        i
+        for snippets in guide_snippets(nb)
+        for snippet in snippets
+        for i, source in cells.items()
+        if quoted(snippet, source)
+    }
+    missing = {i: cells[i].strip().splitlines()[-1] for i in sorted(set(cells) - covered)}
+    assert not missing, f"notebook {nb}: assert cells without a row in the guide: {missing}"

@@ -1,7 +1,8 @@
 """The instructor's and maintainer's kit: command-line tools no notebook imports, each run as
 `python -m kit.<tool>`.
 
-doctor (will the workbook run here?), preflight (can this machine run a profile?), prefetch (a hub
+agenda (the instructors' agenda computed from the notebooks and a run record), doctor (will the
+workbook run here?), preflight (can this machine run a profile?), prefetch (a hub
 profile's pair for offline use), runner (make run), grader and its vLLM sampler reference (make
 check-exercises), nbval_keep (pytest -p kit.nbval_keep: keep what nbval executed), manifest
 (data/'s sha256 list), the tiny pair's recipes (tiny_recipe, tiny_tokenizer, dflash_recipe) and
@@ -10,6 +11,7 @@ is).
 """
 
 __all__ = [
+    "agenda",
     "dflash_recipe",
     "doctor",
     "grader",

@@ -279,22 +279,33 @@ def damage_of(row: Mapping[str, Any]) -> Interval:
 
 
 def damage_ranking(table: pd.DataFrame) -> str:
-    """The conditions ranked by damage, each step marked '>' (intervals separate) or '≈ … (not
-    separated)'."""
+    """The conditions by damage, largest first, each with the conditions its interval overlaps.
+
+    Overlap is compared for every pair, not between neighbours only: A ≈ B and B ≈ C can hold while
+    A lies above C, and then A and C are not shown tied.
+    """
     rows = table.sort_values("damage", ascending=False).to_dict("records")
     if not rows:
         return "no conditions measured"
-    first = rows[0]
-    parts = [f"{first['condition']} {damage_of(first)}"]
-    for prev, cur in zip(rows, rows[1:]):
-        a, b = damage_of(prev), damage_of(cur)
-        if not (a.bounded and b.bounded):
-            parts.append(f"? {cur['condition']} {b} (no intervals)")
-        elif a.above(b):
-            parts.append(f"> {cur['condition']} {b}")
+    damages = {str(row["condition"]): damage_of(row) for row in rows}
+    width = max(len(name) for name in damages)
+    lines = [
+        "damage τ(baseline) − τ(condition), 95 % intervals, largest first; ≈ names the conditions"
+        " whose interval overlaps this one's (this run cannot order those two), every pair not"
+        " named is separated:"
+    ]
+    for name, damage in damages.items():
+        if not damage.bounded:
+            relation = "? no interval: not ranked"
         else:
-            parts.append(f"≈ {cur['condition']} {b} (not separated)")
-    return "damage τ(baseline) − τ(condition), 95 % intervals: " + " ".join(parts)
+            tied = [
+                other
+                for other, d in damages.items()
+                if other != name and d.bounded and damage.overlaps(d)
+            ]
+            relation = f"≈ {', '.join(tied)}" if tied else "separated from every other"
+        lines.append(f"  {name:<{width}}  {damage}  {relation}")
+    return "\n".join(lines)
 
 
 def plot_damage(table: pd.DataFrame, k: int) -> Figure:

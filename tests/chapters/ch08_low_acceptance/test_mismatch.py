@@ -3,10 +3,12 @@ and rankings from synthetic runs, the reported cases, and the instructor guide's
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from dataclasses import replace
 
+import pandas as pd
 import pytest
 from matplotlib.figure import Figure
 
@@ -15,7 +17,7 @@ from helpers.analytics.intervals import Interval
 from helpers.common import vllm_names
 from helpers.common.chat import render
 from helpers.common.counters import RequestAcceptance, counters_of
-from helpers.common.paths import REPO_ROOT
+from helpers.common.paths import NOTEBOOKS_DIR, REPO_ROOT
 from helpers.common.prompts import as_messages
 from helpers.engine.runs import CategoryRun
 
@@ -171,17 +173,42 @@ def test_damage_table_is_sorted_and_complete() -> None:
     assert t.verdict.iloc[0] == "lowers τ"
 
 
-def test_ranking_marks_separated_and_overlapping_steps() -> None:
-    sentence = mismatch.damage_ranking(table())
-    assert re.search(r"large [\d.]+ \[[\d.]+, [\d.]+\] > small", sentence), sentence
-    assert "≈ tiny" in sentence and sentence.endswith("(not separated)")
+def ranking_lines(t) -> dict[str, str]:
+    """Each condition's line of damage_ranking, by condition (the header line left out)."""
+    lines = mismatch.damage_ranking(t).splitlines()[1:]
+    return {c: next(line for line in lines if line.strip().startswith(c)) for c in t.condition}
+
+
+def test_ranking_marks_separated_and_overlapping_conditions() -> None:
     t = table()
+    lines = ranking_lines(t)
     assert mismatch.damage_of(t.iloc[0]).above(mismatch.damage_of(t.iloc[1]))
+    assert lines["large"].endswith("separated from every other"), lines
+    assert lines["small"].endswith("≈ tiny") and lines["tiny"].endswith("≈ small"), lines
+    assert re.search(r"large +[\d.]+ \[[\d.]+, [\d.]+\]", lines["large"]), lines
+
+
+def test_ranking_ties_only_what_overlaps_not_neighbours_in_a_chain() -> None:
+    # A ≈ B and B ≈ C, but A lies above C: A and C must not read as tied.
+    t = pd.DataFrame(
+        {
+            "condition": ["C", "A", "B"],
+            "damage": [0.2, 1.0, 0.6],
+            "damage_ci_low": [0.0, 0.8, 0.3],
+            "damage_ci_high": [0.4, 1.2, 0.9],
+            "n_requests": [16, 16, 16],
+        }
+    )
+    lines = ranking_lines(t)
+    body = mismatch.damage_ranking(t).splitlines()[1:]
+    assert [line.split()[0] for line in body] == ["A", "B", "C"]
+    assert lines["A"].endswith("≈ B") and lines["C"].endswith("≈ B"), lines
+    assert lines["B"].endswith("≈ A, C"), lines
 
 
 def test_ranking_without_intervals_says_so() -> None:
     t = table().assign(damage_ci_low=math.nan, damage_ci_high=math.nan)
-    assert "(no intervals)" in mismatch.damage_ranking(t)
+    assert all(line.endswith("no interval: not ranked") for line in ranking_lines(t).values())
 
 
 def test_plot_damage() -> None:
@@ -212,6 +239,15 @@ def test_each_reported_issue_of_the_brief_is_a_case() -> None:
         "vllm/issues/40551",
     ):
         assert ref in sources, ref
+
+
+def test_the_temperature_fix_names_the_drafting_notebook_07_measures() -> None:
+    case = next(c for c in mismatch.load_cases() if c["condition"] == "higher temperature")
+    nb07 = json.loads((NOTEBOOKS_DIR / "07_eagle3_in_the_field.ipynb").read_text())
+    code = "".join("".join(c["source"]) for c in nb07["cells"] if c["cell_type"] == "code")
+    assert '("probabilistic", "standard")' in code  # the variant notebook 07 runs
+    assert "probabilistic" in case["fix"], case["fix"]
+    assert any(s.startswith("notebook 07") for s in case["sources"]), case["sources"]
 
 
 def test_measured_column_joins_the_run() -> None:
