@@ -39,8 +39,8 @@ def agenda_section() -> str:
 
 
 def test_the_agenda_block_is_the_computed_one() -> None:
-    computed = agenda.agenda_markdown(agenda.load_notebooks(), agenda.load_record())
-    assert agenda.guide_block(agenda.GUIDE) == computed, REGENERATE
+    computed = agenda._agenda_markdown(agenda._load_notebooks(), agenda._load_record())
+    assert agenda._guide_block(agenda._GUIDE) == computed, REGENERATE
 
 
 def test_every_notebook_time_in_the_guide_is_computed() -> None:
@@ -49,7 +49,7 @@ def test_every_notebook_time_in_the_guide_is_computed() -> None:
         for cells in map(cells_of, agenda_section().splitlines())
         if re.fullmatch(r"\d\d", cells[0])
     }
-    notebooks = agenda.load_notebooks()
+    notebooks = agenda._load_notebooks()
     assert sorted(rows) == [nb.number for nb in notebooks] == NOTEBOOKS, REGENERATE
     for nb in notebooks:
         cells = rows[nb.number]

@@ -27,57 +27,46 @@ from typing import Any
 from helpers.common.paths import BUILD_DIR, DATA_DIR, NOTEBOOKS_DIR, REPO_ROOT
 
 __all__ = [
-    "GUIDE",
-    "RECORD",
-    "Notebook",
-    "Row",
-    "agenda_markdown",
-    "count_notebook",
-    "load_notebooks",
-    "load_record",
     "main",
-    "plan_day",
-    "record_from_summary",
-    "rewrite_guide",
 ]
 
 #: The record of measured run times the agenda reads, and `record` rewrites.
-RECORD: Path = DATA_DIR / "measurements" / "cpu-notebook-runs.json"
+_RECORD: Path = DATA_DIR / "measurements" / "cpu-notebook-runs.json"
 #: The instructors' guide whose agenda block `guide` rewrites.
-GUIDE: Path = REPO_ROOT / "docs" / "instructors.md"
+_GUIDE: Path = REPO_ROOT / "docs" / "instructors.md"
 #: The block of the guide this module writes, between these two lines.
-BLOCK_START = "<!-- agenda: computed by `python -m kit.agenda guide`; do not edit by hand -->"
-BLOCK_END = "<!-- end of the computed agenda -->"
+_BLOCK_START = "<!-- agenda: computed by `python -m kit.agenda guide`; do not edit by hand -->"
+_BLOCK_END = "<!-- end of the computed agenda -->"
 
 #: Words per minute for the notebooks' markdown. Adults read English non-fiction silently at about
 #: 238 words per minute (Brysbaert 2019, a meta-analysis of 190 studies); text dense with notation,
 #: code names and figures to look at is read more slowly, so a quarter less.
-READING_WPM = 180
+_READING_WPM = 180
 #: Minutes per open exercise: change a parameter or paste a few lines, re-run one section, read it.
-EXERCISE_MINUTES = 5
+_EXERCISE_MINUTES = 5
 #: Minutes per graded exercise: write one function in `exercises/` until `make check-exercises`
 #: says ok (the guide's earlier agenda gave two of them 30 minutes).
-GRADED_MINUTES = 15
+_GRADED_MINUTES = 15
 #: Minutes per "Check yourself" question: think, say an answer, open the collapsed one.
-CHECK_MINUTES = 2
+_CHECK_MINUTES = 2
 #: Minutes per code cell with an assert: what it proves, invariant or finding ("What to say").
-ASSERT_MINUTES = 1
+_ASSERT_MINUTES = 1
 #: Room times are rounded up to this many minutes.
-ROUND_TO = 5
+_ROUND_TO = 5
 #: The glossary is skimmed at the start and then used as a reference.
-GLOSSARY_MINUTES = 5
+_GLOSSARY_MINUTES = 5
 #: Questions at the end of a day.
-QUESTIONS_MINUTES = 15
+_QUESTIONS_MINUTES = 15
 #: A break comes before the next notebook once this many minutes were taught since the last one.
-BREAK_AFTER = 90
-#: A short break, and lunch: the first break of a full day after LUNCH_FROM minutes on the clock.
-BREAK_MINUTES = 15
-LUNCH_MINUTES = 60
-LUNCH_FROM = 180
-#: The core path, in teaching order (CORE_REASON says why); the other notebooks are deep dives.
-CORE: tuple[str, ...] = ("01", "02", "03", "05", "06", "08")
+_BREAK_AFTER = 90
+#: A short break, and lunch: the first break of a full day after _LUNCH_FROM minutes on the clock.
+_BREAK_MINUTES = 15
+_LUNCH_MINUTES = 60
+_LUNCH_FROM = 180
+#: The core path, in teaching order (_CORE_REASON says why); the other notebooks are deep dives.
+_CORE: tuple[str, ...] = ("01", "02", "03", "05", "06", "08")
 #: Why the core is the core, as the guide says it.
-CORE_REASON = (
+_CORE_REASON = (
     "one line of argument: what EAGLE-3 is and that it is lossless (01, 02), how "
     "to read τ (03), how a drafter is trained (05), whether it pays on a MoE (06), and the "
     "checklist learners take home (08); 04 (serving in production) and 07 (the other drafting "
@@ -86,7 +75,7 @@ CORE_REASON = (
 
 
 @dataclass(frozen=True)
-class Day:
+class _Day:
     """A day plan: title, length in minutes (breaks included), lunch, and a glossary opening."""
 
     title: str
@@ -96,13 +85,13 @@ class Day:
 
 
 #: The plans the guide prints.
-HALF_DAY = Day("A half day", 240, lunch=False)
-FULL_DAY = Day("A full day", 480, lunch=True)
-SECOND_HALF_DAY = Day("The deep dives, a second half day", 240, lunch=False, glossary=False)
+_HALF_DAY = _Day("A half day", 240, lunch=False)
+_FULL_DAY = _Day("A full day", 480, lunch=True)
+_SECOND_HALF_DAY = _Day("The deep dives, a second half day", 240, lunch=False, glossary=False)
 
 
 @dataclass(frozen=True)
-class Notebook:
+class _Notebook:
     """One notebook's counts (from its cells) and its measured run (from the record)."""
 
     number: str
@@ -117,29 +106,29 @@ class Notebook:
 
     @property
     def reading_minutes(self) -> float:
-        """Its markdown's words at READING_WPM."""
-        return self.words / READING_WPM
+        """Its markdown's words at _READING_WPM."""
+        return self.words / _READING_WPM
 
     @property
     def exercise_minutes(self) -> int:
         """The allowance for its open and graded exercises."""
-        return (self.exercises - self.graded) * EXERCISE_MINUTES + self.graded * GRADED_MINUTES
+        return (self.exercises - self.graded) * _EXERCISE_MINUTES + self.graded * _GRADED_MINUTES
 
     @property
     def room_minutes(self) -> int:
-        """Reading + run + exercises + checks + asserts, rounded up to ROUND_TO minutes."""
+        """Reading + run + exercises + checks + asserts, rounded up to _ROUND_TO minutes."""
         total = (
             self.reading_minutes
             + self.seconds / 60
             + self.exercise_minutes
-            + self.checks * CHECK_MINUTES
-            + self.asserts * ASSERT_MINUTES
+            + self.checks * _CHECK_MINUTES
+            + self.asserts * _ASSERT_MINUTES
         )
-        return ROUND_TO * math.ceil(total / ROUND_TO - 1e-9)
+        return _ROUND_TO * math.ceil(total / _ROUND_TO - 1e-9)
 
 
 @dataclass(frozen=True)
-class Row:
+class _Row:
     """One row of a day plan: its start (minutes from the beginning), length and what."""
 
     start: int
@@ -159,7 +148,7 @@ _ITEM = re.compile(r"^\d+\.\s")
 _ASSERT = re.compile(r"^\s*assert\b", re.M)
 
 
-def markdown_words(text: str) -> int:
+def _markdown_words(text: str) -> int:
     """Words of markdown prose: HTML tags and link targets left out."""
     return len(_WORD.findall(_LINK.sub("]", _TAG.sub(" ", text))))
 
@@ -179,7 +168,7 @@ def _block_of(line: str, current: str | None) -> str | None:
     return None if line.startswith("#") else current
 
 
-def count_notebook(cells: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+def _count_notebook(cells: Sequence[Mapping[str, Any]]) -> dict[str, int]:
     """Reading words, exercises (and of them graded), Check-yourself questions, assert cells.
 
     Reading words are the markdown's outside fenced code and outside the exercise and
@@ -197,7 +186,7 @@ def count_notebook(cells: Sequence[Mapping[str, Any]]) -> dict[str, int]:
         for line in _FENCE.sub("", source).splitlines():
             block = _block_of(line, block)
             if block is None:
-                counts["words"] += markdown_words(line)
+                counts["words"] += _markdown_words(line)
             elif block != "checks" and _ITEM.match(line):
                 counts["exercises"] += 1
                 counts["graded"] += block == "graded" or "(graded)" in line
@@ -212,7 +201,7 @@ def _title(cells: Sequence[Mapping[str, Any]]) -> str:
     return first.lstrip("# ").split(" · ", 1)[-1]
 
 
-def notebook_paths(folder: Path = NOTEBOOKS_DIR) -> list[Path]:
+def _notebook_paths(folder: Path = NOTEBOOKS_DIR) -> list[Path]:
     """The workbook's notebooks, in order."""
     return sorted(folder.glob("[0-9][0-9]_*.ipynb"))
 
@@ -220,7 +209,7 @@ def notebook_paths(folder: Path = NOTEBOOKS_DIR) -> list[Path]:
 # --------------------------------------------------------------------------- the record
 
 
-def load_record(path: Path = RECORD) -> dict[str, Any]:
+def _load_record(path: Path = _RECORD) -> dict[str, Any]:
     """The record of measured runs, its fields checked."""
     record = json.loads(path.read_text())
     missing = [key for key in ("source", "date", "conditions", "notebooks") if key not in record]
@@ -232,13 +221,13 @@ def load_record(path: Path = RECORD) -> dict[str, Any]:
     return record
 
 
-def load_notebooks(
+def _load_notebooks(
     folder: Path = NOTEBOOKS_DIR, record: Mapping[str, Any] | None = None
-) -> list[Notebook]:
+) -> list[_Notebook]:
     """Every notebook counted from its cells, with its run from the record (each must have one)."""
-    runs = {row["notebook"]: row for row in (record or load_record())["notebooks"]}
+    runs = {row["notebook"]: row for row in (record or _load_record())["notebooks"]}
     out = []
-    for path in notebook_paths(folder):
+    for path in _notebook_paths(folder):
         if path.name not in runs:
             raise ValueError(
                 f"{path.name} has no measured run in the record: `make run`, then "
@@ -247,10 +236,10 @@ def load_notebooks(
         cells = json.loads(path.read_text())["cells"]
         run = runs[path.name]
         out.append(
-            Notebook(
+            _Notebook(
                 path.name[:2],
                 _title(cells),
-                **count_notebook(cells),
+                **_count_notebook(cells),
                 seconds=run["seconds"],
                 peak_gib=run["peak_gib"],
             )
@@ -258,7 +247,7 @@ def load_notebooks(
     return out
 
 
-def record_from_summary(
+def _record_from_summary(
     summary: Mapping[str, Any], names: Sequence[str], conditions: str
 ) -> dict[str, Any]:
     """The record from `make run`'s build/run-summary.json, after checking its rows.
@@ -297,11 +286,11 @@ def record_from_summary(
     }
 
 
-def write_record(summary_path: Path, conditions: str, out: Path = RECORD) -> Path:
+def _write_record(summary_path: Path, conditions: str, out: Path = _RECORD) -> Path:
     """Check `make run`'s summary and write the record from it."""
     summary = json.loads(summary_path.read_text())
-    names = [p.name for p in notebook_paths()]
-    record = record_from_summary(summary, names, conditions)
+    names = [p.name for p in _notebook_paths()]
+    record = _record_from_summary(summary, names, conditions)
     out.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n")
     return out
 
@@ -314,7 +303,7 @@ def _clock(minutes: int) -> str:
     return f"{minutes // 60}:{minutes % 60:02d}"
 
 
-def plan_day(notebooks: Sequence[Notebook], day: Day) -> tuple[list[Row], list[Notebook]]:
+def _plan_day(notebooks: Sequence[_Notebook], day: _Day) -> tuple[list[_Row], list[_Notebook]]:
     """The rows of the longest prefix of `notebooks` that fits the day, and the ones left out."""
     for count in range(len(notebooks), -1, -1):
         rows = _schedule(notebooks[:count], day)
@@ -323,27 +312,27 @@ def plan_day(notebooks: Sequence[Notebook], day: Day) -> tuple[list[Row], list[N
     raise AssertionError("an empty day always fits")  # pragma: no cover
 
 
-def _schedule(notebooks: Sequence[Notebook], day: Day) -> list[Row]:
+def _schedule(notebooks: Sequence[_Notebook], day: _Day) -> list[_Row]:
     """Glossary, the notebooks with breaks between them, questions, and the end row."""
     rows = (
-        [Row(0, GLOSSARY_MINUTES, "00 glossary (skim; then a reference)")] if day.glossary else []
+        [_Row(0, _GLOSSARY_MINUTES, "00 glossary (skim; then a reference)")] if day.glossary else []
     )
     taught, lunch_due = sum(r.minutes for r in rows), day.lunch
     for nb in notebooks:
         now = rows[-1].start + rows[-1].minutes if rows else 0
-        if taught >= BREAK_AFTER:
-            if lunch_due and now >= LUNCH_FROM:
-                rows.append(Row(now, LUNCH_MINUTES, "lunch"))
+        if taught >= _BREAK_AFTER:
+            if lunch_due and now >= _LUNCH_FROM:
+                rows.append(_Row(now, _LUNCH_MINUTES, "lunch"))
                 lunch_due = False
             else:
-                rows.append(Row(now, BREAK_MINUTES, "break"))
+                rows.append(_Row(now, _BREAK_MINUTES, "break"))
             taught, now = 0, rows[-1].start + rows[-1].minutes
-        rows.append(Row(now, nb.room_minutes, f"{nb.number} {nb.title}"))
+        rows.append(_Row(now, nb.room_minutes, f"{nb.number} {nb.title}"))
         taught += nb.room_minutes
     now = rows[-1].start + rows[-1].minutes if rows else 0
-    rows.append(Row(now, QUESTIONS_MINUTES, "questions, and what to try at home"))
-    end = now + QUESTIONS_MINUTES
-    rows.append(Row(end, 0, f"end: {end} minutes"))
+    rows.append(_Row(now, _QUESTIONS_MINUTES, "questions, and what to try at home"))
+    end = now + _QUESTIONS_MINUTES
+    rows.append(_Row(end, 0, f"end: {end} minutes"))
     return rows
 
 
@@ -357,40 +346,40 @@ def _duration(minutes: int) -> str:
 
 def _constants_text(record: Mapping[str, Any]) -> str:
     """The record the times read, and every constant they use, as a list."""
-    source = f"`{RECORD.relative_to(REPO_ROOT)}`: {record['source']}; {record['date']}"
+    source = f"`{_RECORD.relative_to(REPO_ROOT)}`: {record['source']}; {record['date']}"
     return "\n".join(
         [
             "Every time below is computed by `python -m kit.agenda` from the notebooks and from "
             f"the record of their runs ({source}; {record['conditions']}).",
             "",
-            f"- **Room time** of a notebook, rounded up to {ROUND_TO} min: reading + run + "
+            f"- **Room time** of a notebook, rounded up to {_ROUND_TO} min: reading + run + "
             "exercises + check yourself + assert cells.",
             "- **Reading:** the markdown's words outside fenced code and outside the exercise and "
-            f"Check-yourself blocks, at {READING_WPM} words per minute: adults read English "
+            f"Check-yourself blocks, at {_READING_WPM} words per minute: adults read English "
             'non-fiction at about 238 (Brysbaert 2019, "How many words do we read per minute?", '
             "Journal of Memory and Language, a meta-analysis), and text dense with "
             "notation, code names and figures a quarter slower.",
             "- **Run:** the notebook's measured run time from the record (learners wait for it).",
-            f"- **Exercises:** {EXERCISE_MINUTES} min each (change a parameter or paste a few "
-            f"lines, re-run a section, read it), {GRADED_MINUTES} min for a graded one (write a "
+            f"- **Exercises:** {_EXERCISE_MINUTES} min each (change a parameter or paste a few "
+            f"lines, re-run a section, read it), {_GRADED_MINUTES} min for a graded one (write a "
             "function until `make check-exercises` says ok).",
-            f"- **Check yourself:** {CHECK_MINUTES} min per question (think, answer, open the "
+            f"- **Check yourself:** {_CHECK_MINUTES} min per question (think, answer, open the "
             "collapsed answer).",
-            f"- **Assert cells:** {ASSERT_MINUTES} min per code cell with an assert (what to say "
+            f"- **Assert cells:** {_ASSERT_MINUTES} min per code cell with an assert (what to say "
             "there is below).",
-            f"- **A day** starts with the glossary ({GLOSSARY_MINUTES} min) and ends with "
-            f"{QUESTIONS_MINUTES} min of questions; a {BREAK_MINUTES} min break comes before the "
-            f"next notebook once {BREAK_AFTER} min were taught since the last one, and in a full "
-            f"day the first break after {_clock(LUNCH_FROM)} is a {LUNCH_MINUTES} min lunch.",
-            f"- **The core path** ({', '.join(CORE)}): {CORE_REASON}. A plan takes the core in "
-            f"that order while it fits (half day ≤ {HALF_DAY.limit // 60} h, full day ≤ "
-            f"{FULL_DAY.limit // 60} h, breaks included); what does not fit waits for a deep-dive "
+            f"- **A day** starts with the glossary ({_GLOSSARY_MINUTES} min) and ends with "
+            f"{_QUESTIONS_MINUTES} min of questions; a {_BREAK_MINUTES} min break comes before the "
+            f"next notebook once {_BREAK_AFTER} min were taught since the last one, and in a full "
+            f"day the first break after {_clock(_LUNCH_FROM)} is a {_LUNCH_MINUTES} min lunch.",
+            f"- **The core path** ({', '.join(_CORE)}): {_CORE_REASON}. A plan takes the core in "
+            f"that order while it fits (half day ≤ {_HALF_DAY.limit // 60} h, full day ≤ "
+            f"{_FULL_DAY.limit // 60} h, breaks included); what does not fit waits for a deep-dive "
             "session, its time unchanged.",
         ]
     )
 
 
-def _notebook_table(notebooks: Sequence[Notebook]) -> str:
+def _notebook_table(notebooks: Sequence[_Notebook]) -> str:
     """The per-notebook table: counts, allowances and room time."""
     lines = [
         "| # | notebook | path | words · reading | run · peak memory | exercises (graded) "
@@ -398,20 +387,20 @@ def _notebook_table(notebooks: Sequence[Notebook]) -> str:
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for nb in notebooks:
-        path = "core" if nb.number in CORE else "deep dive"
+        path = "core" if nb.number in _CORE else "deep dive"
         lines.append(
             f"| {nb.number} | {nb.title} | {path} | {nb.words:,} · "
             f"{nb.reading_minutes:.0f} min | {nb.seconds:,.0f} s · {nb.peak_gib:.1f} GiB | "
             f"{nb.exercises} ({nb.graded}): {nb.exercise_minutes} min | {nb.checks}: "
-            f"{nb.checks * CHECK_MINUTES} min | {nb.asserts}: {nb.asserts * ASSERT_MINUTES} min | "
-            f"{nb.room_minutes} min |"
+            f"{nb.checks * _CHECK_MINUTES} min | {nb.asserts}: "
+            f"{nb.asserts * _ASSERT_MINUTES} min | {nb.room_minutes} min |"
         )
     total = sum(nb.room_minutes for nb in notebooks)
     lines.append(f"| | all {len(notebooks)} | | | | | | | {total} min ({_duration(total)}) |")
     return "\n".join(lines)
 
 
-def _plan_text(day: Day, rows: Sequence[Row], left: Sequence[Notebook]) -> str:
+def _plan_text(day: _Day, rows: Sequence[_Row], left: Sequence[_Notebook]) -> str:
     """One day plan: its title with its length, what it leaves out, and its rows."""
     end = rows[-1].start
     taught = [r.what.split()[0] for r in rows if r.what[:2].isdigit() and r.what[:2] != "00"]
@@ -422,42 +411,42 @@ def _plan_text(day: Day, rows: Sequence[Row], left: Sequence[Notebook]) -> str:
     return head + "\n\n" + "\n".join(table)
 
 
-def agenda_markdown(notebooks: Sequence[Notebook], record: Mapping[str, Any]) -> str:
+def _agenda_markdown(notebooks: Sequence[_Notebook], record: Mapping[str, Any]) -> str:
     """The guide's agenda block: the constants, the table, and the half-day and full-day plans."""
     by_number = {nb.number: nb for nb in notebooks}
-    core = [by_number[n] for n in CORE if n in by_number]
-    half, half_left = plan_day(core, HALF_DAY)
-    full, dropped = plan_day(core, FULL_DAY)
-    deep = dropped + [nb for nb in notebooks if nb.number not in CORE]
-    second, later = plan_day(deep, SECOND_HALF_DAY)
+    core = [by_number[n] for n in _CORE if n in by_number]
+    half, half_left = _plan_day(core, _HALF_DAY)
+    full, dropped = _plan_day(core, _FULL_DAY)
+    deep = dropped + [nb for nb in notebooks if nb.number not in _CORE]
+    second, later = _plan_day(deep, _SECOND_HALF_DAY)
     parts = [
         _constants_text(record),
         _notebook_table(notebooks),
-        _plan_text(HALF_DAY, half, half_left),
-        _plan_text(FULL_DAY, full, dropped),
-        _plan_text(SECOND_HALF_DAY, second, later),
+        _plan_text(_HALF_DAY, half, half_left),
+        _plan_text(_FULL_DAY, full, dropped),
+        _plan_text(_SECOND_HALF_DAY, second, later),
     ]
     return "\n\n".join(parts)
 
 
-def rewrite_guide(path: Path = GUIDE, block: str | None = None) -> bool:
+def _rewrite_guide(path: Path = _GUIDE, block: str | None = None) -> bool:
     """Replace the guide's agenda block with the computed one; True when its text changed."""
     text = path.read_text()
-    if BLOCK_START not in text or BLOCK_END not in text:
-        raise ValueError(f"{path} has no agenda block ({BLOCK_START!r} … {BLOCK_END!r})")
-    block = block if block is not None else agenda_markdown(load_notebooks(), load_record())
-    head, rest = text.split(BLOCK_START, 1)
-    tail = rest.split(BLOCK_END, 1)[1]
-    new = f"{head}{BLOCK_START}\n{block}\n{BLOCK_END}{tail}"
+    if _BLOCK_START not in text or _BLOCK_END not in text:
+        raise ValueError(f"{path} has no agenda block ({_BLOCK_START!r} … {_BLOCK_END!r})")
+    block = block if block is not None else _agenda_markdown(_load_notebooks(), _load_record())
+    head, rest = text.split(_BLOCK_START, 1)
+    tail = rest.split(_BLOCK_END, 1)[1]
+    new = f"{head}{_BLOCK_START}\n{block}\n{_BLOCK_END}{tail}"
     if new != text:
         path.write_text(new)
     return new != text
 
 
-def guide_block(path: Path = GUIDE) -> str:
+def _guide_block(path: Path = _GUIDE) -> str:
     """The agenda block as the guide has it now."""
     text = path.read_text()
-    return text.split(BLOCK_START, 1)[1].split(BLOCK_END, 1)[0].strip("\n")
+    return text.split(_BLOCK_START, 1)[1].split(_BLOCK_END, 1)[0].strip("\n")
 
 
 # --------------------------------------------------------------------------- command line
@@ -469,8 +458,8 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         prog="python -m kit.agenda", description=__doc__.split("\n")[0]
     )
     sub = parser.add_subparsers(dest="command")
-    sub.add_parser("guide", help=f"rewrite the agenda block of {GUIDE.relative_to(REPO_ROOT)}")
-    rec = sub.add_parser("record", help=f"rewrite {RECORD.relative_to(REPO_ROOT)} from a run")
+    sub.add_parser("guide", help=f"rewrite the agenda block of {_GUIDE.relative_to(REPO_ROOT)}")
+    rec = sub.add_parser("record", help=f"rewrite {_RECORD.relative_to(REPO_ROOT)} from a run")
     rec.add_argument(
         "summary", type=Path, nargs="?", default=BUILD_DIR / "run-summary.json", help="its summary"
     )
@@ -491,14 +480,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             from kit.manifest import write_manifest
 
             conditions = args.conditions or f"{device_description()}, `make run` at learner sizes"
-            out = write_record(args.summary, conditions)
+            out = _write_record(args.summary, conditions)
             manifest = write_manifest(DATA_DIR)
             print(f"wrote {out} and {manifest}; now `python -m kit.agenda guide`")
         elif args.command == "guide":
-            changed = rewrite_guide()
-            print(f"{GUIDE}: {'rewritten' if changed else 'already current'}")
+            changed = _rewrite_guide()
+            print(f"{_GUIDE}: {'rewritten' if changed else 'already current'}")
         else:
-            print(agenda_markdown(load_notebooks(), load_record()))
+            print(_agenda_markdown(_load_notebooks(), _load_record()))
     except (OSError, ValueError) as err:
         print(f"[agenda] {err}", file=sys.stderr)
         return 1

@@ -25,7 +25,7 @@ _COLUMNS = ("modules", "lines", "exports")
 
 
 @dataclass(frozen=True)
-class Home:
+class _Home:
     """One package's size: its dotted name, modules, lines and exported names."""
 
     name: str
@@ -44,12 +44,12 @@ def _exports(path: Path) -> int:
     return 0
 
 
-def _home(package: Path) -> Home:
+def _home(package: Path, src: Path = _SRC) -> _Home:
     """The size of one package (its own .py files, __init__ included in lines only)."""
     files = sorted(package.glob("*.py"))
     modules = [p for p in files if p.name != "__init__.py"]
-    return Home(
-        name=".".join(package.relative_to(_SRC).parts),
+    return _Home(
+        name=".".join(package.relative_to(src).parts),
         modules=len(modules),
         lines=sum(len(p.read_text().splitlines()) for p in files),
         exports=sum(_exports(p) for p in modules),
@@ -61,16 +61,16 @@ def _packages(root: Path) -> list[Path]:
     return sorted(p for p in root.iterdir() if (p / "__init__.py").is_file())
 
 
-def homes(src: Path = _SRC) -> dict[str, list[Home]]:
+def _homes(src: Path = _SRC) -> dict[str, list[_Home]]:
     """Trunk packages, chapters and the kit, each a list of homes."""
     return {
-        "trunk": [_home(p) for p in _packages(src / "helpers")],
-        "chapters": [_home(p) for p in _packages(src / "chapters")],
-        "kit": [_home(src / "kit")],
+        "trunk": [_home(p, src) for p in _packages(src / "helpers")],
+        "chapters": [_home(p, src) for p in _packages(src / "chapters")],
+        "kit": [_home(src / "kit", src)],
     }
 
 
-def report(found: dict[str, list[Home]]) -> list[str]:
+def _report(found: dict[str, list[_Home]]) -> list[str]:
     """The table as text lines, each group's total last."""
     lines = [f"{'home':34s} {'modules':>7s} {'lines':>7s} {'exports':>7s}"]
     for group, rows in found.items():
@@ -91,7 +91,7 @@ def report(found: dict[str, list[Home]]) -> list[str]:
 def main(argv: Sequence[str] | None = None) -> int:
     """Print the homes table."""
     argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args(argv)
-    print("\n".join(report(homes())))
+    print("\n".join(_report(_homes())))
     return 0
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from helpers.engine import compat
 
-__all__: list[str] = []
+__all__ = []  # nothing here is used outside the kit
 
 
 @functools.cache

@@ -13,7 +13,7 @@ from transformers import PreTrainedTokenizerFast
 from helpers.common.chat import ENDOFTEXT, IM_END, IM_START
 from helpers.common.paths import DATA_DIR
 
-__all__: list[str] = []
+__all__ = []  # nothing here is used outside the kit
 
 _TOKENIZER_DIR: Path = DATA_DIR / "tiny-tokenizer"
 _VOCAB_SIZE = 2048

@@ -44,13 +44,13 @@ CELLS = [
 
 
 def test_count_notebook_counts_each_kind() -> None:
-    counts = agenda.count_notebook(CELLS)
+    counts = agenda._count_notebook(CELLS)
     assert counts["asserts"] == 2
     assert (counts["exercises"], counts["graded"]) == (4, 2)
     assert counts["checks"] == 2
     # Headings and prose outside the exercise and check blocks; link targets and tags left out.
     expected = sum(
-        agenda.markdown_words(t)
+        agenda._markdown_words(t)
         for t in (
             "09 · A test notebook",
             "Six words of prose to read.",
@@ -64,40 +64,40 @@ def test_count_notebook_counts_each_kind() -> None:
 
 
 def test_markdown_words_leaves_out_link_targets_and_tags() -> None:
-    assert agenda.markdown_words("see [the glossary](00_glossary.md#tau-and-more) <br> now") == 4
-    assert agenda.markdown_words("vLLM's draft-and-verify step") == 3
+    assert agenda._markdown_words("see [the glossary](00_glossary.md#tau-and-more) <br> now") == 4
+    assert agenda._markdown_words("vLLM's draft-and-verify step") == 3
 
 
-def notebook(number: str = "01", **changes: float) -> agenda.Notebook:
+def notebook(number: str = "01", **changes: float) -> agenda._Notebook:
     """A notebook of known counts."""
-    base = agenda.Notebook(number, f"title {number}", 900, 3, 1, 2, 4, 150.0, 1.5)
+    base = agenda._Notebook(number, f"title {number}", 900, 3, 1, 2, 4, 150.0, 1.5)
     return replace(base, **changes)
 
 
 def test_room_minutes_adds_every_part_and_rounds_up() -> None:
     nb = notebook()
     total = (
-        900 / agenda.READING_WPM
+        900 / agenda._READING_WPM
         + 150 / 60
-        + 2 * agenda.EXERCISE_MINUTES
-        + agenda.GRADED_MINUTES
-        + 2 * agenda.CHECK_MINUTES
-        + 4 * agenda.ASSERT_MINUTES
+        + 2 * agenda._EXERCISE_MINUTES
+        + agenda._GRADED_MINUTES
+        + 2 * agenda._CHECK_MINUTES
+        + 4 * agenda._ASSERT_MINUTES
     )
-    assert nb.room_minutes == agenda.ROUND_TO * math.ceil(total / agenda.ROUND_TO)
-    assert nb.room_minutes >= total and nb.room_minutes % agenda.ROUND_TO == 0
-    assert notebook(seconds=150.0 + 60 * agenda.ROUND_TO).room_minutes > nb.room_minutes
+    assert nb.room_minutes == agenda._ROUND_TO * math.ceil(total / agenda._ROUND_TO)
+    assert nb.room_minutes >= total and nb.room_minutes % agenda._ROUND_TO == 0
+    assert notebook(seconds=150.0 + 60 * agenda._ROUND_TO).room_minutes > nb.room_minutes
 
 
-def adds_up(rows: list[agenda.Row]) -> bool:
+def adds_up(rows: list[agenda._Row]) -> bool:
     """Each row starts when the one before it ends."""
     return all(a.start + a.minutes == b.start for a, b in zip(rows, rows[1:]))
 
 
 def test_a_plan_fits_its_day_and_adds_up() -> None:
     nbs = [notebook(f"0{i}") for i in range(1, 7)]
-    rows, left = agenda.plan_day(nbs, agenda.FULL_DAY)
-    assert adds_up(rows) and rows[-1].start <= agenda.FULL_DAY.limit
+    rows, left = agenda._plan_day(nbs, agenda._FULL_DAY)
+    assert adds_up(rows) and rows[-1].start <= agenda._FULL_DAY.limit
     assert rows[-1].what == f"end: {rows[-1].start} minutes"
     taught = [
         r.what.split()[0] for r in rows if r.what.startswith("0") and "glossary" not in r.what
@@ -109,26 +109,26 @@ def test_a_plan_fits_its_day_and_adds_up() -> None:
 def test_a_plan_drops_what_does_not_fit_and_never_shrinks_it() -> None:
     long = notebook("03", seconds=60 * 200.0)  # over three hours in the room
     nbs = [notebook("01"), notebook("02"), long, notebook("05")]
-    rows, left = agenda.plan_day(nbs, agenda.HALF_DAY)
+    rows, left = agenda._plan_day(nbs, agenda._HALF_DAY)
     assert [nb.number for nb in left] == ["03", "05"]  # the prefix that fits, not a skip
     assert not any(r.what.startswith(("03 ", "05 ")) for r in rows)
-    full, _ = agenda.plan_day(nbs, agenda.FULL_DAY)
+    full, _ = agenda._plan_day(nbs, agenda._FULL_DAY)
     assert any(r.what.startswith("03 ") and r.minutes == long.room_minutes for r in full)
 
 
 def test_breaks_come_after_the_stated_stretch_and_lunch_once() -> None:
     nbs = [notebook(f"0{i}") for i in range(1, 7)]
-    rows = agenda._schedule(nbs, agenda.FULL_DAY)
+    rows = agenda._schedule(nbs, agenda._FULL_DAY)
     taught = 0
     for row in rows:
         if row.what in ("break", "lunch"):
-            assert taught >= agenda.BREAK_AFTER
+            assert taught >= agenda._BREAK_AFTER
             taught = 0
         else:
             taught += row.minutes
     lunch = [r for r in rows if r.what == "lunch"]
-    assert len(lunch) == 1 and lunch[0].start >= agenda.LUNCH_FROM
-    assert not any(r.what == "lunch" for r in agenda._schedule(nbs, agenda.HALF_DAY))
+    assert len(lunch) == 1 and lunch[0].start >= agenda._LUNCH_FROM
+    assert not any(r.what == "lunch" for r in agenda._schedule(nbs, agenda._HALF_DAY))
 
 
 def summary_of(names: list[str], **row_changes: object) -> dict:
@@ -152,7 +152,7 @@ NAMES = ["01_a.ipynb", "02_b.ipynb"]
 
 
 def test_record_from_a_good_summary() -> None:
-    record = agenda.record_from_summary(summary_of(NAMES), NAMES, "2 CPU cores")
+    record = agenda._record_from_summary(summary_of(NAMES), NAMES, "2 CPU cores")
     assert record["date"] == "2026-12-02" and record["conditions"] == "2 CPU cores"
     assert [r["notebook"] for r in record["notebooks"]] == NAMES
     assert record["notebooks"][0] == {"notebook": "01_a.ipynb", "seconds": 12.3, "peak_gib": 1.23}
@@ -169,46 +169,46 @@ def test_record_from_a_good_summary() -> None:
 )
 def test_record_refuses_a_summary_it_cannot_trust(summary: dict, says: str) -> None:
     with pytest.raises(ValueError, match=re.escape(says)):
-        agenda.record_from_summary(summary, NAMES, "2 CPU cores")
+        agenda._record_from_summary(summary, NAMES, "2 CPU cores")
 
 
 def test_record_command_writes_every_notebook(tmp_path: Path) -> None:
-    names = [p.name for p in agenda.notebook_paths()]
+    names = [p.name for p in agenda._notebook_paths()]
     summary = tmp_path / "run-summary.json"
     summary.write_text(json.dumps(summary_of(names)))
-    out = agenda.write_record(summary, "2 CPU cores", out=tmp_path / "record.json")
-    record = agenda.load_record(out)
+    out = agenda._write_record(summary, "2 CPU cores", out=tmp_path / "record.json")
+    record = agenda._load_record(out)
     assert [r["notebook"] for r in record["notebooks"]] == names
-    nbs = agenda.load_notebooks(record=record)
+    nbs = agenda._load_notebooks(record=record)
     assert [nb.seconds for nb in nbs] == [r["seconds"] for r in record["notebooks"]]
 
 
 def test_a_notebook_without_a_measured_run_is_named() -> None:
-    record = agenda.load_record()
+    record = agenda._load_record()
     short = {**record, "notebooks": record["notebooks"][:-1]}
-    last = agenda.notebook_paths()[-1].name
+    last = agenda._notebook_paths()[-1].name
     with pytest.raises(ValueError, match=re.escape(f"{last} has no measured run")):
-        agenda.load_notebooks(record=short)
+        agenda._load_notebooks(record=short)
 
 
 def test_the_shipped_record_covers_every_notebook_without_commit_hashes() -> None:
-    record = agenda.load_record()
+    record = agenda._load_record()
     names = [r["notebook"] for r in record["notebooks"]]
-    assert names == [p.name for p in agenda.notebook_paths()]
-    text = agenda.RECORD.read_text()
+    assert names == [p.name for p in agenda._notebook_paths()]
+    text = agenda._RECORD.read_text()
     assert not re.search(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,40}\b", text)
 
 
 def test_the_agenda_prints_and_its_plans_fit() -> None:
-    text = agenda.agenda_markdown(agenda.load_notebooks(), agenda.load_record())
+    text = agenda._agenda_markdown(agenda._load_notebooks(), agenda._load_record())
     ends = {
         title: int(end)
         for title, end in re.findall(
             r"\*\*(A [^*(]+?|The [^*(]+?) \(.*?\| end: (\d+) minutes", text, re.S
         )
     }
-    assert ends["A half day"] <= agenda.HALF_DAY.limit, ends
-    assert ends["A full day"] <= agenda.FULL_DAY.limit, ends
+    assert ends["A half day"] <= agenda._HALF_DAY.limit, ends
+    assert ends["A full day"] <= agenda._FULL_DAY.limit, ends
 
 
 def test_main_prints_the_agenda(capsys: pytest.CaptureFixture[str]) -> None:
@@ -219,11 +219,11 @@ def test_main_prints_the_agenda(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_rewrite_guide_replaces_only_its_block(tmp_path: Path) -> None:
     guide = tmp_path / "guide.md"
-    guide.write_text(f"before\n{agenda.BLOCK_START}\nold\n{agenda.BLOCK_END}\nafter\n")
-    assert agenda.rewrite_guide(guide, block="new") is True
-    assert guide.read_text() == f"before\n{agenda.BLOCK_START}\nnew\n{agenda.BLOCK_END}\nafter\n"
-    assert agenda.rewrite_guide(guide, block="new") is False
-    assert agenda.guide_block(guide) == "new"
+    guide.write_text(f"before\n{agenda._BLOCK_START}\nold\n{agenda._BLOCK_END}\nafter\n")
+    assert agenda._rewrite_guide(guide, block="new") is True
+    assert guide.read_text() == f"before\n{agenda._BLOCK_START}\nnew\n{agenda._BLOCK_END}\nafter\n"
+    assert agenda._rewrite_guide(guide, block="new") is False
+    assert agenda._guide_block(guide) == "new"
     guide.write_text("no block here\n")
     with pytest.raises(ValueError, match="no agenda block"):
-        agenda.rewrite_guide(guide, block="new")
+        agenda._rewrite_guide(guide, block="new")
