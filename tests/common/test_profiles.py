@@ -6,6 +6,7 @@ import dataclasses
 import json
 import shlex
 
+import numpy as np
 import pytest
 
 from helpers.analytics import moe
@@ -13,6 +14,7 @@ from helpers.common import profiles
 from helpers.common.configs import read_config
 from helpers.common.paths import DATA_DIR, REPO_ROOT
 from helpers.eagle3.diagrams import plot_aux_layers
+from helpers.engine.lifecycle import engine_kwargs
 from helpers.engine.pairing import _layer_config, validate_pair
 from helpers.serving.server import _serve_command, serve_command_text
 
@@ -206,6 +208,33 @@ def test_serve_command_renders(name: str) -> None:
         "num_speculative_tokens": p.num_speculative_tokens,
         "method": "eagle3",
     }
+
+
+def test_resolve_k_none_is_the_profiles_k_and_zero_is_plain() -> None:
+    p = dataclasses.replace(profiles.load_profile("tiny"), num_speculative_tokens=4)
+    assert profiles.resolve_k(p) == profiles.resolve_k(p, None) == 4
+    assert profiles.resolve_k(p, 0) == 0
+    assert profiles.resolve_k(p, 2) == 2
+    numpy_k = profiles.resolve_k(p, np.int64(5))  # a k read from a table
+    assert numpy_k == 5 and type(numpy_k) is int
+
+
+@pytest.mark.parametrize("bad", [-1, 2.0, "3", True])
+def test_resolve_k_refuses_what_is_not_a_k_in_one_line(bad: object) -> None:
+    with pytest.raises(ValueError) as err:
+        profiles.resolve_k(profiles.load_profile("tiny"), bad)  # type: ignore[arg-type]
+    assert repr(bad) in str(err.value) and "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("k, drafts", [(None, 4), (0, None), (2, 2)])
+def test_the_engine_and_the_server_read_k_alike(k: int | None, drafts: int | None) -> None:
+    p = dataclasses.replace(profiles.load_profile("tiny"), num_speculative_tokens=4)
+    engine = engine_kwargs(p, k=k, gpu=False).get("speculative_config") or {}
+    argv = _serve_command(p, k=k)
+    flag = "--speculative-config"
+    served = json.loads(argv[argv.index(flag) + 1]) if flag in argv else {}
+    assert engine.get("num_speculative_tokens") == drafts
+    assert served.get("num_speculative_tokens") == drafts
 
 
 def test_unknown_field_fails_in_one_line() -> None:

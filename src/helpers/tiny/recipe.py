@@ -147,7 +147,7 @@ def _build_drafter(
         for c in CATEGORIES
         for ex in make_examples(c, cfg.distill_per_category, cfg.seed + 1)
     ]
-    with open_engine(**engine_kwargs(local_profile(out_dir), k=None)) as llm:
+    with open_engine(**engine_kwargs(local_profile(out_dir), k=0)) as llm:
         distilled = self_distill(llm, distill_prompts)
     log["self_distill"] = {
         "seconds": round(time.time() - t0, 1),
