@@ -9,14 +9,14 @@ import shlex
 import numpy as np
 import pytest
 
-from helpers.analytics import moe
 from helpers.common import profiles
 from helpers.common.configs import read_config
-from helpers.common.paths import DATA_DIR, REPO_ROOT
+from helpers.common.paths import REPO_ROOT
 from helpers.eagle3.diagrams import plot_aux_layers
 from helpers.engine.lifecycle import engine_kwargs
 from helpers.engine.pairing import _layer_config, validate_pair
 from helpers.serving.server import _serve_command, serve_command_text
+from tests.support import shape_named
 
 
 @pytest.fixture(autouse=True)
@@ -403,14 +403,12 @@ def test_235b_drafter_validates_against_its_verifier() -> None:
 
 
 def test_235b_shapes_are_notebook_06s_235b_shape() -> None:
-    """The typed constant of the cost model is this config.json, and the drafter it prices is
-    this drafter (fc, one Llama layer of 4x hidden, lm_head over the full vocabulary)."""
-    folder = DATA_DIR / "shapes"
-    assert (
-        moe.MoeShape.from_config(moe.QWEN3_235B_A22B.name, read_config(folder / "qwen3-235b-a22b"))
-        == moe.QWEN3_235B_A22B
-    )
-    layer = _layer_config(read_config(folder / "qwen3-235b-a22b-eagle3"))
+    """The cost model's 235B shape is the shape profile's verifier, and the drafter it prices is
+    the profile's drafter (fc, one Llama layer of 4x hidden, lm_head over the full vocabulary)."""
+    profile = profiles.load_profile(SHAPE_235B)
+    shape = shape_named("qwen3-235b-a22b")
+    assert (shape.layers, shape.hidden) == (profile.verifier_layers, profile.verifier_hidden_size)
+    layer = _layer_config(read_config(profile.drafter_path()))
     hidden, head = layer["hidden_size"], layer["head_dim"]
     heads, kv = layer["num_attention_heads"], layer["num_key_value_heads"]
     attention = 2 * hidden * head * (heads + 2 * kv) + heads * head * hidden
@@ -420,7 +418,7 @@ def test_235b_shapes_are_notebook_06s_235b_shape() -> None:
         + 3 * hidden * layer["intermediate_size"]
         + layer["vocab_size"] * hidden
     )
-    assert params == moe.QWEN3_235B_A22B.drafter_params()
+    assert params == shape.drafter_params()
 
 
 def test_known_stacks_names_the_235b_row_after_the_shape_when_asked() -> None:

@@ -20,9 +20,8 @@ from matplotlib.figure import Figure
 
 from helpers.analytics.figures import interval_yerr, token_html, token_pieces
 from helpers.analytics.moe import (
-    QWEN3_30B_A3B,
-    QWEN3_235B_A22B,
     MoeShape,
+    shipped_shapes,
     step_bytes,
     union_with_correlation,
 )
@@ -262,7 +261,7 @@ def _union_explorer(
     """Pick a shape, positions, batch and routing correlation; see the union and step bytes."""
     import ipywidgets as w
 
-    shapes = {s.name: s for s in (tiny, QWEN3_30B_A3B, QWEN3_235B_A22B)}
+    shapes = {s.name: s for s in (tiny, *shipped_shapes())}
     controls = {
         "shape": w.Dropdown(options=list(shapes), value=tiny.name, description="shape"),
         "positions": w.IntSlider(value=positions, min=1, max=16, description="positions"),
