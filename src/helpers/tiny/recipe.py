@@ -19,6 +19,7 @@ from helpers.common.paths import DATA_DIR
 from helpers.common.profiles import Profile
 from helpers.common.prompts import CATEGORIES, save_prompts
 from helpers.eagle3.checkpoint import drafter_config, load_verifier, save_drafter
+from helpers.eagle3.drafter import DrafterShape
 from helpers.eagle3.train import MixedSampler, new_drafter, train_drafter
 from helpers.engine.lifecycle import engine_kwargs, open_engine
 from helpers.engine.runs import self_distill
@@ -84,6 +85,11 @@ def local_profile(out_dir: Path, k: int = 3) -> Profile:
         engine={"max_model_len": 1024},
         needs={"hub": False},
     )
+
+
+def _drafter_config(shape: DrafterShape, cfg: RecipeConfig) -> dict[str, Any]:
+    """The speculators config.json the recipe saves beside its drafter's weights."""
+    return drafter_config(shape, list(cfg.aux_layers), f"data/{VERIFIER_NAME}")
 
 
 def _log(msg: str, t0: float) -> None:
@@ -177,11 +183,7 @@ def _build_drafter(
             round(sum(a[j] for a in tail) / len(tail), 3) for j in range(cfg.ttt_steps)
         ],
     }
-    save_drafter(
-        drafter,
-        out_dir / DRAFTER_NAME,
-        drafter_config(drafter.shape, list(cfg.aux_layers), f"data/{VERIFIER_NAME}"),
-    )
+    save_drafter(drafter, out_dir / DRAFTER_NAME, _drafter_config(drafter.shape, cfg))
     _log(f"drafter: {log['drafter']} -> {out_dir / DRAFTER_NAME}", t0)
     return log
 
