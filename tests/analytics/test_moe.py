@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from helpers.analytics.moe import (
+    BYTES_BF16,
     _window_union,
     batch_union,
     correlation,
@@ -16,6 +17,7 @@ from helpers.analytics.moe import (
     relative_cost,
     shape_from_folder,
     shipped_shapes,
+    step_bytes,
     union_table,
     union_with_correlation,
 )
@@ -69,8 +71,6 @@ def test_published_shape_of_30b() -> None:
 
 def test_drafter_lm_head_is_sized_from_draft_vocab_size() -> None:
     import dataclasses
-
-    from helpers.analytics.moe import step_bytes
 
     config = read_config(DATA_DIR / "shapes" / "qwen3-30b-a3b-eagle3")
     s30 = shape_named("qwen3-30b-a3b")
@@ -142,3 +142,12 @@ def test_measured_rho_is_the_correlation_of_the_mean_window_union() -> None:
 
     same = torch.tensor([[[0, 1]] * 10])
     assert measured_rho([(same, 0)], 4, 8, 2) == pytest.approx(1.0)
+
+
+def test_a_decode_step_at_batch_one_reads_only_the_routed_experts() -> None:
+    s30 = shape_named("qwen3-30b-a3b")
+    one_token = step_bytes(s30, 1, independent_union(s30.experts, s30.active, 1), 512)
+    every_expert = step_bytes(s30, 1, s30.experts, 512)
+    skipped = (s30.experts - s30.active) * s30.layers * s30.expert_params() * BYTES_BF16
+    assert every_expert - one_token == pytest.approx(skipped)
+    assert one_token < 0.2 * every_expert  # "A3B": a few of its 30 B parameters per token
