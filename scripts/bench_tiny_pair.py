@@ -92,7 +92,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     mixed = [p for group in zip(*prompts.values()) for p in group]
     greedy = sampling(args.max_tokens)
     t0 = time.time()
-    with open_engine(**engine_kwargs(profile, k=None)) as llm:
+    with open_engine(**engine_kwargs(profile, k=0)) as llm:
         plain = run_categories(llm, prompts, greedy)
         plain_tp = measure_throughput(llm, mixed, 256)
     out: dict[str, Any] = {"acceptance": [], "lossless": {}, "throughput": {"plain": plain_tp}}

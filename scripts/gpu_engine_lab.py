@@ -138,7 +138,7 @@ def measure(name: str, n_prompts: int, new_tokens: int, profile_first: bool) -> 
     engines, ids = [], {}
     hot: list[str] = []
     for k in (0, 3, 0):
-        kwargs = lifecycle.engine_kwargs(profile, k=k or None, **overrides)
+        kwargs = lifecycle.engine_kwargs(profile, k=k, **overrides)
         t0 = time.perf_counter()
         if profile_first and not engines:
             llm, hot = profiled(lambda kw=kwargs: lifecycle.start_engine(**kw))

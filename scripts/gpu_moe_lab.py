@@ -54,7 +54,7 @@ from typing import Any
 from helpers.analytics import lab, moe, routing
 from helpers.common.configs import read_config
 from helpers.common.counters import snapshot
-from helpers.common.envinfo import gpu_count, has_gpu, query_gpus, vllm_version
+from helpers.common.envinfo import cpu_cores, gpu_count, has_gpu, query_gpus, vllm_version
 from helpers.common.paths import REPO_ROOT
 from helpers.common.profiles import load_profile
 from helpers.common.prompts import as_messages, interleaved, load_prompts
@@ -416,7 +416,7 @@ def provenance(args: argparse.Namespace, prompts: str, graphs: str) -> dict[str,
         }[graphs]
         + ".",
         "gpu": gpu,
-        "machine": f"{gpu}, {os.cpu_count()} CPU cores",
+        "machine": f"{gpu}, {cpu_cores()} CPU cores",
         "gpu_peak_hbm_tb_s": lab.peak_tb_s(gpu),
         "verifier": str(Path(args.verifier).resolve().relative_to(REPO_ROOT))
         if Path(args.verifier).resolve().is_relative_to(REPO_ROOT)

@@ -72,7 +72,7 @@ def draw_rows(n_rows: int, device: str) -> tuple[Any, Any, torch.Tensor, dict[st
     held_out = [p for ps in prompts.load_prompts().values() for p in ps]
     examples = lab.distill_examples(N_DISTILL, SEED, exclude=held_out)
     t0 = time.perf_counter()
-    with lifecycle.open_engine(**lifecycle.engine_kwargs(profile, k=None)) as llm:
+    with lifecycle.open_engine(**lifecycle.engine_kwargs(profile, k=0)) as llm:
         distilled = runs.self_distill(llm, [ex.user for ex in examples])
     sampler = train.MixedSampler(
         distilled, lab.corpus_rows(tok, N_CORPUS, SEED), SEQ_LEN, CORPUS_SHARE, SEED

@@ -3,10 +3,12 @@ and Qwen3's tokenizer as `make venv` builds it."""
 
 from __future__ import annotations
 
+import functools
 import json
 import shutil
 from pathlib import Path
-from typing import NamedTuple
+from types import SimpleNamespace
+from typing import Any, NamedTuple
 
 import pytest
 
@@ -14,40 +16,9 @@ from helpers.common import qwen_tokenizer
 from helpers.common.ci import _in_ci
 from helpers.common.paths import DATA_DIR
 
-VERIFIER_NAME = "tiny-qwen3-moe"
-DRAFTER_NAME = "tiny-qwen3-moe-eagle3"
-HIDDEN, LAYERS, VOCAB, HEADS, KV_HEADS, HEAD_DIM, MLP = 128, 8, 2048, 4, 2, 32, 256
-
-DRAFTER_CONFIG: dict = {
-    "architectures": ["Eagle3Speculator"],
-    "speculators_model_type": "eagle3",
-    "transformer_layer_config": {
-        "model_type": "llama",
-        "vocab_size": VOCAB,
-        "hidden_size": HIDDEN,
-        "intermediate_size": MLP,
-        "num_hidden_layers": 1,
-        "num_attention_heads": HEADS,
-        "num_key_value_heads": KV_HEADS,
-        "head_dim": HEAD_DIM,
-        "rms_norm_eps": 1e-6,
-        "rope_theta": 10000.0,
-        "max_position_embeddings": 2048,
-        "hidden_act": "silu",
-        "tie_word_embeddings": False,
-    },
-    "draft_vocab_size": VOCAB,
-    "norm_before_residual": True,
-    "target_hidden_size": HIDDEN,
-    "eagle_aux_hidden_state_layer_ids": [2, 4, 5],
-    "speculators_config": {
-        "algorithm": "eagle3",
-        "default_proposal_method": "greedy",
-        "proposal_methods": [{"proposal_type": "greedy", "speculative_tokens": 3}],
-        "verifier": {"name_or_path": VERIFIER_NAME, "architectures": ["Qwen3MoeForCausalLM"]},
-    },
-    "torch_dtype": "float32",
-}
+#: Names read lazily from the recipe (module __getattr__ below): its modules import transformers,
+#: which no test run pays for unless it asks.
+_FROM_RECIPE = ("VERIFIER_NAME", "DRAFTER_NAME", "DRAFTER_CONFIG")
 
 
 class TinyPair(NamedTuple):
@@ -57,54 +28,74 @@ class TinyPair(NamedTuple):
     drafter: Path
 
 
-def drafter_tensor_shapes(hidden: int = HIDDEN, vocab: int = VOCAB, n_aux: int = 3) -> dict:
-    """Tensor name -> shape of a speculators-format EAGLE-3 drafter (one llama layer, `layers.0`)."""
-    q, kv = HEADS * HEAD_DIM, KV_HEADS * HEAD_DIM
-    return {
-        "fc.weight": (hidden, n_aux * hidden),
-        "layers.0.input_layernorm.weight": (hidden,),
-        "layers.0.hidden_norm.weight": (hidden,),
-        "layers.0.post_attention_layernorm.weight": (hidden,),
-        "layers.0.self_attn.q_proj.weight": (q, 2 * hidden),
-        "layers.0.self_attn.k_proj.weight": (kv, 2 * hidden),
-        "layers.0.self_attn.v_proj.weight": (kv, 2 * hidden),
-        "layers.0.self_attn.o_proj.weight": (hidden, q),
-        "layers.0.mlp.gate_proj.weight": (MLP, hidden),
-        "layers.0.mlp.up_proj.weight": (MLP, hidden),
-        "layers.0.mlp.down_proj.weight": (hidden, MLP),
-        "norm.weight": (hidden,),
-        "lm_head.weight": (vocab, hidden),
-    }
+class _VocabularyOnly:
+    """What the recipe's verifier config reads of its tokenizer, for a pair built without one:
+    the vocabulary size the recipe trains its tokenizer to (no end-of-text or padding ids)."""
+
+    eos_token_id = pad_token_id = None
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+
+    def __len__(self) -> int:
+        return self.size
+
+
+@functools.cache
+def recipe_configs() -> tuple[Any, dict]:
+    """The tiny pair's verifier config (a Qwen3MoeConfig) and drafter config.json as the recipe
+    (kit.tiny_recipe) writes them into data/: computed by its code, never copied."""
+    from helpers.eagle3.train import drafter_shape_for
+    from helpers.tiny import verifier
+    from kit import tiny_recipe as recipe
+    from kit import tiny_tokenizer as tokenizer
+
+    cfg = recipe.RecipeConfig()
+    config = verifier._verifier_config(_VocabularyOnly(tokenizer._VOCAB_SIZE))
+    shape = drafter_shape_for(SimpleNamespace(config=config), len(cfg.aux_layers))
+    return config, recipe._drafter_config(shape, cfg)
+
+
+def __getattr__(name: str) -> Any:
+    """VERIFIER_NAME, DRAFTER_NAME (the recipe's folder names) and DRAFTER_CONFIG (its drafter
+    config.json), computed on first use."""
+    if name not in _FROM_RECIPE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from kit import tiny_recipe as recipe
+
+    if name == "DRAFTER_CONFIG":
+        return recipe_configs()[1]
+    return getattr(recipe, name)
+
+
+def drafter_tensor_shapes() -> dict[str, tuple[int, ...]]:
+    """Tensor name -> shape of the recipe's EAGLE-3 drafter as save_drafter writes it (one llama
+    layer, `layers.0`)."""
+    from helpers.eagle3.checkpoint import _shape_from_config
+    from helpers.eagle3.drafter import Eagle3Drafter
+
+    drafter = Eagle3Drafter(_shape_from_config(recipe_configs()[1]))
+    return {name: tuple(t.shape) for name, t in drafter.state_dict().items()}
 
 
 def build_stand_in_pair(root: Path) -> TinyPair:
-    """A random-weight verifier + drafter with the shipped pair's shapes (tests only)."""
+    """A random-weight verifier + drafter of the recipe's shapes, saved as the recipe saves them
+    (tests only)."""
     import torch
-    from safetensors.torch import save_file
-    from transformers import Qwen3MoeConfig, Qwen3MoeForCausalLM
+    from transformers import Qwen3MoeForCausalLM
 
-    torch.manual_seed(0)
-    verifier, drafter = root / VERIFIER_NAME, root / DRAFTER_NAME
-    config = Qwen3MoeConfig(
-        vocab_size=VOCAB,
-        hidden_size=HIDDEN,
-        num_hidden_layers=LAYERS,
-        num_attention_heads=HEADS,
-        num_key_value_heads=KV_HEADS,
-        head_dim=HEAD_DIM,
-        num_experts=8,
-        num_experts_per_tok=2,
-        moe_intermediate_size=128,
-        intermediate_size=MLP,
-        max_position_embeddings=2048,
-        tie_word_embeddings=False,
-    )
-    Qwen3MoeForCausalLM(config).save_pretrained(verifier)
-    drafter.mkdir(parents=True)
-    (drafter / "config.json").write_text(json.dumps(DRAFTER_CONFIG, indent=2))
-    tensors = {name: torch.randn(shape) * 0.02 for name, shape in drafter_tensor_shapes().items()}
-    save_file(tensors, str(drafter / "model.safetensors"))
-    return TinyPair(verifier, drafter)
+    from helpers.eagle3.checkpoint import save_drafter
+    from helpers.eagle3.train import new_drafter
+    from kit import tiny_recipe as recipe
+
+    cfg = recipe.RecipeConfig()
+    verifier_config, drafter_config = recipe_configs()
+    torch.manual_seed(cfg.seed)
+    model = Qwen3MoeForCausalLM(verifier_config)
+    pair = TinyPair(root / recipe.VERIFIER_NAME, root / recipe.DRAFTER_NAME)
+    model.save_pretrained(pair.verifier)
+    save_drafter(new_drafter(model, cfg.aux_layers, cfg.seed), pair.drafter, drafter_config)
+    return pair
 
 
 def _copy_model(src: Path, dst: Path) -> Path:
@@ -119,6 +110,8 @@ def _copy_model(src: Path, dst: Path) -> Path:
 @pytest.fixture(scope="session")
 def _tiny_pair_source(tmp_path_factory: pytest.TempPathFactory) -> TinyPair:
     """The shipped tiny pair if data/ has it, else a stand-in built once per session."""
+    from kit.tiny_recipe import DRAFTER_NAME, VERIFIER_NAME
+
     shipped = TinyPair(DATA_DIR / VERIFIER_NAME, DATA_DIR / DRAFTER_NAME)
     if all((folder / "config.json").is_file() for folder in shipped):
         return shipped
@@ -129,8 +122,8 @@ def _tiny_pair_source(tmp_path_factory: pytest.TempPathFactory) -> TinyPair:
 def tiny_pair(tmp_path: Path, _tiny_pair_source: TinyPair) -> TinyPair:
     """A private, editable copy of the tiny pair under tmp_path (same folder names)."""
     return TinyPair(
-        _copy_model(_tiny_pair_source.verifier, tmp_path / VERIFIER_NAME),
-        _copy_model(_tiny_pair_source.drafter, tmp_path / DRAFTER_NAME),
+        _copy_model(_tiny_pair_source.verifier, tmp_path / _tiny_pair_source.verifier.name),
+        _copy_model(_tiny_pair_source.drafter, tmp_path / _tiny_pair_source.drafter.name),
     )
 
 

@@ -1,4 +1,4 @@
-"""Shared by the tests of scripts and CLIs: import a script as a module, run a module as make does."""
+"""Shared by tests: import a script as a module, run a module as make does, a shipped MoE shape."""
 
 from __future__ import annotations
 
@@ -8,7 +8,15 @@ import sys
 import time
 from types import ModuleType
 
+from helpers.analytics.moe import MoeShape, shipped_shapes
 from helpers.common.paths import REPO_ROOT
+
+
+def shape_named(name: str) -> MoeShape:
+    """The shape data/shapes/<name>/ ships (helpers.analytics.moe.shipped_shapes)."""
+    shapes = {shape.name: shape for shape in shipped_shapes()}
+    assert name in shapes, f"no shape {name!r} in data/shapes/: {sorted(shapes)}"
+    return shapes[name]
 
 
 def load_script(name: str) -> ModuleType:

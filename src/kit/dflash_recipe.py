@@ -109,7 +109,7 @@ def build_dflash(out_dir: Path = DATA_DIR, cfg: DFlashRecipe = DFlashRecipe()) -
         for c in CATEGORIES
         for ex in make_examples(c, cfg.distill_per_category, cfg.seed + 1)
     ]
-    with open_engine(**engine_kwargs(local_profile(out_dir), k=None)) as llm:
+    with open_engine(**engine_kwargs(local_profile(out_dir), k=0)) as llm:
         distilled = self_distill(llm, prompts)
     corpus = encode_examples(
         AutoTokenizer.from_pretrained(ver_dir), build_corpus(cfg.n_per_category, cfg.seed)

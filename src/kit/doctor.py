@@ -513,7 +513,7 @@ def _machine(
         gpu = info.has_gpu()
     if args.assume_no_avx2 and flags is not None:
         flags = {f for f in flags if not f.startswith(("avx2", "avx512"))}
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    cores = info.cpu_cores() if info is not None else None
     return system, machine, flags, ram, cores, bool(gpu)
 
 

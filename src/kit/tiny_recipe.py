@@ -18,6 +18,7 @@ from helpers.common.paths import DATA_DIR, RECIPE_LOG
 from helpers.common.profiles import Profile
 from helpers.common.prompts import CATEGORIES, save_prompts
 from helpers.eagle3.checkpoint import drafter_config, load_verifier, save_drafter
+from helpers.eagle3.drafter import DrafterShape
 from helpers.eagle3.train import MixedSampler, new_drafter, train_drafter
 from helpers.engine.lifecycle import engine_kwargs, open_engine
 from helpers.engine.runs import self_distill
@@ -84,6 +85,11 @@ def local_profile(out_dir: Path, k: int = 3) -> Profile:
     )
 
 
+def _drafter_config(shape: DrafterShape, cfg: RecipeConfig) -> dict[str, Any]:
+    """The speculators config.json the recipe saves beside its drafter's weights."""
+    return drafter_config(shape, list(cfg.aux_layers), f"data/{VERIFIER_NAME}")
+
+
 def _log(msg: str, t0: float) -> None:
     """One progress line with elapsed seconds."""
     print(f"[tiny-models {time.time() - t0:6.0f}s] {msg}", flush=True)
@@ -145,7 +151,7 @@ def _build_drafter(
         for c in CATEGORIES
         for ex in make_examples(c, cfg.distill_per_category, cfg.seed + 1)
     ]
-    with open_engine(**engine_kwargs(local_profile(out_dir), k=None)) as llm:
+    with open_engine(**engine_kwargs(local_profile(out_dir), k=0)) as llm:
         distilled = self_distill(llm, distill_prompts)
     log["self_distill"] = {
         "seconds": round(time.time() - t0, 1),
@@ -175,11 +181,7 @@ def _build_drafter(
             round(sum(a[j] for a in tail) / len(tail), 3) for j in range(cfg.ttt_steps)
         ],
     }
-    save_drafter(
-        drafter,
-        out_dir / DRAFTER_NAME,
-        drafter_config(drafter.shape, list(cfg.aux_layers), f"data/{VERIFIER_NAME}"),
-    )
+    save_drafter(drafter, out_dir / DRAFTER_NAME, _drafter_config(drafter.shape, cfg))
     _log(f"drafter: {log['drafter']} -> {out_dir / DRAFTER_NAME}", t0)
     return log
 

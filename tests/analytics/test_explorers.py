@@ -20,12 +20,13 @@ from helpers.analytics.explorers import (
     acceptance_long_table,
     speedup_explorer,
 )
-from helpers.analytics.moe import QWEN3_30B_A3B, MoeShape
+from helpers.analytics.moe import MoeShape
 from helpers.analytics.speedup import LAB_FILE, lab_step_costs, published_points
 from helpers.common.profiles import load_profile
 from helpers.common.tables import K_COLUMN
 from helpers.common.vllm_names import TAU
 from helpers.eagle3.decode import load_pair
+from tests.support import shape_named
 
 TINY = MoeShape("tiny", 6, 64, 8, 2, 64, 4, 2, 16, 2048)
 
@@ -50,10 +51,11 @@ def test_speedup_reads_the_recorded_lab_and_published_points() -> None:
 
 
 def test_union_grows_with_positions_and_correlation_shrinks_it() -> None:
-    one, four = (_union_state(QWEN3_30B_A3B, n).values for n in (1, 4))
+    s30 = shape_named("qwen3-30b-a3b")
+    one, four = (_union_state(s30, n).values for n in (1, 4))
     assert one["distinct_experts"] == pytest.approx(8) and four["distinct_experts"] > 8
     assert four["bytes_ratio"] > 1
-    shared = _union_state(QWEN3_30B_A3B, 4, rho=1.0).values
+    shared = _union_state(s30, 4, rho=1.0).values
     assert shared["distinct_experts"] == pytest.approx(8)
 
 
@@ -89,8 +91,8 @@ def test_widgets_follow_their_controls() -> None:
     assert ex.controls["tau"].max == 2.0 and ex.state.values["tau"] <= 2.0
     assert CSS_RESULT in ex.result._dom_classes
     union = _union_explorer(TINY)
-    union.controls["shape"].value = QWEN3_30B_A3B.name
-    assert union.state.values["shape"] == QWEN3_30B_A3B.name
+    union.controls["shape"].value = "qwen3-235b-a22b"
+    assert union.state.values["shape"] == "qwen3-235b-a22b"
     browser = acceptance_explorer(acceptance_long_table(*sweep_tables(), main_k=3), k=3)
     browser.controls["temperature"].value = 0.7
     assert browser.state.values["tau"] == pytest.approx(2.3)

@@ -2,20 +2,29 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 import torch
 
 from helpers.analytics.moe import (
-    QWEN3_30B_A3B,
-    QWEN3_235B_A22B,
+    BYTES_BF16,
     _window_union,
     batch_union,
     correlation,
     independent_union,
     relative_cost,
+    shape_from_folder,
+    shipped_shapes,
+    step_bytes,
     union_table,
     union_with_correlation,
 )
+from helpers.common import profiles
+from helpers.common.configs import read_config
+from helpers.common.paths import DATA_DIR
+from tests.support import shape_named
 
 
 def test_independent_union_matches_the_issue_numbers() -> None:
@@ -46,14 +55,15 @@ def test_union_with_correlation_spans_the_bounds() -> None:
     assert union_with_correlation(128, 8, 1, 4, 1.0) == pytest.approx(8)
 
 
-@pytest.mark.parametrize("shape", [QWEN3_30B_A3B, QWEN3_235B_A22B], ids=lambda s: s.name)
-def test_cost_grows_with_k_and_with_independence(shape) -> None:
+@pytest.mark.parametrize("name", ["qwen3-30b-a3b", "qwen3-235b-a22b"])
+def test_cost_grows_with_k_and_with_independence(name: str) -> None:
+    shape = shape_named(name)
     assert 1 < relative_cost(shape, 1, 1, 0.0) < relative_cost(shape, 3, 1, 0.0)
     assert relative_cost(shape, 3, 1, 1.0) < relative_cost(shape, 3, 1, 0.0)
 
 
 def test_published_shape_of_30b() -> None:
-    s = QWEN3_30B_A3B
+    s = shape_named("qwen3-30b-a3b")
     assert (s.layers, s.hidden, s.experts, s.active, s.expert_ffn) == (48, 2048, 128, 8, 768)
     active_params = s.layers * (s.dense_params_per_layer() + s.active * s.expert_params())
     assert 2.5e9 < active_params + 2 * s.vocab * s.hidden < 3.6e9  # "A3B": ~3.3 B active
@@ -62,26 +72,49 @@ def test_published_shape_of_30b() -> None:
 def test_drafter_lm_head_is_sized_from_draft_vocab_size() -> None:
     import dataclasses
 
-    from helpers.analytics.moe import DRAFTER_SHAPE_DIR, step_bytes
-    from helpers.common.configs import read_config
-
-    config = read_config(DRAFTER_SHAPE_DIR)
-    assert QWEN3_30B_A3B.draft_vocab == config["draft_vocab_size"]
-    assert QWEN3_30B_A3B.draft_ffn == config["transformer_layer_config"]["intermediate_size"]
-    small = dataclasses.replace(QWEN3_30B_A3B, draft_vocab=32000)
-    rows = QWEN3_30B_A3B.draft_vocab - 32000
-    assert QWEN3_30B_A3B.drafter_params() - small.drafter_params() == rows * QWEN3_30B_A3B.hidden
-    plain = step_bytes(QWEN3_30B_A3B, 1, 8, 512)
-    full, reduced = (3 * 2 * s.drafter_params() / plain for s in (QWEN3_30B_A3B, small))
+    config = read_config(DATA_DIR / "shapes" / "qwen3-30b-a3b-eagle3")
+    s30 = shape_named("qwen3-30b-a3b")
+    assert s30.draft_vocab == config["draft_vocab_size"]
+    assert s30.draft_ffn == config["transformer_layer_config"]["intermediate_size"]
+    small = dataclasses.replace(s30, draft_vocab=32000)
+    rows = s30.draft_vocab - 32000
+    assert s30.drafter_params() - small.drafter_params() == rows * s30.hidden
+    plain = step_bytes(s30, 1, 8, 512)
+    full, reduced = (3 * 2 * s.drafter_params() / plain for s in (s30, small))
     assert reduced < full  # the issue's 39 % of a plain step vs 15 % at k = 3
     assert full == pytest.approx(0.39, abs=0.02) and reduced == pytest.approx(0.15, abs=0.02)
 
 
 def test_with_drafter_reads_a_speculators_config() -> None:
     cfg = {"draft_vocab_size": 1024, "transformer_layer_config": {"intermediate_size": 99}}
-    shape = QWEN3_30B_A3B.with_drafter(cfg)
+    s30 = shape_named("qwen3-30b-a3b")
+    shape = s30.with_drafter(cfg)
     assert (shape.draft_vocab, shape.draft_ffn) == (1024, 99)
-    assert QWEN3_30B_A3B.with_drafter({}).draft_vocab == QWEN3_30B_A3B.vocab
+    assert s30.with_drafter({}).draft_vocab == s30.vocab
+
+
+def test_shipped_shapes_are_the_shape_profiles_verifiers_with_their_drafters() -> None:
+    shapes = {s.name: s for s in shipped_shapes()}
+    every = [profiles.load_profile(n) for n in profiles._available_profiles()]
+    shape_profiles = [p for p in every if not p.has_weights]
+    assert shape_profiles
+    for p in shape_profiles:
+        shape = shapes.pop(Path(p.verifier).name)
+        assert (shape.layers, shape.hidden) == (p.verifier_layers, p.verifier_hidden_size)
+        drafter = read_config(p.drafter_path())
+        assert shape.draft_vocab == drafter["draft_vocab_size"]
+        assert shape.draft_ffn == drafter["transformer_layer_config"]["intermediate_size"]
+    assert not shapes, f"shapes no profile runs: {sorted(shapes)}"
+
+
+def test_a_shape_is_read_from_its_folder_when_asked(tmp_path: Path) -> None:
+    config = read_config(DATA_DIR / "shapes" / "qwen3-30b-a3b") | {"num_hidden_layers": 7}
+    folder = tmp_path / "seven-layers"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(config))
+    shape = shape_from_folder(folder)
+    assert (shape.name, shape.layers, shape.draft_vocab) == ("seven-layers", 7, 0)
+    assert shape_from_folder(folder, {"draft_vocab_size": 64}).draft_vocab == 64
 
 
 def test_vectorised_unions_agree_with_the_window_union() -> None:
@@ -109,3 +142,12 @@ def test_measured_rho_is_the_correlation_of_the_mean_window_union() -> None:
 
     same = torch.tensor([[[0, 1]] * 10])
     assert measured_rho([(same, 0)], 4, 8, 2) == pytest.approx(1.0)
+
+
+def test_a_decode_step_at_batch_one_reads_only_the_routed_experts() -> None:
+    s30 = shape_named("qwen3-30b-a3b")
+    one_token = step_bytes(s30, 1, independent_union(s30.experts, s30.active, 1), 512)
+    every_expert = step_bytes(s30, 1, s30.experts, 512)
+    skipped = (s30.experts - s30.active) * s30.layers * s30.expert_params() * BYTES_BF16
+    assert every_expert - one_token == pytest.approx(skipped)
+    assert one_token < 0.2 * every_expert  # "A3B": a few of its 30 B parameters per token

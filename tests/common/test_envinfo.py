@@ -54,6 +54,17 @@ def _has(dist: str) -> bool:
     return True
 
 
+def test_cpu_cores_is_the_affinity_else_the_count(monkeypatch: pytest.MonkeyPatch) -> None:
+    if hasattr(os, "sched_getaffinity"):
+        monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 3, 5})
+        assert envinfo.cpu_cores() == 3  # a container's or taskset's share, not the host's
+        monkeypatch.delattr(os, "sched_getaffinity")
+    monkeypatch.setattr(os, "cpu_count", lambda: 7)
+    assert envinfo.cpu_cores() == 7
+    monkeypatch.setattr(os, "cpu_count", lambda: None)  # the OS cannot tell
+    assert envinfo.cpu_cores() == 1
+
+
 def test_device_line(report: dict[str, str]) -> None:
     device = report["device"]
     assert device.startswith(("GPU ", "CPU "))

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers.common import envinfo
 from helpers.common.notebook import _MAX_CPU_THREADS, _NOTEBOOK_ENV, setup_notebook
 
 
@@ -39,6 +40,18 @@ def test_sets_prints_and_keeps_user_values(
     assert 1 <= int(applied["OMP_NUM_THREADS"]) <= _MAX_CPU_THREADS  # bounded on a many-core box
     printed = capsys.readouterr().out
     assert all(f"{k}={v}" in printed for k, v in applied.items())
+
+
+@pytest.mark.parametrize("cores, threads", [(1, 1), (3, min(3, _MAX_CPU_THREADS)), (256, None)])
+def test_torch_threads_follow_envinfos_core_count(
+    monkeypatch: pytest.MonkeyPatch, cores: int, threads: int | None
+) -> None:
+    monkeypatch.setattr(envinfo, "cpu_cores", lambda: cores)
+    for name in [*_NOTEBOOK_ENV, "VLLM_LOGGING_CONFIG_PATH", "OMP_NUM_THREADS"]:
+        monkeypatch.setenv(name, "")  # recorded, so the test leaves the environment as it found it
+        monkeypatch.delenv(name)
+    applied = setup_notebook(verbose=False)
+    assert int(applied["OMP_NUM_THREADS"]) == (threads or _MAX_CPU_THREADS)
 
 
 def test_vllm_log_goes_to_a_file_and_errors_still_show(

@@ -6,15 +6,17 @@ import dataclasses
 import json
 import shlex
 
+import numpy as np
 import pytest
 
 from chapters.ch02_engine.diagrams import plot_aux_layers
 from chapters.ch04_serving.server import _serve_command, serve_command_text
-from helpers.analytics import moe
 from helpers.common import profiles
 from helpers.common.configs import read_config
-from helpers.common.paths import DATA_DIR, REPO_ROOT
+from helpers.common.paths import REPO_ROOT
+from helpers.engine.lifecycle import engine_kwargs
 from helpers.engine.pairing import _layer_config, validate_pair
+from tests.support import shape_named
 
 
 @pytest.fixture(autouse=True)
@@ -208,6 +210,33 @@ def test_serve_command_renders(name: str) -> None:
     }
 
 
+def test_resolve_k_none_is_the_profiles_k_and_zero_is_plain() -> None:
+    p = dataclasses.replace(profiles.load_profile("tiny"), num_speculative_tokens=4)
+    assert profiles.resolve_k(p) == profiles.resolve_k(p, None) == 4
+    assert profiles.resolve_k(p, 0) == 0
+    assert profiles.resolve_k(p, 2) == 2
+    numpy_k = profiles.resolve_k(p, np.int64(5))  # a k read from a table
+    assert numpy_k == 5 and type(numpy_k) is int
+
+
+@pytest.mark.parametrize("bad", [-1, 2.0, "3", True])
+def test_resolve_k_refuses_what_is_not_a_k_in_one_line(bad: object) -> None:
+    with pytest.raises(ValueError) as err:
+        profiles.resolve_k(profiles.load_profile("tiny"), bad)  # type: ignore[arg-type]
+    assert repr(bad) in str(err.value) and "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("k, drafts", [(None, 4), (0, None), (2, 2)])
+def test_the_engine_and_the_server_read_k_alike(k: int | None, drafts: int | None) -> None:
+    p = dataclasses.replace(profiles.load_profile("tiny"), num_speculative_tokens=4)
+    engine = engine_kwargs(p, k=k, gpu=False).get("speculative_config") or {}
+    argv = _serve_command(p, k=k)
+    flag = "--speculative-config"
+    served = json.loads(argv[argv.index(flag) + 1]) if flag in argv else {}
+    assert engine.get("num_speculative_tokens") == drafts
+    assert served.get("num_speculative_tokens") == drafts
+
+
 def test_unknown_field_fails_in_one_line() -> None:
     raw = {
         "name": "x",
@@ -374,14 +403,12 @@ def test_235b_drafter_validates_against_its_verifier() -> None:
 
 
 def test_235b_shapes_are_notebook_06s_235b_shape() -> None:
-    """The typed constant of the cost model is this config.json, and the drafter it prices is
-    this drafter (fc, one Llama layer of 4x hidden, lm_head over the full vocabulary)."""
-    folder = DATA_DIR / "shapes"
-    assert (
-        moe.MoeShape.from_config(moe.QWEN3_235B_A22B.name, read_config(folder / "qwen3-235b-a22b"))
-        == moe.QWEN3_235B_A22B
-    )
-    layer = _layer_config(read_config(folder / "qwen3-235b-a22b-eagle3"))
+    """The cost model's 235B shape is the shape profile's verifier, and the drafter it prices is
+    the profile's drafter (fc, one Llama layer of 4x hidden, lm_head over the full vocabulary)."""
+    profile = profiles.load_profile(SHAPE_235B)
+    shape = shape_named("qwen3-235b-a22b")
+    assert (shape.layers, shape.hidden) == (profile.verifier_layers, profile.verifier_hidden_size)
+    layer = _layer_config(read_config(profile.drafter_path()))
     hidden, head = layer["hidden_size"], layer["head_dim"]
     heads, kv = layer["num_attention_heads"], layer["num_key_value_heads"]
     attention = 2 * hidden * head * (heads + 2 * kv) + heads * head * hidden
@@ -391,7 +418,7 @@ def test_235b_shapes_are_notebook_06s_235b_shape() -> None:
         + 3 * hidden * layer["intermediate_size"]
         + layer["vocab_size"] * hidden
     )
-    assert params == moe.QWEN3_235B_A22B.drafter_params()
+    assert params == shape.drafter_params()
 
 
 def test_known_stacks_names_the_235b_row_after_the_shape_when_asked() -> None:

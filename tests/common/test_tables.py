@@ -17,3 +17,22 @@ def test_save_table_writes_build_tables_csv() -> None:
         assert pd.read_csv(path).equals(df)
     finally:
         path.unlink()
+
+
+def test_the_interval_columns_are_named_here_once() -> None:
+    """The position table the intervals write has exactly the columns named here, so a reader
+    (figures, sweeps, notebooks) that imports them reads what was written."""
+    from helpers.analytics.intervals import position_intervals
+    from helpers.common import tables
+    from helpers.common.counters import RequestAcceptance
+
+    written = position_intervals([RequestAcceptance((1, 2, 1), 6), RequestAcceptance((2, 1, 1), 6)])
+    named = {
+        tables.RATE_CI_LOW,
+        tables.RATE_CI_HIGH,
+        tables.CONDITIONAL_RATE,
+        tables.CONDITIONAL_CI_LOW,
+        tables.CONDITIONAL_CI_HIGH,
+    }
+    assert named <= set(written.columns)
+    assert len(named | {tables.TAU_CI_LOW, tables.TAU_CI_HIGH, K_COLUMN}) == 8  # all distinct

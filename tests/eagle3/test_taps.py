@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from helpers.eagle3.taps import aux_layers_for, default_aux_layers
+from helpers.eagle3.taps import aux_layers_for, default_aux_layers, verifier_taps
 
 
 @pytest.mark.parametrize(("layers", "taps"), [(8, (2, 4, 5)), (48, (2, 24, 45)), (94, (2, 47, 91))])
@@ -35,3 +35,34 @@ def test_drafter_override_wins() -> None:
 def test_override_out_of_range_raises() -> None:
     with pytest.raises(ValueError, match=r"include \[8\]"):
         aux_layers_for({"num_hidden_layers": 8}, {"eagle_aux_hidden_state_layer_ids": [2, 4, 8]})
+
+
+def test_tap_k_is_the_residual_stream_after_k_layers() -> None:
+    """Tap k is the output of the 0-based decoder layer k - 1 (0: the embeddings)."""
+    import torch
+    from transformers import Qwen3MoeConfig, Qwen3MoeForCausalLM
+
+    torch.manual_seed(0)
+    config = Qwen3MoeConfig(
+        vocab_size=64, hidden_size=16, intermediate_size=32, moe_intermediate_size=8,
+        num_hidden_layers=4, num_attention_heads=2, num_key_value_heads=1, head_dim=8,
+        num_experts=4, num_experts_per_tok=2,
+    )  # fmt: skip
+    model = Qwen3MoeForCausalLM(config).eval()
+    outputs: list[torch.Tensor] = []
+    hooks = [
+        layer.register_forward_hook(
+            lambda _m, _i, out: outputs.append(out[0] if isinstance(out, tuple) else out)
+        )
+        for layer in model.model.layers
+    ]
+    x = torch.tensor([[1, 5, 9, 2, 7]])
+    taps, _ = verifier_taps(model, x, [0, 1, 2, 3])
+    for hook in hooks:
+        hook.remove()
+    embeddings = model.model.embed_tokens(x)
+    per_tap = taps.split(config.hidden_size, dim=-1)
+    assert torch.equal(per_tap[0], embeddings)
+    for k in (1, 2, 3):
+        assert torch.allclose(per_tap[k], outputs[k - 1]), f"tap {k} is not layer {k - 1}'s output"
+    assert not torch.allclose(per_tap[2], outputs[2])  # and not the layer after it

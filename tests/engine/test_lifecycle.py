@@ -34,7 +34,7 @@ from kit.tiny_recipe import local_profile
 
 def test_cpu_defaults_plain_and_speculative() -> None:
     profile = load_profile("tiny")
-    plain = engine_kwargs(profile, k=None, gpu=False)
+    plain = engine_kwargs(profile, k=0, gpu=False)
     assert "speculative_config" not in plain
     assert plain["dtype"] == "float32" and plain["enforce_eager"] is True
     assert plain["model"] == profile.verifier_path() and plain["max_model_len"] == 1024
@@ -154,7 +154,7 @@ def test_one_device_engine_runs_in_process_and_leaves_torch_threads_settable() -
     import torch
 
     before = torch.get_num_threads()
-    with open_engine(**engine_kwargs(load_profile("tiny"), k=None)) as llm:
+    with open_engine(**engine_kwargs(load_profile("tiny"), k=0)) as llm:
         assert type(llm.llm_engine.engine_core).__name__ == "InprocClient"
         assert os.environ[engine.IN_PROCESS_ENV] == "0"
         # vLLM's CPU worker swaps torch.set_num_threads for a no-op; start_engine puts it back.
@@ -259,7 +259,7 @@ def test_random_weights_run_with_qwens_padded_tokenizer(mini_shape: Profile) -> 
             qwen.apply_chat_template(prompt, add_generation_prompt=True)["input_ids"]
         )
         assert sent[0] == qwen_tokenizer.IM_START_ID, "a real Qwen3 token sequence"
-    with open_engine(**engine_kwargs(mini_shape, k=None)) as llm:
+    with open_engine(**engine_kwargs(mini_shape, k=0)) as llm:
         plain = run_categories(llm, prompts, sampling(24, logprobs=2))
     assert all(text for run in spec.values() for text in run.texts), "every answer decodes"
     # Two random models rarely agree: the drafter's guesses are (almost) never accepted.

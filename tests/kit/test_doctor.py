@@ -102,6 +102,14 @@ def test_platform(system: str, machine: str, gpu: bool, status: str) -> None:
         assert ".devcontainer/" in row.detail and "Linux x86-64" in row.detail
 
 
+def test_the_doctor_counts_cores_with_envinfo(monkeypatch: pytest.MonkeyPatch) -> None:
+    from helpers.common import envinfo
+
+    monkeypatch.setattr(envinfo, "cpu_cores", lambda: 3)
+    args = SimpleNamespace(assume_platform="", assume_no_avx2=False)
+    assert doctor._machine(args)[4] == 3  # type: ignore[arg-type]
+
+
 def test_cpu_needs_avx2_unless_a_gpu_runs_the_engine() -> None:
     assert doctor._check_cpu({"avx2", "avx512f"}, gpu=False).status == _OK
     slower = doctor._check_cpu({"avx2"}, gpu=False)

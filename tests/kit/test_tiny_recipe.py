@@ -32,7 +32,7 @@ def test_shipped_pair_accepts_drafts_and_is_lossless() -> None:
     greedy = sampling(48)
     with open_engine(**engine_kwargs(profile, k=3)) as llm:
         spec = run_categories(llm, prompts, greedy)
-    with open_engine(**engine_kwargs(profile, k=None)) as llm:
+    with open_engine(**engine_kwargs(profile, k=0)) as llm:
         plain = run_categories(llm, prompts, greedy)
     assert acceptance_stats(pooled(spec))["spec_decode_accepted_tokens"] > 0
     for cat in prompts:

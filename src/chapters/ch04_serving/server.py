@@ -49,7 +49,7 @@ from helpers.common.configs import read_config
 from helpers.common.envinfo import has_gpu
 from helpers.common.notebook import at_terminate
 from helpers.common.paths import BUILD_DIR, LOGS_DIR, REPO_ROOT, build_path, local_dir
-from helpers.common.profiles import Profile
+from helpers.common.profiles import Profile, resolve_k
 from helpers.engine import compat
 from helpers.engine.lifecycle import (
     ENGINE_ENV,
@@ -157,7 +157,8 @@ def _serve_command(
     extra: Sequence[str] = (),
     spec_extra: dict[str, Any] | None = None,
 ) -> list[str]:
-    """argv of `vllm serve …` for a profile; k=None: the profile's k, k=0: plain (no drafter).
+    """argv of `vllm serve …` for a profile; k as `resolve_k` reads it (None: the profile's k,
+    0: plain, no drafter).
 
     Long form: `vllm serve VERIFIER -tp N --speculative-config '{"model": DRAFTER, …}'`.
     Short form: `vllm serve DRAFTER -tp N` (vLLM reads the verifier and k from the drafter's
@@ -166,7 +167,7 @@ def _serve_command(
     profile with its own tokenizer folder (a shape profile: Qwen3's) adds `--tokenizer FOLDER`.
     `spec_extra` adds keys to the speculative config (long form) or to the short form's override.
     """
-    k = profile.num_speculative_tokens if k is None else k
+    k = resolve_k(profile, k)
     tp = int(profile.engine.get("tensor_parallel_size", 1))
     if short_form:
         if not k:
@@ -248,8 +249,9 @@ def launch_command(
         profile.verifier_path()
         profile.drafter_path()
         profile.tokenizer_path()
+    k = resolve_k(profile, k)
     name = served_model_name or _model_name(profile)
-    speculative = short_form or bool(profile.num_speculative_tokens if k is None else k)
+    speculative = short_form or bool(k)
     per_request = per_request_flags()[0] if speculative else []
     extra = [
         "--host",
@@ -814,7 +816,7 @@ def make_server(
     kv_cache_memory_bytes). A speculative server on a vLLM without per-request acceptance says so
     in one line.
     """
-    k = profile.num_speculative_tokens if k is None else k
+    k = resolve_k(profile, k)
     name = name or ("spec" if k else "plain")
     port = _free_port() if port is None else port
     served = _model_name(profile)

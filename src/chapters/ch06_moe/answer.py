@@ -191,7 +191,7 @@ def measure(
 
     def tok_s(k: int) -> dict[int, Any]:
         out = {}
-        with lifecycle.open_engine(**lifecycle.engine_kwargs(profile, k=k or None)) as llm:
+        with lifecycle.open_engine(**lifecycle.engine_kwargs(profile, k=k)) as llm:
             runs.run_prompts(llm, list(prompts[:1]), params)  # warm-up
             for c in levels:
                 out[c] = runs.run_prompts(

@@ -20,16 +20,15 @@ from matplotlib.figure import Figure
 
 from helpers.analytics.figures import interval_yerr, token_html, token_pieces
 from helpers.analytics.moe import (
-    QWEN3_30B_A3B,
-    QWEN3_235B_A22B,
     MoeShape,
+    shipped_shapes,
     step_bytes,
     union_with_correlation,
 )
 from helpers.common import vllm_names
 from helpers.common.counters import acceptance_stats
 from helpers.common.plots import PALETTE, new_figure
-from helpers.common.tables import K_COLUMN
+from helpers.common.tables import K_COLUMN, TAU_CI_HIGH, TAU_CI_LOW
 from helpers.eagle3.decode import ReferencePair, chat_prompt_ids, speculative_generate
 
 __all__ = [
@@ -262,7 +261,7 @@ def _union_explorer(
     """Pick a shape, positions, batch and routing correlation; see the union and step bytes."""
     import ipywidgets as w
 
-    shapes = {s.name: s for s in (tiny, QWEN3_30B_A3B, QWEN3_235B_A22B)}
+    shapes = {s.name: s for s in (tiny, *shipped_shapes())}
     controls = {
         "shape": w.Dropdown(options=list(shapes), value=tiny.name, description="shape"),
         "positions": w.IntSlider(value=positions, min=1, max=16, description="positions"),
@@ -289,7 +288,7 @@ def acceptance_long_table(
         by_k.assign(temperature=0.0, task="all"),
         by_temperature.assign(**{K_COLUMN: main_k}, task="all"),
     ]
-    keep = [K_COLUMN, "temperature", "task", vllm_names.TAU, "tau_ci_low", "tau_ci_high"]
+    keep = [K_COLUMN, "temperature", "task", vllm_names.TAU, TAU_CI_LOW, TAU_CI_HIGH]
     df = pd.concat([f[[c for c in keep if c in f.columns]] for f in frames], ignore_index=True)
     df[K_COLUMN] = df[K_COLUMN].astype(int)
     df["temperature"] = df.temperature.astype(float)
@@ -308,12 +307,12 @@ def _acceptance_state(table: pd.DataFrame, k: int, temperature: float, task: str
     if len(hit):
         row = hit.iloc[0]
         values.update(
-            tau=float(row[vllm_names.TAU]), low=row.get("tau_ci_low"), high=row.get("tau_ci_high")
+            tau=float(row[vllm_names.TAU]), low=row.get(TAU_CI_LOW), high=row.get(TAU_CI_HIGH)
         )
         summary = (
             f"k={k}, T={temperature}, {task}: τ {row[vllm_names.TAU]:.2f} "
-            f"[{row.get('tau_ci_low', float('nan')):.2f}, "
-            f"{row.get('tau_ci_high', float('nan')):.2f}] (ceiling {k + 1})"
+            f"[{row.get(TAU_CI_LOW, float('nan')):.2f}, "
+            f"{row.get(TAU_CI_HIGH, float('nan')):.2f}] (ceiling {k + 1})"
         )
     else:
         summary = (
@@ -326,7 +325,7 @@ def _acceptance_state(table: pd.DataFrame, k: int, temperature: float, task: str
         ax.errorbar(
             same[K_COLUMN],
             same[vllm_names.TAU],
-            yerr=interval_yerr(same, vllm_names.TAU, "tau_ci_low", "tau_ci_high"),
+            yerr=interval_yerr(same, vllm_names.TAU, TAU_CI_LOW, TAU_CI_HIGH),
             fmt="o-",
             capsize=3,
             color=PALETTE["spec"],

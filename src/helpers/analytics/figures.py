@@ -14,7 +14,14 @@ from matplotlib.patches import Patch, Rectangle
 
 from helpers.common import vllm_names
 from helpers.common.plots import PALETTE, new_figure
-from helpers.common.tables import K_COLUMN
+from helpers.common.tables import (
+    CONDITIONAL_CI_HIGH,
+    CONDITIONAL_CI_LOW,
+    CONDITIONAL_RATE,
+    K_COLUMN,
+    TAU_CI_HIGH,
+    TAU_CI_LOW,
+)
 
 __all__ = [
     "plot_expert_union",
@@ -71,7 +78,7 @@ def plot_k_sweep(by_k: pd.DataFrame, per_position: pd.DataFrame) -> Figure:
     ax.errorbar(
         by_k[K_COLUMN],
         by_k[vllm_names.TAU],
-        yerr=interval_yerr(by_k, vllm_names.TAU, "tau_ci_low", "tau_ci_high"),
+        yerr=interval_yerr(by_k, vllm_names.TAU, TAU_CI_LOW, TAU_CI_HIGH),
         fmt="o-",
         capsize=3,
         color=PALETTE["spec"],
@@ -97,10 +104,8 @@ def plot_k_sweep(by_k: pd.DataFrame, per_position: pd.DataFrame) -> Figure:
     for i, (k, grp) in enumerate(per_position.groupby(K_COLUMN)):
         bx.errorbar(
             grp.position + 1 + 0.04 * (i - len(colors) / 2),
-            grp.conditional_acceptance_rate,
-            yerr=interval_yerr(
-                grp, "conditional_acceptance_rate", "conditional_ci_low", "conditional_ci_high"
-            ),
+            grp[CONDITIONAL_RATE],
+            yerr=interval_yerr(grp, CONDITIONAL_RATE, CONDITIONAL_CI_LOW, CONDITIONAL_CI_HIGH),
             fmt="o-",
             capsize=2,
             color=colors[k],
@@ -122,7 +127,7 @@ def tau_bars(ax: Any, table: pd.DataFrame, key: str, k: int) -> None:
     bars = ax.bar(
         table[key].astype(str),
         table[vllm_names.TAU],
-        yerr=interval_yerr(table, vllm_names.TAU, "tau_ci_low", "tau_ci_high"),
+        yerr=interval_yerr(table, vllm_names.TAU, TAU_CI_LOW, TAU_CI_HIGH),
         capsize=4,
         color=PALETTE["spec"],
     )
@@ -141,7 +146,7 @@ def plot_category_temperature(
     bx.errorbar(
         by_temperature.temperature,
         by_temperature[vllm_names.TAU],
-        yerr=interval_yerr(by_temperature, vllm_names.TAU, "tau_ci_low", "tau_ci_high"),
+        yerr=interval_yerr(by_temperature, vllm_names.TAU, TAU_CI_LOW, TAU_CI_HIGH),
         fmt="o-",
         capsize=3,
         color=PALETTE["spec"],

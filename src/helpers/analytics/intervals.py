@@ -29,6 +29,13 @@ import pandas as pd
 
 from helpers.common import vllm_names
 from helpers.common.counters import RequestAcceptance
+from helpers.common.tables import (
+    CONDITIONAL_CI_HIGH,
+    CONDITIONAL_CI_LOW,
+    CONDITIONAL_RATE,
+    RATE_CI_HIGH,
+    RATE_CI_LOW,
+)
 
 __all__ = [
     "METHOD",
@@ -182,11 +189,11 @@ def position_intervals(requests: Sequence[RequestAcceptance]) -> pd.DataFrame:
         {
             "position": range(len(rates)),
             vllm_names.PER_POSITION_RATE: [i.estimate for i in rates],
-            "rate_ci_low": [i.low for i in rates],
-            "rate_ci_high": [i.high for i in rates],
-            "conditional_acceptance_rate": [i.estimate for i in cond],
-            "conditional_ci_low": [i.low for i in cond],
-            "conditional_ci_high": [i.high for i in cond],
+            RATE_CI_LOW: [i.low for i in rates],
+            RATE_CI_HIGH: [i.high for i in rates],
+            CONDITIONAL_RATE: [i.estimate for i in cond],
+            CONDITIONAL_CI_LOW: [i.low for i in cond],
+            CONDITIONAL_CI_HIGH: [i.high for i in cond],
         }
     )
 

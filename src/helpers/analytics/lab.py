@@ -80,12 +80,12 @@ def load_lab(path: Path = speedup.LAB_FILE) -> dict[str, Any]:
 
 
 def lab_shape(record: Mapping[str, Any]) -> moe.MoeShape:
-    """The verifier shape the lab ran, with the lm_head of the drafter it ran (its config)."""
+    """The verifier shape the lab ran (the config.json of its `verifier` folder), with the lm_head
+    of the drafter it ran (the `drafter_config` it recorded, else its `drafter` folder's)."""
     drafter = record.get("drafter_config")
     if drafter is None:
-        folder = REPO_ROOT / record.get("drafter", str(moe.DRAFTER_SHAPE_DIR))
-        drafter = read_config(folder if folder.exists() else moe.DRAFTER_SHAPE_DIR)
-    return moe.QWEN3_30B_A3B.with_drafter(drafter)
+        drafter = read_config(REPO_ROOT / record["drafter"])
+    return moe.shape_from_folder(REPO_ROOT / record["verifier"], drafter)
 
 
 def lab_context(record: Mapping[str, Any]) -> int:

@@ -17,6 +17,8 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -112,14 +114,40 @@ class MoeShape:
         )
 
 
-#: The drafter of the shape profile and the MoE lab (data/shapes/): its config sizes the lm_head.
-DRAFTER_SHAPE_DIR = DATA_DIR / "shapes" / "qwen3-30b-a3b-eagle3"
-QWEN3_30B_A3B = MoeShape.from_config(
-    "Qwen3-30B-A3B", read_config(DATA_DIR / "shapes" / "qwen3-30b-a3b")
-).with_drafter(read_config(DRAFTER_SHAPE_DIR))
-#: Published architecture of Qwen3-235B-A22B (model card): 94 layers, hidden 4096, 128 experts of
-#: FFN width 1536, 8 active, 64 query and 4 KV heads of 128, vocabulary 151,936.
-QWEN3_235B_A22B = MoeShape("Qwen3-235B-A22B", 94, 4096, 128, 8, 1536, 64, 4, 128, 151936)
+#: Published architectures without weights (data/shapes/README.md): verifiers and their drafters.
+_SHAPES_DIR: Path = DATA_DIR / "shapes"
+
+
+def _drafted_verifier(config: dict[str, Any]) -> str | None:
+    """The folder name of the verifier a speculators-format drafter config names (None: not a
+    drafter)."""
+    verifier = (config.get("speculators_config") or {}).get("verifier") or {}
+    name = verifier.get("name_or_path")
+    return Path(name).name if name else None
+
+
+@lru_cache(maxsize=1)
+def shipped_shapes() -> tuple[MoeShape, ...]:
+    """Every verifier shape data/shapes/ ships, named after its folder (e.g. "qwen3-30b-a3b"), with
+    the lm_head and MLP of the EAGLE-3 drafter there that names it (read on the first call)."""
+    configs = {
+        folder.name: read_config(folder)
+        for folder in sorted(_SHAPES_DIR.iterdir())
+        if (folder / "config.json").is_file()
+    }
+    drafters = {_drafted_verifier(c): c for c in configs.values() if _drafted_verifier(c)}
+    return tuple(
+        MoeShape.from_config(name, config).with_drafter(drafters.get(name, {}))
+        for name, config in configs.items()
+        if _drafted_verifier(config) is None
+    )
+
+
+def shape_from_folder(verifier: str | Path, drafter: dict[str, Any] | None = None) -> MoeShape:
+    """A verifier's shape from its folder's config.json (named after the folder), with the lm_head
+    and MLP of a drafter config when given."""
+    shape = MoeShape.from_config(Path(verifier).name, read_config(verifier))
+    return shape if drafter is None else shape.with_drafter(drafter)
 
 
 def independent_union(experts: int, active: int, n: float) -> float:

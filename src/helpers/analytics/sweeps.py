@@ -54,7 +54,16 @@ from helpers.common.ci import ci_scaled
 from helpers.common.counters import Meter, SpecCounters, acceptance_stats
 from helpers.common.profiles import Profile
 from helpers.common.prompts import CATEGORIES, interleaved, load_prompts
-from helpers.common.tables import K_COLUMN
+from helpers.common.tables import (
+    CONDITIONAL_CI_HIGH,
+    CONDITIONAL_CI_LOW,
+    CONDITIONAL_RATE,
+    K_COLUMN,
+    RATE_CI_HIGH,
+    RATE_CI_LOW,
+    TAU_CI_HIGH,
+    TAU_CI_LOW,
+)
 from helpers.engine.lifecycle import engine_kwargs, open_engine
 from helpers.engine.runs import (
     CategoryRun,
@@ -88,9 +97,9 @@ _SCALAR_KEYS = (
     vllm_names.ACCEPTANCE_RATE,
 )
 #: The interval columns next to τ: 95 % interval over requests, and how many requests there were.
-_CI_KEYS = ("tau_ci_low", "tau_ci_high", "n_requests")
+_CI_KEYS = (TAU_CI_LOW, TAU_CI_HIGH, "n_requests")
 #: The interval columns of per_position_table (from position_intervals).
-_POSITION_CI_COLUMNS = ("rate_ci_low", "rate_ci_high", "conditional_ci_low", "conditional_ci_high")
+_POSITION_CI_COLUMNS = (RATE_CI_LOW, RATE_CI_HIGH, CONDITIONAL_CI_LOW, CONDITIONAL_CI_HIGH)
 
 
 @dataclass(frozen=True)
@@ -136,8 +145,8 @@ def _acceptance_row(run: CategoryRun) -> dict[str, Any]:
     row = {key: stats[key] for key in _SCALAR_KEYS}
     if run.requests:
         tau = tau_interval(run.requests)
-        return {**row, "tau_ci_low": tau.low, "tau_ci_high": tau.high, "n_requests": tau.n}
-    return {**row, "tau_ci_low": np.nan, "tau_ci_high": np.nan, "n_requests": len(run.token_ids)}
+        return {**row, TAU_CI_LOW: tau.low, TAU_CI_HIGH: tau.high, "n_requests": tau.n}
+    return {**row, TAU_CI_LOW: np.nan, TAU_CI_HIGH: np.nan, "n_requests": len(run.token_ids)}
 
 
 def run_interval(run: CategoryRun) -> Interval:
@@ -146,8 +155,8 @@ def run_interval(run: CategoryRun) -> Interval:
     row = _acceptance_row(run)
     return Interval(
         row[vllm_names.TAU],
-        row["tau_ci_low"],
-        row["tau_ci_high"],
+        row[TAU_CI_LOW],
+        row[TAU_CI_HIGH],
         int(row["n_requests"]),
     )
 
@@ -171,9 +180,7 @@ def _per_position_table(runs: Mapping[Any, CategoryRun], key: str) -> pd.DataFra
                 {
                     "position": range(len(rates)),
                     vllm_names.PER_POSITION_RATE: rates,
-                    "conditional_acceptance_rate": [
-                        r / b if b else np.nan for r, b in zip(rates, before)
-                    ],
+                    CONDITIONAL_RATE: [r / b if b else np.nan for r, b in zip(rates, before)],
                     # no per-request data, so no intervals: the same columns, empty
                     **{c: np.nan for c in _POSITION_CI_COLUMNS},
                 }
@@ -447,8 +454,8 @@ def table_intervals(
     df: pd.DataFrame,
     key: str,
     value: str = vllm_names.TAU,
-    low: str = "tau_ci_low",
-    high: str = "tau_ci_high",
+    low: str = TAU_CI_LOW,
+    high: str = TAU_CI_HIGH,
 ) -> dict[str, Interval]:
     """The intervals of a saved table by its key column (NaN ends where vLLM kept no requests)."""
     return {

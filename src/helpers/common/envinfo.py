@@ -19,6 +19,7 @@ __all__ = [
     "hub_reachable",
     "cpuinfo",
     "ram_gib",
+    "cpu_cores",
     "GpuInfo",
     "query_gpus",
     "has_gpu",
@@ -192,6 +193,14 @@ def has_gpu() -> bool:
     return isinstance(query_gpus(), list)
 
 
+def cpu_cores() -> int:
+    """CPU cores this process may run on: its affinity where the OS keeps one (a container's or
+    taskset's share), else every core the OS counts; at least 1."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0)) or 1
+    return os.cpu_count() or 1
+
+
 def gpu_count() -> int:
     """How many visible NVIDIA GPUs nvidia-smi lists (0 on a CPU; never initialises CUDA)."""
     gpus = query_gpus()
@@ -208,8 +217,7 @@ def device_description() -> str:
             f" (x{len(gpus)})" if len(gpus) > 1 else ""
         )
     model, flags = cpuinfo()
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return f"CPU {model} ({_cpu_flag_summary(flags)}), {cores} cores, {ram_gib():.0f} GiB RAM"
+    return f"CPU {model} ({_cpu_flag_summary(flags)}), {cpu_cores()} cores, {ram_gib():.0f} GiB RAM"
 
 
 def environment_report(profile_name: str) -> dict[str, str]:

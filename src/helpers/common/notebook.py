@@ -13,6 +13,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from helpers.common import envinfo
 from helpers.common.paths import LOGS_DIR
 
 __all__ = [
@@ -114,8 +115,7 @@ def setup_notebook(verbose: bool = True) -> dict[str, str]:
     on SIGTERM (`handle_sigterm`); print what it set."""
     handle_sigterm()
     applied = {}
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    threads = {"OMP_NUM_THREADS": str(min(cores or 1, _MAX_CPU_THREADS))}
+    threads = {"OMP_NUM_THREADS": str(min(envinfo.cpu_cores(), _MAX_CPU_THREADS))}
     for name, value in (_NOTEBOOK_ENV | threads).items():
         applied[name] = os.environ.setdefault(name, value)
     if "VLLM_LOGGING_CONFIG_PATH" not in os.environ:

@@ -13,6 +13,7 @@ quoted vLLM code path (keyed by `verifier_architecture`) follow from it with no 
 from __future__ import annotations
 
 import dataclasses
+import operator
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +27,7 @@ __all__ = [
     "Profile",
     "profile_name",
     "load_profile",
+    "resolve_k",
     "known_stacks",
     "profiles_for_gpus",
     "trained_or_tiny",
@@ -214,6 +216,23 @@ def load_profile(name: str | None = None) -> Profile:
     """Load a profile by name (see profile_name); unknown names fail in one line, a damaged
     profile in one line per bad field, each naming the file."""
     return _read_profile(_profile_path(profile_name(name)))
+
+
+def resolve_k(profile: Profile, k: int | None = None) -> int:
+    """Draft tokens per step, the one rule of the workbook: None is the profile's k, 0 plain
+    decoding, a positive int itself; anything else a one-line ValueError."""
+    if k is None:
+        return profile.num_speculative_tokens
+    try:
+        value = operator.index(k)  # an int, or numpy's; never a float or a string
+    except TypeError:
+        value = -1
+    if isinstance(k, bool) or value < 0:
+        raise ValueError(
+            f"k={k!r}: use None (profile {profile.name}'s k = "
+            f"{profile.num_speculative_tokens}), 0 (plain decoding) or a positive int"
+        )
+    return value
 
 
 def _profile_problems(name: str) -> list[str]:

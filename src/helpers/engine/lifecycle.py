@@ -28,7 +28,7 @@ from helpers.common import vllm_names
 from helpers.common.envinfo import gpu_count, has_gpu
 from helpers.common.notebook import at_terminate
 from helpers.common.paths import LOGS_DIR
-from helpers.common.profiles import Profile, profiles_for_gpus
+from helpers.common.profiles import Profile, profiles_for_gpus, resolve_k
 from helpers.engine import compat
 from helpers.engine.in_process import building_in_process
 from helpers.engine.pairing import check_pair
@@ -152,9 +152,11 @@ def engine_kwargs(
 ) -> dict[str, Any]:
     """Keyword arguments for `vllm.LLM`: device defaults < profile engine args < overrides.
 
-    `k=None` or `k=0` gives plain decoding; otherwise the profile's drafter (or `drafter`)
-    proposes k tokens per step. A profile with its own tokenizer folder passes it as `tokenizer`.
+    `k` as `profiles.resolve_k` reads it (None: the profile's k, 0: plain decoding); a speculative
+    engine's drafter is the profile's (or `drafter`). A profile with its own tokenizer folder
+    passes it as `tokenizer`.
     """
+    k = resolve_k(profile, k)
     gpu = has_gpu() if gpu is None else gpu
     kwargs: dict[str, Any] = {
         "model": profile.verifier_path(),
