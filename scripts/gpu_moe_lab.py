@@ -4,7 +4,7 @@ concurrency, k and τ, and under routers of known correlation.
 The verifier and drafter are built from data/shapes/*/config.json with random weights
 (`load_format="dummy"`). vLLM's synthetic rejection sampling sets τ: a speculative engine emits τ
 tokens per step on average while doing the full draft-and-verify work. One engine per k: τ moves
-on the running engine (`helpers.analytics.routing.set_acceptance_length` rewrites the sampler's
+on the running engine (`chapters.ch06_moe.routing.set_acceptance_length` rewrites the sampler's
 rates in place), since a step's work does not depend on τ (the drafter's first pass is padded to
 k + 1 positions either way), which the record checks by measuring each k at several τ.
 
@@ -51,7 +51,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from helpers.analytics import lab, moe, routing
+from chapters.ch06_moe import moe, routing
+from helpers.analytics import speedup
 from helpers.common.configs import read_config
 from helpers.common.counters import snapshot
 from helpers.common.envinfo import cpu_cores, gpu_count, has_gpu, query_gpus, vllm_version
@@ -403,7 +404,7 @@ def provenance(args: argparse.Namespace, prompts: str, graphs: str) -> dict[str,
         "is vLLM's per-request first-to-last-token time over the decode steps taken (prefill "
         "excluded; steps = verify steps for EAGLE-3, tokens - 1 for plain), tok_s = C x decode tokens "
         "per request-second; routing read back from the generated tokens in the worker "
-        "(helpers.analytics.routing.route: exact for the designs, to ~1e-4 of the residual stream as "
+        "(chapters.ch06_moe.routing.route: exact for the designs, to ~1e-4 of the residual stream as "
         "loaded). CUDA graphs: "
         + {
             "breakable": "vLLM's breakable CUDA graphs (VLLM_USE_BREAKABLE_CUDAGRAPH=1: graph "
@@ -417,7 +418,7 @@ def provenance(args: argparse.Namespace, prompts: str, graphs: str) -> dict[str,
         + ".",
         "gpu": gpu,
         "machine": f"{gpu}, {cpu_cores()} CPU cores",
-        "gpu_peak_hbm_tb_s": lab.peak_tb_s(gpu),
+        "gpu_peak_hbm_tb_s": speedup.peak_tb_s(gpu),
         "verifier": str(Path(args.verifier).resolve().relative_to(REPO_ROOT))
         if Path(args.verifier).resolve().is_relative_to(REPO_ROOT)
         else str(args.verifier),

@@ -7,14 +7,17 @@ import subprocess
 import sys
 import time
 from types import ModuleType
+from typing import Any
 
-from helpers.analytics.moe import MoeShape, shipped_shapes
 from helpers.common.paths import REPO_ROOT
 
 
-def shape_named(name: str) -> MoeShape:
-    """The shape data/shapes/<name>/ ships (helpers.analytics.moe.shipped_shapes)."""
-    shapes = {shape.name: shape for shape in shipped_shapes()}
+def shape_named(name: str) -> Any:
+    """The MoeShape data/shapes/<name>/ ships (chapters.ch06_moe.moe._shipped_shapes; imported here,
+    so that only the tests that ask for a shape need notebook 06's chapter)."""
+    from chapters.ch06_moe.moe import _shipped_shapes
+
+    shapes = {shape.name: shape for shape in _shipped_shapes()}
     assert name in shapes, f"no shape {name!r} in data/shapes/: {sorted(shapes)}"
     return shapes[name]
 

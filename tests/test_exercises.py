@@ -329,7 +329,7 @@ def test_05_ex3_training_plan_for_300_steps() -> None:
 
 @needs_shipped
 def test_06_ex1_wider_windows(tiny, tok) -> None:
-    from helpers.analytics.moe import _router_choices, union_table
+    from chapters.ch06_moe.moe import _router_choices, union_table
     from helpers.common.prompts import as_messages, load_prompts
     from helpers.eagle3.checkpoint import load_verifier
 
@@ -350,7 +350,8 @@ def test_06_ex1_wider_windows(tiny, tok) -> None:
 
 def _lab_costs() -> dict[int, dict[int, float]]:
     """Notebook 06 section 6's costs[C][k]: the recorded lab's c(k, C), median over the trusted cells."""
-    from helpers.analytics import lab, speedup
+    from chapters.ch06_moe import lab
+    from helpers.analytics import speedup
     from helpers.common.tables import K_COLUMN
 
     table = speedup.lab_step_costs(lab.load_lab())
@@ -388,7 +389,7 @@ def test_06_ex2_alpha_moves_the_schedule_and_k_zero_ranges_matter() -> None:
 def test_06_ex3_a_smaller_draft_vocabulary_lowers_c() -> None:
     import dataclasses
 
-    from helpers.analytics import lab
+    from chapters.ch06_moe import lab
 
     record = lab.load_lab()
     shape, context = lab.lab_shape(record), lab.lab_context(record)

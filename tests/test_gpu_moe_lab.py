@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.analytics import routing
+from chapters.ch06_moe import routing
 from helpers.common.configs import read_config
 from helpers.common.envinfo import vllm_distribution
 from helpers.common.paths import DATA_DIR

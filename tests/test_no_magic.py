@@ -1,7 +1,8 @@
 """Nothing happens at import: no environment writes, no file of the repository read, no CUDA, and
 vLLM's engine stays unimported.
 
-Each check runs in a fresh interpreter that imports every helpers module (the CLIs too), then
+Each check runs in a fresh interpreter that imports every module of the trunk, the chapters and the
+kit (the CLIs too), then
 builds engine arguments for the tiny and the real-size profiles, as notebooks do before any engine starts.
 CUDA is watched by replacing torch.cuda's entry points with recorders: on a GPU machine a call
 there would initialise CUDA in the notebook's process, and vLLM then could not fork its engine
@@ -17,8 +18,9 @@ from pathlib import Path
 
 from helpers.common.paths import REPO_ROOT
 
-#: Records every file opened under WATCHED_ROOT (an audit hook on "open"; Python sources, bytecode
-#: and the interpreter's own files aside) while WATCH[0] is set, in OPENED.
+#: Records every file opened under WATCHED_ROOT (an audit hook on "open"; Python sources, bytecode,
+#: the interpreter's own files and the package metadata pip writes into src/*.egg-info aside) while
+#: WATCH[0] is set, in OPENED.
 OPEN_WATCH = r"""
 import os, sys
 OPENED, WATCH = [], [False]
@@ -26,7 +28,9 @@ def _watch(event, args, root=os.path.abspath(WATCHED_ROOT) + os.sep, skip=(sys.p
     if not WATCH[0] or event != "open" or not isinstance(args[0], (str, bytes, os.PathLike)):
         return
     path = os.path.abspath(os.fsdecode(args[0]))
-    if path.startswith(root) and not path.startswith(skip) and not path.endswith((".py", ".pyc")):
+    metadata = ".egg-info" + os.sep in path
+    if path.startswith(root) and not path.startswith(skip) and not path.endswith((".py", ".pyc")) \
+            and not metadata:
         OPENED.append(os.path.relpath(path, root))
 sys.addaudithook(_watch)
 """
@@ -41,8 +45,12 @@ for name in ("is_available", "device_count", "init", "_lazy_init", "get_device_p
     if hasattr(torch.cuda, name):
         setattr(torch.cuda, name, lambda *a, _n=name, **k: calls.append(_n) or 0)
 before = dict(os.environ)
-import helpers
-modules = [m.name for m in pkgutil.walk_packages(helpers.__path__, "helpers.")]
+import chapters, helpers, kit
+modules = [
+    m.name
+    for package in (helpers, chapters, kit)
+    for m in pkgutil.walk_packages(package.__path__, f"{package.__name__}.")
+]
 WATCH[0] = True
 for name in modules:
     importlib.import_module(name)

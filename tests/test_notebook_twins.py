@@ -11,7 +11,7 @@ import inspect
 import nbformat
 import pytest
 
-from helpers.analytics import moe
+from chapters.ch06_moe import moe
 from helpers.common.paths import NOTEBOOKS_DIR
 from helpers.eagle3 import decode, drafter, train, vocab
 

@@ -15,8 +15,8 @@ import pandas as pd
 import pytest
 
 from chapters.ch04_serving import bench, interactivity
-from chapters.ch06_moe import answer
-from helpers.analytics import lab, sweeps
+from chapters.ch06_moe import answer, lab
+from helpers.analytics import sweeps
 from helpers.analytics.intervals import Interval, ranking
 from helpers.common.paths import NOTEBOOKS_DIR
 from helpers.common.tables import K_COLUMN

@@ -43,15 +43,7 @@ from helpers.eagle3.drafter import MLP, DrafterShape, RMSNorm
 from helpers.eagle3.taps import verifier_taps
 from helpers.eagle3.train import DrafterHistory, cosine_lr
 
-__all__ = [
-    "target_layer_ids",
-    "DFlashDrafter",
-    "verifier_features",
-    "train_dflash",
-    "dflash_config",
-    "shape_from_dflash_config",
-    "save_dflash",
-]
+__all__ = []  # nothing here is used outside the kit
 
 #: The architecture vLLM's registry maps to `qwen3_dflash.DFlashQwen3ForCausalLM`.
 _ARCHITECTURE = "DFlashDraftModel"

@@ -76,7 +76,7 @@ def test_lab_heat_maps_from_the_shipped_h200_lab() -> None:
 
 
 def test_the_answer_figure_has_the_band_and_the_map() -> None:
-    from helpers.analytics import lab
+    from chapters.ch06_moe import lab
 
     record = lab.load_lab()
     answer = lab.answer_table(record, lab.fit_step_model(lab.cells(record)), 0.4)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from helpers.analytics import speedup as sp
-from helpers.analytics.routing import AS_LOADED
+from helpers.analytics.speedup import AS_LOADED
 from helpers.common.paths import REPO_ROOT
 
 SHARED_SOURCE = REPO_ROOT.parent / "shared" / "measurements" / "h200-vllm-step-costs.json"
@@ -132,9 +132,9 @@ def test_lab_speedup_is_computed_from_the_file() -> None:
 
 def test_lab_step_costs_reads_the_as_loaded_rows_of_a_routing_record() -> None:
     rows = [
-        {"k": 0, "tau_target": None, "concurrency": 1, "routing": AS_LOADED.name, "tok_s": 100.0, "steps_per_s": 100.0, "tau": 1.0},
+        {"k": 0, "tau_target": None, "concurrency": 1, "routing": AS_LOADED, "tok_s": 100.0, "steps_per_s": 100.0, "tau": 1.0},
         {"k": 0, "tau_target": None, "concurrency": 1, "routing": "independent", "tok_s": 50.0, "steps_per_s": 50.0, "tau": 1.0},
-        {"k": 3, "tau_target": 2.5, "concurrency": 1, "routing": AS_LOADED.name, "tok_s": 150.0, "steps_per_s": 60.0, "tau": 2.5},
+        {"k": 3, "tau_target": 2.5, "concurrency": 1, "routing": AS_LOADED, "tok_s": 150.0, "steps_per_s": 60.0, "tau": 2.5},
         {"k": 3, "tau_target": 2.5, "concurrency": 1, "routing": "independent", "tok_s": 10.0, "steps_per_s": 4.0, "tau": 2.5},
     ]  # fmt: skip
     lab = sp.lab_step_costs({"rows": rows})
@@ -189,3 +189,10 @@ def test_measure_step_costs_table(_tiny_pair_source) -> None:
     assert df.relative_step_cost.iloc[0] == pytest.approx(
         (df.verifier_step_ms.iloc[0] + df.drafter_step_ms.iloc[0]) / df.plain_step_ms.iloc[0]
     )
+
+
+def test_peak_bandwidth_by_gpu_name() -> None:
+    from helpers.analytics.speedup import peak_tb_s
+
+    assert peak_tb_s("NVIDIA H200") == 4.8
+    assert peak_tb_s("NVIDIA H100 80GB HBM3") is None

@@ -16,7 +16,6 @@ from helpers.common.configs import read_config
 from helpers.common.paths import REPO_ROOT
 from helpers.engine.lifecycle import engine_kwargs
 from helpers.engine.pairing import _layer_config, validate_pair
-from tests.support import shape_named
 
 
 @pytest.fixture(autouse=True)
@@ -400,25 +399,6 @@ def test_235b_drafter_validates_against_its_verifier() -> None:
     drafter = read_config(REPO_ROOT / shape.drafter)
     assert drafter["target_hidden_size"] == _layer_config(drafter)["hidden_size"] == 4096
     assert drafter["draft_vocab_size"] == read_config(REPO_ROOT / shape.verifier)["vocab_size"]
-
-
-def test_235b_shapes_are_notebook_06s_235b_shape() -> None:
-    """The cost model's 235B shape is the shape profile's verifier, and the drafter it prices is
-    the profile's drafter (fc, one Llama layer of 4x hidden, lm_head over the full vocabulary)."""
-    profile = profiles.load_profile(SHAPE_235B)
-    shape = shape_named("qwen3-235b-a22b")
-    assert (shape.layers, shape.hidden) == (profile.verifier_layers, profile.verifier_hidden_size)
-    layer = _layer_config(read_config(profile.drafter_path()))
-    hidden, head = layer["hidden_size"], layer["head_dim"]
-    heads, kv = layer["num_attention_heads"], layer["num_key_value_heads"]
-    attention = 2 * hidden * head * (heads + 2 * kv) + heads * head * hidden
-    params = (
-        3 * hidden * hidden
-        + attention
-        + 3 * hidden * layer["intermediate_size"]
-        + layer["vocab_size"] * hidden
-    )
-    assert params == shape.drafter_params()
 
 
 def test_known_stacks_names_the_235b_row_after_the_shape_when_asked() -> None:

@@ -1,8 +1,9 @@
 """Notebook 03 (acceptance analytics)'s own code: a standard acceptance benchmark in vLLM CI's
 format (`python -m chapters.ch03_acceptance.harness`), with one run read in every engine's
-acceptance vocabulary.
+acceptance vocabulary, and the explorers over the run's acceptance and over your own prompt.
 """
 
 __all__ = [
+    "explorers",
     "harness",
 ]

@@ -35,8 +35,7 @@ from typing import Any
 
 import pandas as pd
 
-from chapters.ch06_moe import schedule
-from helpers.analytics import lab
+from chapters.ch06_moe import lab, schedule
 from helpers.common.paths import DATA_DIR
 from helpers.common.tables import K_COLUMN
 

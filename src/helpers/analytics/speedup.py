@@ -27,7 +27,6 @@ from typing import Any
 import pandas as pd
 import torch
 
-from helpers.analytics.routing import AS_LOADED
 from helpers.common.paths import DATA_DIR
 from helpers.common.tables import K_COLUMN
 from helpers.common.threads import torch_threads
@@ -43,6 +42,9 @@ __all__ = [
     "lab_step_costs",
     "literature",
     "expected_tokens_per_step",
+    "AS_LOADED",
+    "PEAK_HBM_TB_S",
+    "peak_tb_s",
 ]
 
 _H200_FILE: Path = DATA_DIR / "measurements" / "h200-vllm-step-costs.json"
@@ -244,6 +246,20 @@ def one_prompt_batch(record: dict[str, Any]) -> pd.DataFrame:
 
 #: The MoE lab's recorded H200 run (scripts/gpu_moe_lab.py), with its provenance.
 LAB_FILE: Path = DATA_DIR / "measurements" / "h200-moe-lab.json"
+#: The routing label of the lab's rows measured on the weights as loaded (random), and of old
+#: records (chapters.ch06_moe.routing names its designs beside it).
+AS_LOADED = "random weights (as loaded)"
+#: Peak HBM bandwidth by GPU (TB/s), from the vendor's datasheet: NVIDIA H200 (HBM3e),
+#: https://www.nvidia.com/en-us/data-center/h200/ ("4.8TB/s" memory bandwidth).
+PEAK_HBM_TB_S: Mapping[str, float] = {"H200": 4.8}
+
+
+def peak_tb_s(gpu: str) -> float | None:
+    """The datasheet HBM bandwidth of a GPU named like 'NVIDIA H200' (None when not listed)."""
+    for name, tb_s in PEAK_HBM_TB_S.items():
+        if re.search(rf"\b{name}\b", gpu):
+            return tb_s
+    return None
 
 
 def trusted_rows(record: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -261,24 +277,24 @@ def trusted_rows(record: Mapping[str, Any]) -> list[dict[str, Any]]:
         return [r for r in rows if r.get("routing_read_back", r.get("routing")) == r.get("routing")]
     first: dict[int, list[Any]] = {}
     for r in rows:
-        if r.get("routing", AS_LOADED.name) == AS_LOADED.name:
+        if r.get("routing", AS_LOADED) == AS_LOADED:
             taus = first.setdefault(r["k"], [])
             if r["tau_target"] not in taus and len(taus) < 2:
                 taus.append(r["tau_target"])
     return [
         r
         for r in rows
-        if r.get("routing", AS_LOADED.name) != AS_LOADED.name or r["tau_target"] in first[r["k"]]
+        if r.get("routing", AS_LOADED) != AS_LOADED or r["tau_target"] in first[r["k"]]
     ]
 
 
 def lab_step_costs(record: Mapping[str, Any]) -> pd.DataFrame:
     """The MoE lab's speculative rows with their speed-up and measured c(k, C) over plain decoding
     at the same concurrency (the median of plain's cells there), for the routing as loaded, over
-    `trusted_rows` only (`helpers.analytics.lab.routing_table` reads the designs)."""
+    `trusted_rows` only (`chapters.ch06_moe.lab.routing_table` reads the designs)."""
     rows = pd.DataFrame(trusted_rows(record)).rename(columns={"k": K_COLUMN})
     if "routing" in rows:
-        rows = rows[rows.routing == AS_LOADED.name]
+        rows = rows[rows.routing == AS_LOADED]
     plain = rows[rows[K_COLUMN] == 0].groupby("concurrency")[["tok_s", "steps_per_s"]].median()
     lab = rows[rows[K_COLUMN] > 0].copy()
     lab["speedup"] = lab.tok_s / lab.concurrency.map(plain.tok_s)

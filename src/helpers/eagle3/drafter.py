@@ -29,6 +29,8 @@ __all__ = [
     "draft_chain",
     "teacher_forced",
     "greedy_feedback",
+    "MLP",
+    "rotary",
 ]
 
 

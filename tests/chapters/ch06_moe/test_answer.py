@@ -9,8 +9,7 @@ import math
 import pandas as pd
 import pytest
 
-from chapters.ch06_moe import answer
-from helpers.analytics import lab
+from chapters.ch06_moe import answer, lab
 from helpers.common.paths import DATA_DIR
 from helpers.common.tables import K_COLUMN
 

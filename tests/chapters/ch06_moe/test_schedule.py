@@ -117,7 +117,8 @@ def test_counters_trace_keeps_the_per_position_mix() -> None:
 
 
 def test_on_the_recorded_lab_plain_batches_get_k_zero() -> None:
-    from helpers.analytics import lab, speedup
+    from chapters.ch06_moe import lab
+    from helpers.analytics import speedup
 
     table = speedup.lab_step_costs(lab.load_lab())
     by = table.pivot_table(

@@ -1,4 +1,4 @@
-"""helpers.analytics.moe: the expert-union bounds and measurement, and the bytes model of c(k, B)."""
+"""chapters.ch06_moe.moe: the expert-union bounds and measurement, and the bytes model of c(k, B)."""
 
 from __future__ import annotations
 
@@ -8,15 +8,15 @@ from pathlib import Path
 import pytest
 import torch
 
-from helpers.analytics.moe import (
+from chapters.ch06_moe.moe import (
     BYTES_BF16,
+    _shipped_shapes,
     _window_union,
     batch_union,
     correlation,
     independent_union,
     relative_cost,
     shape_from_folder,
-    shipped_shapes,
     step_bytes,
     union_table,
     union_with_correlation,
@@ -24,7 +24,10 @@ from helpers.analytics.moe import (
 from helpers.common import profiles
 from helpers.common.configs import read_config
 from helpers.common.paths import DATA_DIR
+from helpers.engine.pairing import _layer_config
 from tests.support import shape_named
+
+SHAPE_235B = "qwen3-235b-a22b-shape"
 
 
 def test_independent_union_matches_the_issue_numbers() -> None:
@@ -94,7 +97,7 @@ def test_with_drafter_reads_a_speculators_config() -> None:
 
 
 def test_shipped_shapes_are_the_shape_profiles_verifiers_with_their_drafters() -> None:
-    shapes = {s.name: s for s in shipped_shapes()}
+    shapes = {s.name: s for s in _shipped_shapes()}
     every = [profiles.load_profile(n) for n in profiles._available_profiles()]
     shape_profiles = [p for p in every if not p.has_weights]
     assert shape_profiles
@@ -118,7 +121,7 @@ def test_a_shape_is_read_from_its_folder_when_asked(tmp_path: Path) -> None:
 
 
 def test_vectorised_unions_agree_with_the_window_union() -> None:
-    from helpers.analytics.moe import aligned_union, effective_experts, expert_mask, window_distinct
+    from chapters.ch06_moe.moe import aligned_union, effective_experts, expert_mask, window_distinct
 
     g = torch.Generator().manual_seed(0)
     choices = torch.stack([torch.randperm(8, generator=g)[:2] for _ in range(3 * 20)])
@@ -138,7 +141,7 @@ def test_vectorised_unions_agree_with_the_window_union() -> None:
 
 
 def test_measured_rho_is_the_correlation_of_the_mean_window_union() -> None:
-    from helpers.analytics.moe import measured_rho
+    from chapters.ch06_moe.moe import measured_rho
 
     same = torch.tensor([[[0, 1]] * 10])
     assert measured_rho([(same, 0)], 4, 8, 2) == pytest.approx(1.0)
@@ -151,3 +154,22 @@ def test_a_decode_step_at_batch_one_reads_only_the_routed_experts() -> None:
     skipped = (s30.experts - s30.active) * s30.layers * s30.expert_params() * BYTES_BF16
     assert every_expert - one_token == pytest.approx(skipped)
     assert one_token < 0.2 * every_expert  # "A3B": a few of its 30 B parameters per token
+
+
+def test_235b_shapes_are_notebook_06s_235b_shape() -> None:
+    """The cost model's 235B shape is the shape profile's verifier, and the drafter it prices is
+    the profile's drafter (fc, one Llama layer of 4x hidden, lm_head over the full vocabulary)."""
+    profile = profiles.load_profile(SHAPE_235B)
+    shape = shape_named("qwen3-235b-a22b")
+    assert (shape.layers, shape.hidden) == (profile.verifier_layers, profile.verifier_hidden_size)
+    layer = _layer_config(read_config(profile.drafter_path()))
+    hidden, head = layer["hidden_size"], layer["head_dim"]
+    heads, kv = layer["num_attention_heads"], layer["num_key_value_heads"]
+    attention = 2 * hidden * head * (heads + 2 * kv) + heads * head * hidden
+    params = (
+        3 * hidden * hidden
+        + attention
+        + 3 * hidden * layer["intermediate_size"]
+        + layer["vocab_size"] * hidden
+    )
+    assert params == shape.drafter_params()

@@ -127,7 +127,7 @@ def _drafted_verifier(config: dict[str, Any]) -> str | None:
 
 
 @lru_cache(maxsize=1)
-def shipped_shapes() -> tuple[MoeShape, ...]:
+def _shipped_shapes() -> tuple[MoeShape, ...]:
     """Every verifier shape data/shapes/ ships, named after its folder (e.g. "qwen3-30b-a3b"), with
     the lm_head and MLP of the EAGLE-3 drafter there that names it (read on the first call)."""
     configs = {

@@ -1,4 +1,4 @@
-"""helpers.analytics.lab: the MoE lab's record read, old format and new, the bandwidth each plain
+"""chapters.ch06_moe.lab: the MoE lab's record read, old format and new, the bandwidth each plain
 step reached, and a step model that recovers costs it was built from."""
 
 from __future__ import annotations
@@ -9,17 +9,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from helpers.analytics import lab, moe, speedup
+from chapters.ch06_moe import lab, moe
+from helpers.analytics import speedup
 from helpers.common.tables import K_COLUMN
 
 
 def shipped() -> dict:
     return lab.load_lab()
-
-
-def test_peak_bandwidth_by_gpu_name() -> None:
-    assert lab.peak_tb_s("NVIDIA H200") == 4.8
-    assert lab.peak_tb_s("NVIDIA H100 80GB HBM3") is None
 
 
 def test_load_lab_wants_provenance(tmp_path) -> None:
@@ -189,12 +185,12 @@ def _generated(marker: str) -> list[str]:
 
 
 def test_gpu_doc_tables_are_the_records() -> None:
-    """After a new lab run: `python -m helpers.analytics.lab` and paste both tables into docs/gpu.md."""
+    """After a new lab run: `python -m chapters.ch06_moe.lab` and paste both tables into docs/gpu.md."""
     record = shipped()
     table = [line for line in lab._readme_rows(record).splitlines() if line.startswith("|")]
-    assert _generated("helpers.analytics.lab (c(k, C)") == table
+    assert _generated("chapters.ch06_moe.lab (c(k, C)") == table
     assert (
-        _generated("helpers.analytics.lab (routing rows)") == lab._routing_rows(record).splitlines()
+        _generated("chapters.ch06_moe.lab (routing rows)") == lab._routing_rows(record).splitlines()
     )
 
 

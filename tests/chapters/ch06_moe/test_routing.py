@@ -1,4 +1,4 @@
-"""helpers.analytics.routing: designed routers do what they say on a model laid out like vLLM's
+"""chapters.ch06_moe.routing: designed routers do what they say on a model laid out like vLLM's
 Qwen3-MoE, and the synthetic τ of a running engine is rewritten in place."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 import torch
 from torch import nn
 
-from helpers.analytics import routing
+from chapters.ch06_moe import routing
 
 H, HEADS, KV, HD, E, A, V, L = 64, 4, 2, 16, 16, 2, 500, 3
 
@@ -61,7 +61,7 @@ def rho_of(model: nn.Module, seqs: list[list[int]], start: int = 20) -> float:
 
 
 def test_layout_blocks_do_not_overlap() -> None:
-    lay = routing.Layout(H, HEADS, KV, HD)
+    lay = routing._Layout(H, HEADS, KV, HD)
     assert lay.token == slice(1, H // 2)
     assert lay.context.start == H // 2 and lay.context.stop <= H
     assert lay.context_size == min(KV * HD, H // 2 - 1)

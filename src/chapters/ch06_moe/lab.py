@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,15 +25,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from helpers.analytics import moe, routing, speedup
+from chapters.ch06_moe import moe
+from helpers.analytics import speedup
 from helpers.common.configs import read_config
 from helpers.common.paths import REPO_ROOT
 from helpers.common.tables import K_COLUMN
 
 __all__ = [
-    "PEAK_HBM_TB_S",
     "AS_LOADED",
-    "peak_tb_s",
     "load_lab",
     "lab_shape",
     "lab_context",
@@ -51,21 +49,10 @@ __all__ = [
     "model_c",
 ]
 
-#: Peak HBM bandwidth by GPU (TB/s), from the vendor's datasheet: NVIDIA H200 (HBM3e),
-#: https://www.nvidia.com/en-us/data-center/h200/ ("4.8TB/s" memory bandwidth).
-PEAK_HBM_TB_S: Mapping[str, float] = {"H200": 4.8}
 #: The routing of a record's rows measured on the weights as loaded (random), and of old records.
-AS_LOADED = routing.AS_LOADED.name
+AS_LOADED = speedup.AS_LOADED
 #: The terms of the step model, in the order of StepFit.coefficients.
 _STEP_TERMS = ("fixed_ms", "per_draft_ms", "ms_per_gb", "per_token_ms")
-
-
-def peak_tb_s(gpu: str) -> float | None:
-    """The datasheet HBM bandwidth of a GPU named like 'NVIDIA H200' (None when not listed)."""
-    for name, tb_s in PEAK_HBM_TB_S.items():
-        if re.search(rf"\b{name}\b", gpu):
-            return tb_s
-    return None
 
 
 def load_lab(path: Path = speedup.LAB_FILE) -> dict[str, Any]:
@@ -128,10 +115,10 @@ def cells(record: Mapping[str, Any]) -> pd.DataFrame:
 
 def plain_bandwidth(record: Mapping[str, Any]) -> pd.DataFrame:
     """Plain decoding per concurrency: the union a step read, its bytes, the bandwidth reached and
-    its share of the GPU's datasheet peak (NaN for a GPU not in PEAK_HBM_TB_S)."""
+    its share of the GPU's datasheet peak (NaN for a GPU not in speedup.PEAK_HBM_TB_S)."""
     df = cells(record)
     df = df[(df[K_COLUMN] == 0) & (df.routing == AS_LOADED)].copy()
-    peak = peak_tb_s(record["gpu"])
+    peak = speedup.peak_tb_s(record["gpu"])
     df["peak_tb_s"] = peak if peak is not None else float("nan")
     df["share_of_peak"] = df.achieved_tb_s / df.peak_tb_s
     keep = ["concurrency", "step_ms", "union", "union_source", "gb_per_step", "achieved_tb_s"]
@@ -372,7 +359,7 @@ def answer_table(record: Mapping[str, Any], fit: _StepFit, rho: float) -> pd.Dat
 
 def _readme_rows(record: Mapping[str, Any], ks: Sequence[int] = (1, 3, 5)) -> str:
     """Markdown rows for the README: per k, the measured c at each concurrency, and the record's
-    date, GPU and vLLM (`python -m helpers.analytics.lab` prints them)."""
+    date, GPU and vLLM (`python -m chapters.ch06_moe.lab` prints them)."""
     lab = speedup.lab_step_costs(record)
     levels = sorted(lab.concurrency.unique())
     head = "| k | " + " | ".join(f"c(k, {c})" for c in levels) + " |"

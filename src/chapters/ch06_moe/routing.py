@@ -17,7 +17,7 @@ rewrite a few tensors of the loaded model (`apply_design`), none that changes wh
 
 γ = 0 routes each token independently of its neighbours; a large γ makes a sequence's positions
 share their experts (sequences still differ: their contexts do), which is the within-sequence
-correlation ρ of `helpers.analytics.moe.union_with_correlation`; `calibrate_context_weight` finds
+correlation ρ of `chapters.ch06_moe.moe.union_with_correlation`; `calibrate_context_weight` finds
 the γ of a target ρ on random sequences. A bias drawn for a Zipf-like popularity
 (`zipf_bias`) skews which experts are picked. Step costs are the same whatever the values (bf16
 kernels do not skip zeros): only which experts a batch reads changes.
@@ -41,7 +41,8 @@ from typing import Any
 
 import torch
 
-from helpers.analytics import moe
+from chapters.ch06_moe import moe
+from helpers.analytics import speedup
 
 __all__ = [
     "Design",
@@ -73,11 +74,11 @@ class Design:
         return {**asdict(self), "bias": list(self.bias)}
 
 
-AS_LOADED = Design("random weights (as loaded)", designed=False)
+AS_LOADED = Design(speedup.AS_LOADED, designed=False)
 
 
 @dataclass(frozen=True)
-class Layout:
+class _Layout:
     """Where a design puts its coordinates in the residual stream of a model of this width."""
 
     hidden: int
@@ -102,7 +103,7 @@ class Layout:
         return slice(self.hidden // 2, self.hidden // 2 + self.context_size)
 
     @classmethod
-    def of(cls, model: Any) -> Layout:
+    def of(cls, model: Any) -> _Layout:
         """The layout of a vLLM Qwen3-MoE model (from its first attention layer; one GPU)."""
         attn = _verifier_layers(model)[0].self_attn
         return cls(model.config.hidden_size, attn.num_heads, attn.num_kv_heads, attn.head_dim)
@@ -181,7 +182,7 @@ def _apply_design(model: Any, design: Design, context_scale: float) -> None:
     if not design.designed:
         raise ValueError("the as-loaded design has nothing to apply: measure it before any other")
     layers = _verifier_layers(model)
-    lay = Layout.of(model)
+    lay = _Layout.of(model)
     embed = model.model.embed_tokens.weight
     device = embed.device
     g = torch.Generator(device=device).manual_seed(design.seed)
@@ -298,7 +299,7 @@ def route(model: Any, sequences: Sequence[Sequence[int]]) -> list[torch.Tensor]:
     without the other layers' contributions (≈ 1e-4 of the stream as loaded, ≈ 1e-6 designed).
     """
     layers = _verifier_layers(model)
-    lay = Layout.of(model)
+    lay = _Layout.of(model)
     first = layers[0]
     embed = model.model.embed_tokens.weight
     q_size, kv_size = lay.heads * lay.head_dim, lay.kv_heads * lay.head_dim
