@@ -14,9 +14,9 @@ import json
 import pandas as pd
 import pytest
 
+from chapters.ch03_acceptance import experiments
 from chapters.ch04_serving import bench, interactivity
 from chapters.ch06_moe import answer, lab
-from helpers.analytics import sweeps
 from helpers.analytics.intervals import Interval, ranking
 from helpers.common.paths import NOTEBOOKS_DIR
 from helpers.common.tables import K_COLUMN
@@ -24,7 +24,7 @@ from helpers.common.tables import K_COLUMN
 #: Per notebook, the functions that state its outcomes (each called in a code cell).
 OUTCOME_CALLS: dict[str, set[str]] = {
     "02": {"sweeps.tau_ranking", "calibration.calibration_sentence"},
-    "03": {"intervals.ranking", "sweeps.best_k_sentence", "calibration.calibration_sentence"},
+    "03": {"intervals.ranking", "experiments.best_k_sentence", "calibration.calibration_sentence"},
     "04": {"intervals.ranking", "bench.crossing_statement", "interactivity.gain_statement"},
     "05": {"sweeps.tau_ranking"},
     "06": {"lab.shape_verdict", "answer.best_by_concurrency", "answer.summary_lines"},
@@ -56,11 +56,11 @@ def _throughput(tok_s: dict[int, float], spread: float) -> pd.DataFrame:
 
 
 def test_the_fastest_k_follows_the_table() -> None:
-    said = sweeps.best_k_sentence(_throughput({0: 100.0, 3: 150.0}, spread=5))
-    flipped = sweeps.best_k_sentence(_throughput({0: 150.0, 3: 100.0}, spread=5))
+    said = experiments.best_k_sentence(_throughput({0: 100.0, 3: 150.0}, spread=5))
+    flipped = experiments.best_k_sentence(_throughput({0: 150.0, 3: 100.0}, spread=5))
     assert said.startswith("fastest k=3") and flipped.startswith("fastest plain")
     assert "do not overlap" in said
-    close = sweeps.best_k_sentence(_throughput({0: 100.0, 3: 104.0}, spread=5))
+    close = experiments.best_k_sentence(_throughput({0: 100.0, 3: 104.0}, spread=5))
     assert "cannot tell them apart" in close
 
 
@@ -172,5 +172,5 @@ def test_the_notebook_states_its_outcomes_through_the_functions(number: str) -> 
 
 
 def test_the_call_scan_sees_a_call_and_misses_a_typed_sentence() -> None:
-    assert "sweeps.best_k_sentence" in _calls("print(sweeps.best_k_sentence(throughput))")
+    assert "experiments.best_k_sentence" in _calls("print(experiments.best_k_sentence(throughput))")
     assert not _calls("'fastest k=3, then plain'")

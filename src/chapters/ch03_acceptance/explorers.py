@@ -8,8 +8,9 @@ from typing import Any
 
 import pandas as pd
 
+from chapters.ch03_acceptance.figures import token_html, token_pieces
 from helpers.analytics.explorers import Explorer, ExplorerState
-from helpers.analytics.figures import interval_yerr, token_html, token_pieces
+from helpers.analytics.figures import interval_yerr
 from helpers.common import vllm_names
 from helpers.common.counters import acceptance_stats
 from helpers.common.plots import PALETTE, new_figure

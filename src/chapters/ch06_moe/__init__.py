@@ -7,6 +7,7 @@ schedule and a utility controller replayed on per-step acceptance.
 
 __all__ = [
     "answer",
+    "figures",
     "lab",
     "moe",
     "routing",

@@ -1,27 +1,6 @@
-"""Acceptance experiments on the tiny pair (notebook 03): vs k, vs temperature, per task category,
-and throughput.
-
-vLLM fixes k (`num_speculative_tokens`) when an engine starts, so each experiment starts its own
-engines, one section of notebook 03 each: `acceptance_sweep` one engine per k (every category at
-T = 0), `temperature_sweep` one at the main k (each temperature), `throughput_sweep` a plain
-engine and one per k (tokens/s). Every table is tidy, uses vLLM's key names
-(`num_speculative_tokens`, `spec_decode_acceptance_length`, ... from `helpers.common.vllm_names`);
-each result's `tables()` names them for saving.
-
-Why acceptance falls with temperature: EAGLE-3 drafts in vLLM are greedy argmax proposals
-(`draft_sample_method="greedy"`, no draft probabilities). The rejection sampler then accepts a draft
-d with probability p_T(d), the verifier's temperature-T probability of d (q is one-hot, so
-min(1, p/q) = p), and on rejection samples from p_T with d removed. At T = 0 p is one-hot on the
-argmax, so a draft is accepted exactly when it equals the argmax and the output is bit-identical
-to plain greedy decoding; as T grows p_T(argmax) shrinks and so does acceptance. For T > 0 the
-output is still distributed as plain sampling, but the random stream differs, so it is only
-equal in distribution, not token for token.
-
-On a CPU without Triton, vLLM's CPU build gets T > 0 speculative decoding wrong (vLLM issue
-#55005, `helpers.engine.compat.QUIRKS["cpu_expand_kernel"]`); the workbook's vLLM plugin fixes it
-in every vLLM process (`helpers.engine.vllm_issue_55005`), and the main-k engine loads
-`ExpandKernelCheck` as a worker extension so `temperature_sweep` can ask the worker process itself
-whether the fix is in place.
+"""Acceptance tables from runs, shared by notebooks 02, 03, 05, 07 and 08: τ and per-position
+acceptance per key (task, k, temperature), the pooled ranking sentence, and each table's
+intervals. Notebook 03's sweeps, which start the engines, are chapters.ch03_acceptance.sweeps.
 
 Every acceptance table carries 95 % intervals over whole requests (`tau_ci_low`,
 `tau_ci_high`, `n_requests`; per position also the conditional rate), from vLLM's per-request
@@ -34,9 +13,7 @@ Functions return tables; the notebook saves them (`helpers.common.tables.save_ta
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -46,46 +23,30 @@ from helpers.analytics.intervals import (
     Interval,
     position_intervals,
     ranking,
-    spread,
     tau_interval,
 )
 from helpers.common import vllm_names
-from helpers.common.ci import ci_scaled
-from helpers.common.counters import Meter, SpecCounters, acceptance_stats
-from helpers.common.profiles import Profile
-from helpers.common.prompts import CATEGORIES, interleaved, load_prompts
+from helpers.common.counters import acceptance_stats
 from helpers.common.tables import (
     CONDITIONAL_CI_HIGH,
     CONDITIONAL_CI_LOW,
     CONDITIONAL_RATE,
-    K_COLUMN,
     RATE_CI_HIGH,
     RATE_CI_LOW,
     TAU_CI_HIGH,
     TAU_CI_LOW,
 )
-from helpers.engine.lifecycle import engine_kwargs, open_engine
 from helpers.engine.runs import (
     CategoryRun,
-    merge_runs,
-    run_categories,
-    run_prompts,
-    sampling,
-    throughput,
 )
-from helpers.engine.vllm_issue_55005 import EXPAND_KERNEL_CHECK
 
 __all__ = [
-    "sweep_plan",
     "acceptance_table",
-    "main_k_runs",
-    "acceptance_sweep",
-    "temperature_sweep",
-    "throughput_sweep",
-    "best_k_sentence",
     "tau_ranking",
     "table_intervals",
     "run_interval",
+    "ACCEPTANCE_COLUMNS",
+    "per_position_table",
 ]
 
 #: Scalar statistics copied into the tables (the per-position list goes to its own long table).
@@ -98,45 +59,10 @@ _SCALAR_KEYS = (
 )
 #: The interval columns next to τ: 95 % interval over requests, and how many requests there were.
 _CI_KEYS = (TAU_CI_LOW, TAU_CI_HIGH, "n_requests")
+#: The columns of an acceptance table after its key: the statistics, then their interval.
+ACCEPTANCE_COLUMNS = (*_SCALAR_KEYS, *_CI_KEYS)
 #: The interval columns of per_position_table (from position_intervals).
 _POSITION_CI_COLUMNS = (RATE_CI_LOW, RATE_CI_HIGH, CONDITIONAL_CI_LOW, CONDITIONAL_CI_HIGH)
-
-
-@dataclass(frozen=True)
-class _SweepPlan:
-    """What to run: the k values, the main k, temperatures, and how many prompts/tokens."""
-
-    ks: tuple[int, ...] = (1, 2, 3, 4, 5)
-    k: int = 3
-    temperatures: tuple[float, ...] = (0.0, 0.3, 0.7, 1.0)
-    n_prompts: int = 4
-    max_tokens: int = 64
-    throughput_prompts: int = 4
-    throughput_tokens: int = 64
-    throughput_repeats: int = 3
-    seed: int = 0
-
-    @property
-    def engines(self) -> dict[str, int]:
-        """Engines each section starts: one per k (acceptance), one at the main k (temperature),
-        one per k plus the plain baseline (throughput)."""
-        return {"acceptance": len(self.ks), "temperature": 1, "throughput": len(self.ks) + 1}
-
-
-def sweep_plan(**params: Any) -> _SweepPlan:
-    """A SweepPlan from notebook parameters; in CI, fewer prompts and tokens (the one CI switch)."""
-    params = {k: tuple(v) if isinstance(v, list) else v for k, v in params.items() if v is not None}
-    plan = _SweepPlan(**params)
-    plan = replace(
-        plan,
-        n_prompts=ci_scaled(plan.n_prompts, 2),
-        max_tokens=ci_scaled(plan.max_tokens, 32),
-        throughput_prompts=ci_scaled(plan.throughput_prompts, 2),
-        throughput_tokens=ci_scaled(plan.throughput_tokens, 32),
-    )
-    if plan.k not in plan.ks:
-        raise ValueError(f"the main k={plan.k} must be one of ks={plan.ks}")
-    return plan
 
 
 def _acceptance_row(run: CategoryRun) -> dict[str, Any]:
@@ -166,7 +92,7 @@ def acceptance_table(runs: Mapping[Any, CategoryRun], key: str) -> pd.DataFrame:
     return pd.DataFrame([{key: name, **_acceptance_row(r)} for name, r in runs.items()])
 
 
-def _per_position_table(runs: Mapping[Any, CategoryRun], key: str) -> pd.DataFrame:
+def per_position_table(runs: Mapping[Any, CategoryRun], key: str) -> pd.DataFrame:
     """Long table: one row per (experiment, draft position): vLLM's rate, the conditional rate,
     CIs."""
     frames = []
@@ -188,259 +114,6 @@ def _per_position_table(runs: Mapping[Any, CategoryRun], key: str) -> pd.DataFra
         frames.append(df.assign(**{key: name}))
     df = pd.concat(frames, ignore_index=True)
     return df[[key, *(c for c in df.columns if c != key)]]
-
-
-def _pooled_by_k(runs_by_k: Mapping[int, Mapping[str, CategoryRun]]) -> dict[int, CategoryRun]:
-    """Each k's category runs merged into one (τ pooled over every request of that k)."""
-    return {k: merge_runs(list(runs.values())) for k, runs in runs_by_k.items()}
-
-
-def _acceptance_vs_k(runs_by_k: Mapping[int, Mapping[str, CategoryRun]]) -> pd.DataFrame:
-    """τ and acceptance per k (T = 0, categories pooled), with intervals and the k + 1 ceiling."""
-    df = acceptance_table(_pooled_by_k(runs_by_k), K_COLUMN)
-    df["acceptance_length_ceiling"] = df[K_COLUMN] + 1
-    return df
-
-
-def _per_position_vs_k(runs_by_k: Mapping[int, Mapping[str, CategoryRun]]) -> pd.DataFrame:
-    """Per-position and conditional acceptance rates for every k (long table, with intervals)."""
-    return _per_position_table(_pooled_by_k(runs_by_k), K_COLUMN)
-
-
-def _acceptance_by_category(runs_by_k: Mapping[int, Mapping[str, CategoryRun]]) -> pd.DataFrame:
-    """τ per task category for every k (T = 0), with intervals."""
-    frames = [
-        acceptance_table(runs, "category").assign(**{K_COLUMN: k}) for k, runs in runs_by_k.items()
-    ]
-    df = pd.concat(frames, ignore_index=True)
-    return df[[K_COLUMN, "category", *_SCALAR_KEYS, *_CI_KEYS]]
-
-
-def _temperature_runs(
-    llm: Any, prompts: Sequence[str], temperatures: Sequence[float], max_tokens: int, seed: int
-) -> dict[float, CategoryRun]:
-    """One batch of prompts at each temperature (seeded sampling)."""
-    return {
-        t: run_prompts(llm, prompts, sampling(max_tokens, temperature=t, seed=seed))
-        for t in temperatures
-    }
-
-
-def _acceptance_vs_temperature(runs: Mapping[float, CategoryRun], k: int) -> pd.DataFrame:
-    """τ and acceptance per temperature at one k, with intervals."""
-    df = acceptance_table(runs, "temperature")
-    df.insert(1, K_COLUMN, k)
-    return df
-
-
-#: The two lengths throughput is measured at: answers forced to max_tokens, and natural answers.
-_LENGTHS = {"forced": True, "natural": False}
-
-
-def _metered_throughput(
-    llm: Any, prompts: Sequence[str], max_tokens: int, repeats: int = 3
-) -> dict[str, Any]:
-    """Tokens/s at concurrency 1, `repeats` times at forced and at natural length, with τ of each.
-
-    Forced length (ignore_eos) gives every engine the same number of tokens; natural length
-    measures the answers users get. At T = 0 speculative decoding is lossless, so plain and
-    speculative engines write the same natural answers: equal work there too.
-    """
-    row: dict[str, Any] = {"concurrency": 1, "requests": len(prompts), "repeats": repeats}
-    for label, ignore_eos in _LENGTHS.items():
-        rates, tokens, total = [], 0, SpecCounters()
-        for _ in range(repeats):
-            with Meter(llm) as meter:
-                run = throughput(llm, prompts, 1, max_tokens, ignore_eos=ignore_eos)
-            rates.append(run["output_tokens_per_s"])
-            tokens += run["output_tokens"]
-            total += meter.delta
-        s = spread(rates)
-        prefix = "" if label == "forced" else "natural_"
-        row[f"{prefix}output_tokens_per_s"] = s["median"]
-        row[f"{prefix}tokens_per_s_min"] = s["min"]
-        row[f"{prefix}tokens_per_s_max"] = s["max"]
-        row[f"{prefix}mean_answer_tokens"] = tokens / (repeats * len(prompts))
-        tau = acceptance_stats(total)[vllm_names.TAU] or 1.0
-        row[vllm_names.TAU if label == "forced" else "natural_acceptance_length"] = tau
-    return row
-
-
-def _throughput_vs_k(rows: Mapping[int, dict[str, Any]]) -> pd.DataFrame:
-    """Output tokens/s per k (0 = plain) at concurrency 1, speed-up over plain with its range.
-
-    The range of a speed-up is (slowest spec / fastest plain, fastest spec / slowest plain) over
-    the repeats. A plain step emits 1 token and a speculative step τ tokens, so the cost of a
-    speculative step relative to a plain one, as vLLM ran it here, is τ / speed-up.
-    """
-    df = pd.DataFrame([{K_COLUMN: k, **row} for k, row in sorted(rows.items())])
-    plain = df.loc[df[K_COLUMN] == 0].iloc[0]
-    for prefix in ("", "natural_"):
-        rate = df[f"{prefix}output_tokens_per_s"]
-        df[f"{prefix}speedup_vs_plain"] = rate / plain[f"{prefix}output_tokens_per_s"]
-        if f"{prefix}tokens_per_s_min" in df:
-            df[f"{prefix}speedup_min"] = (
-                df[f"{prefix}tokens_per_s_min"] / plain[f"{prefix}tokens_per_s_max"]
-            )
-            df[f"{prefix}speedup_max"] = (
-                df[f"{prefix}tokens_per_s_max"] / plain[f"{prefix}tokens_per_s_min"]
-            )
-    df["implied_relative_step_cost"] = df[vllm_names.TAU] / df.speedup_vs_plain
-    return df
-
-
-@dataclass
-class _AcceptanceSweep:
-    """Section 2 of notebook 03: one engine per k, every category at T = 0 (greedy)."""
-
-    plan: _SweepPlan
-    prompts: dict[str, list[str]]
-    by_k: pd.DataFrame
-    per_position: pd.DataFrame
-    by_category: pd.DataFrame
-    main_runs: dict[str, CategoryRun]
-    seconds: dict[str, float] = field(default_factory=dict)
-
-    @property
-    def main_prompts(self) -> list[str]:
-        """The prompts of the main-k runs, in category order (as main_token_ids)."""
-        return [p for c in self.main_runs for p in self.prompts[c]]
-
-    @property
-    def main_token_ids(self) -> list[list[int]]:
-        """vLLM's output tokens of the main-k, T = 0 runs, in category order."""
-        return [ids for run in self.main_runs.values() for ids in run.token_ids]
-
-    @property
-    def main_counters(self) -> SpecCounters:
-        """vLLM's counter delta over the main-k, T = 0 runs."""
-        return merge_runs(list(self.main_runs.values())).counters
-
-    def tables(self) -> dict[str, pd.DataFrame]:
-        """Its tables under the names they are saved as (build/tables/<name>.csv)."""
-        return {
-            "acceptance_vs_k": self.by_k,
-            "acceptance_per_position": self.per_position,
-            "acceptance_by_category": self.by_category,
-        }
-
-
-@dataclass
-class _TemperatureSweep:
-    """Section 3 of notebook 03: one engine at the main k, the prompts at each temperature."""
-
-    by_temperature: pd.DataFrame
-    checks: dict[str, bool] = field(default_factory=dict)
-    seconds: float = 0.0
-
-    def tables(self) -> dict[str, pd.DataFrame]:
-        """Its table under the name it is saved as."""
-        return {"acceptance_vs_temperature": self.by_temperature}
-
-
-def _with_engine(profile: Profile, k: int, work: Callable[[Any], Any]) -> tuple[Any, float]:
-    """Start an engine with k drafts (0: plain), run work(llm), shut down; return (result, seconds).
-
-    Speculative engines load ExpandKernelCheck, so the worker can report on the vLLM #55005 fix.
-    """
-    t0 = time.perf_counter()
-    extra = {"worker_extension_cls": EXPAND_KERNEL_CHECK} if k else {}
-    with open_engine(**engine_kwargs(profile, k=k, **extra)) as llm:
-        result = work(llm)
-    return result, time.perf_counter() - t0
-
-
-def main_k_runs(profile: Profile, plan: _SweepPlan) -> dict[str, CategoryRun]:
-    """The plan's main-k, T = 0 runs on one profile's engine (what acceptance_sweep keeps)."""
-    prompts = load_prompts(plan.n_prompts)
-    greedy = sampling(plan.max_tokens)
-    runs, _ = _with_engine(profile, plan.k, lambda llm: run_categories(llm, prompts, greedy))
-    return runs
-
-
-def acceptance_sweep(profile: Profile, plan: _SweepPlan, verbose: bool = True) -> _AcceptanceSweep:
-    """One engine per k of the plan: every category's prompts at T = 0; τ by k, position, task."""
-    prompts = load_prompts(plan.n_prompts)
-    greedy = sampling(plan.max_tokens)
-    runs: dict[int, dict[str, CategoryRun]] = {}
-    seconds: dict[str, float] = {}
-    for k in plan.ks:
-        runs[k], seconds[f"k={k}"] = _with_engine(
-            profile, k, lambda llm: run_categories(llm, prompts, greedy)
-        )
-        if verbose:
-            tau = acceptance_stats(merge_runs(list(runs[k].values())).counters)[vllm_names.TAU]
-            print(f"k={k}: engine + runs {seconds[f'k={k}']:.0f} s, τ = {tau:.2f}")
-    return _AcceptanceSweep(
-        plan,
-        prompts,
-        _acceptance_vs_k(runs),
-        _per_position_vs_k(runs),
-        _acceptance_by_category(runs),
-        runs[plan.k],
-        seconds,
-    )
-
-
-def temperature_sweep(profile: Profile, plan: _SweepPlan) -> _TemperatureSweep:
-    """One engine at the main k: the plan's prompts (all categories) at each temperature, seeded,
-    after asking the worker whether the vLLM #55005 fix is in place."""
-    prompts = load_prompts(plan.n_prompts)
-    flat = [p for c in CATEGORIES for p in prompts[c]]
-    checks: dict[str, bool] = {}
-
-    def work(llm: Any) -> dict[float, CategoryRun]:
-        checks["expand_kernel_ok_in_worker"] = all(llm.collective_rpc("workbook_cpu_expand_ok"))
-        return _temperature_runs(llm, flat, plan.temperatures, plan.max_tokens, plan.seed)
-
-    temps, seconds = _with_engine(profile, plan.k, work)
-    return _TemperatureSweep(_acceptance_vs_temperature(temps, plan.k), checks, seconds)
-
-
-def throughput_sweep(profile: Profile, plan: _SweepPlan, verbose: bool = True) -> pd.DataFrame:
-    """A plain engine and one per k, each decoding the throughput prompts one at a time, at forced
-    and natural length, repeated (throughput_vs_k)."""
-    tp = interleaved(load_prompts(plan.n_prompts), plan.throughput_prompts)
-    rows: dict[int, dict[str, Any]] = {}
-    for k in (0, *plan.ks):
-        rows[k], seconds = _with_engine(
-            profile,
-            k,
-            lambda llm: _metered_throughput(
-                llm, tp, plan.throughput_tokens, plan.throughput_repeats
-            ),
-        )
-        if verbose:
-            rate = rows[k]["output_tokens_per_s"]
-            print(f"{'plain' if k == 0 else f'k={k}'}: {seconds:.0f} s, {rate:.0f} tokens/s")
-    return _throughput_vs_k(rows)
-
-
-def _best_k(throughput_df: pd.DataFrame) -> int:
-    """The k with the highest median output tokens/s (0 when plain decoding wins)."""
-    return int(throughput_df.loc[throughput_df.output_tokens_per_s.idxmax(), K_COLUMN])
-
-
-def best_k_sentence(throughput_df: pd.DataFrame) -> str:
-    """Which k was fastest, by how much, and whether the runner-up's range overlaps it."""
-    df = throughput_df.sort_values("output_tokens_per_s", ascending=False)
-    first, second = df.iloc[0], df.iloc[1]
-
-    def name(row: pd.Series) -> str:
-        k = int(row[K_COLUMN])
-        return "plain" if k == 0 else f"k={k}"
-
-    def rng(row: pd.Series) -> str:
-        low, high = row.get("tokens_per_s_min", np.nan), row.get("tokens_per_s_max", np.nan)
-        return f"{row.output_tokens_per_s:.0f} tok/s [{low:.0f}, {high:.0f}]"
-
-    overlap = first.get("tokens_per_s_min", np.inf) <= second.get("tokens_per_s_max", -np.inf)
-    verdict = (
-        "their ranges overlap: this run cannot tell them apart"
-        if overlap
-        else "their ranges do not overlap"
-    )
-    return f"fastest {name(first)} {rng(first)}, then {name(second)} {rng(second)}: {verdict}"
 
 
 def tau_ranking(runs: Mapping[Any, CategoryRun]) -> str:

@@ -1,0 +1,242 @@
+"""Notebook 03's figures: τ and per-position acceptance by k, τ by task and temperature, and the
+token-coloured view (accepted drafts, corrections, bonus tokens).
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+from typing import Any
+
+import pandas as pd
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch, Rectangle
+
+from helpers.analytics.figures import interval_yerr, k_colors, tau_bars
+from helpers.common import vllm_names
+from helpers.common.plots import PALETTE, new_figure
+from helpers.common.tables import (
+    CONDITIONAL_CI_HIGH,
+    CONDITIONAL_CI_LOW,
+    CONDITIONAL_RATE,
+    K_COLUMN,
+    TAU_CI_HIGH,
+    TAU_CI_LOW,
+)
+
+__all__ = [
+    "plot_k_sweep",
+    "plot_category_temperature",
+    "token_pieces",
+    "token_html",
+    "plot_token_colors",
+]
+
+
+#: Colors of the token labels: accepted drafts, verifier corrections, bonus tokens, the prefill
+#: token.
+_LABEL_COLORS: dict[str, str] = {
+    "accepted": PALETTE["accepted"],
+    "correction": PALETTE["correction"],
+    "bonus": PALETTE["bonus"],
+    "prefill": PALETTE["plain"],
+}
+
+
+_LABEL_TEXT: dict[str, str] = {
+    "accepted": "accepted draft",
+    "correction": "verifier correction",
+    "bonus": "bonus token",
+    "prefill": "first token (prefill, no draft)",
+}
+
+
+def plot_k_sweep(by_k: pd.DataFrame, per_position: pd.DataFrame) -> Figure:
+    """Left: τ vs k with 95 % intervals and the k + 1 ceiling. Right: conditional acceptance per
+    position."""
+    fig, (ax, bx) = new_figure(2, width=5.2)
+    ax.plot(
+        by_k[K_COLUMN],
+        by_k.acceptance_length_ceiling,
+        "--",
+        color=PALETTE["plain"],
+        label="ceiling k + 1",
+    )
+    ax.errorbar(
+        by_k[K_COLUMN],
+        by_k[vllm_names.TAU],
+        yerr=interval_yerr(by_k, vllm_names.TAU, TAU_CI_LOW, TAU_CI_HIGH),
+        fmt="o-",
+        capsize=3,
+        color=PALETTE["spec"],
+        label="measured τ, 95 % interval (T = 0)",
+    )
+    for k, tau in zip(by_k[K_COLUMN], by_k[vllm_names.TAU]):
+        ax.annotate(
+            f"{tau:.2f}",
+            (k, tau),
+            textcoords="offset points",
+            xytext=(6, -10),
+            ha="left",
+            fontsize=8,
+        )
+    ax.set(
+        xlabel="k (num_speculative_tokens)",
+        ylabel="acceptance length τ",
+        title="τ vs k",
+        xticks=list(by_k[K_COLUMN]),
+    )
+    ax.legend()
+    colors = k_colors(sorted(per_position[K_COLUMN].unique()))
+    for i, (k, grp) in enumerate(per_position.groupby(K_COLUMN)):
+        bx.errorbar(
+            grp.position + 1 + 0.04 * (i - len(colors) / 2),
+            grp[CONDITIONAL_RATE],
+            yerr=interval_yerr(grp, CONDITIONAL_RATE, CONDITIONAL_CI_LOW, CONDITIONAL_CI_HIGH),
+            fmt="o-",
+            capsize=2,
+            color=colors[k],
+            label=f"k={k}",
+        )
+    bx.set(
+        xlabel="draft position",
+        ylabel="accepted / reached",
+        title="conditional acceptance per position",
+        ylim=(0, 1.02),
+        xticks=sorted(per_position.position.unique() + 1),
+    )
+    bx.legend(fontsize=8)
+    return fig
+
+
+def plot_category_temperature(
+    by_category: pd.DataFrame, by_temperature: pd.DataFrame, k: int
+) -> Figure:
+    """Left: τ per task category at k. Right: τ vs temperature at k."""
+    fig, (ax, bx) = new_figure(2, width=5.2)
+    tau_bars(ax, by_category[by_category[K_COLUMN] == k], "category", k)
+    bx.errorbar(
+        by_temperature.temperature,
+        by_temperature[vllm_names.TAU],
+        yerr=interval_yerr(by_temperature, vllm_names.TAU, TAU_CI_LOW, TAU_CI_HIGH),
+        fmt="o-",
+        capsize=3,
+        color=PALETTE["spec"],
+    )
+    for t, tau in zip(by_temperature.temperature, by_temperature[vllm_names.TAU]):
+        bx.annotate(
+            f"{tau:.2f}",
+            (t, tau),
+            textcoords="offset points",
+            xytext=(0, 6),
+            ha="center",
+            fontsize=8,
+        )
+    bx.axhline(k + 1, ls="--", color=PALETTE["plain"])
+    bx.set(
+        xlabel="temperature T",
+        ylabel="acceptance length τ",
+        title=f"τ vs temperature (k={k})",
+        ylim=(1, k + 1.2),
+    )
+    return fig
+
+
+def token_pieces(tokenizer: Any, token_ids: Sequence[int]) -> list[str]:
+    """Each token decoded on its own (the tiny tokenizer is byte-level BPE over ASCII text)."""
+    return [tokenizer.decode([t]) for t in token_ids]
+
+
+def _label_counts(labels: Sequence[str]) -> dict[str, int]:
+    """How many tokens carry each label."""
+    return {lab: labels.count(lab) for lab in _LABEL_COLORS}
+
+
+def token_html(pieces: Sequence[str], labels: Sequence[str]) -> str:
+    """HTML of the text with each token's background colored by how it was produced, plus a
+    legend."""
+    spans = [
+        f'<span title="{lab}" style="background:{_LABEL_COLORS[lab]};border-radius:2px">'
+        f"{html.escape(piece)}</span>"
+        for piece, lab in zip(pieces, labels, strict=True)
+    ]
+    counts = _label_counts(list(labels))
+    legend = " ".join(
+        f'<span style="background:{c};padding:0 4px">{_LABEL_TEXT[lab]} ({counts[lab]})</span>'
+        for lab, c in _LABEL_COLORS.items()
+    )
+    return (
+        '<div style="font-family:monospace;white-space:pre-wrap;line-height:1.6">'
+        f"{''.join(spans)}</div>"
+        f'<div style="font-family:sans-serif;font-size:85%;margin-top:6px">{legend}</div>'
+    )
+
+
+def _layout(pieces: Sequence[str], width: int) -> list[tuple[int, int, str, int]]:
+    """Monospace layout: (line, column, text, token index) for every visible run, wrapped at
+    width."""
+    out, line, col = [], 0, 0
+    for i, piece in enumerate(pieces):
+        parts = piece.split("\n")
+        for j, part in enumerate(parts):
+            if j > 0:
+                out.append((line, col, "↵", i))
+                line, col = line + 1, 0
+            if col + len(part) > width and col > 0:
+                line, col = line + 1, 0
+            if part:
+                out.append((line, col, part, i))
+                col += len(part)
+    return out
+
+
+#: Advance of one character of DejaVu Sans Mono, in em.
+_MONO_ADVANCE = 0.602
+
+
+def plot_token_colors(
+    pieces: Sequence[str], labels: Sequence[str], title: str, width: int = 72
+) -> Figure:
+    """The generated text drawn token by token on a background colored by how each token was
+    produced.
+
+    Layout is a character grid (monospace); the font size is chosen after the layout is fixed so
+    that one character is exactly one grid cell and adjacent tokens touch.
+    """
+    runs = _layout(pieces, width)
+    lines = 1 + max((r[0] for r in runs), default=0)
+    fig, (ax,) = new_figure(1, width=width * 0.1 + 0.4, height=0.22 * lines + 1.0)
+    ax.grid(False)
+    ax.set_axis_off()
+    ax.set(xlim=(0, width), ylim=(-lines - 0.1, 0.1), title=title)
+    counts = _label_counts(list(labels))
+    handles = [
+        Patch(color=c, label=f"{_LABEL_TEXT[lab]} ({counts[lab]})")
+        for lab, c in _LABEL_COLORS.items()
+    ]
+    ax.legend(
+        handles=handles,
+        loc="upper center",
+        bbox_to_anchor=(0.5, 0.0),
+        ncol=2,
+        fontsize=8,
+        frameon=False,
+    )
+    fig.tight_layout()
+    box = ax.get_window_extent()
+    points_per_cell = min(box.width / width, box.height / (lines + 0.2)) * 72 / fig.dpi
+    fontsize = min(10.0, points_per_cell / _MONO_ADVANCE)
+    for line, col, text, i in runs:
+        ax.add_patch(
+            Rectangle((col, -line - 0.9), len(text), 0.8, color=_LABEL_COLORS[labels[i]], lw=0)
+        )
+        ax.text(
+            col,
+            -line - 0.5,
+            text,
+            family="DejaVu Sans Mono",
+            fontsize=fontsize,
+            va="center",
+            parse_math=False,
+        )
+    return fig

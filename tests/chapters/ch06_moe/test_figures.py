@@ -1,0 +1,61 @@
+"""chapters.ch06_moe.figures: the expert-union figure, the lab's heat maps and the answer figure."""
+
+from __future__ import annotations
+
+from chapters.ch06_moe import figures as ap
+
+
+def test_expert_union_figure_has_both_panels() -> None:
+    import pandas as pd
+
+    windows = pd.DataFrame(
+        {
+            "positions": [1, 2],
+            "measured_union": [2.0, 3.0],
+            "independent_union": [2.0, 3.5],
+            "shared_bound": [2.0, 2.0],
+        }
+    )
+    batches = pd.DataFrame(
+        {
+            "batch": [1, 2],
+            "positions": [4, 4],
+            "measured_union": [4.0, 5.0],
+            "independent_union": [5.5, 7.2],
+            "shared_union": [2.0, 3.5],
+        }
+    )
+    fig = ap.plot_expert_union(windows, batches, experts=8)
+    assert [ax.get_title() for ax in fig.axes] == ["one sequence", "B sequences x 4 positions"]
+    assert all(len(ax.get_lines()) == 3 for ax in fig.axes)
+
+
+def test_lab_heat_maps_from_the_shipped_h200_lab() -> None:
+    import json
+
+    import pandas as pd
+
+    from helpers.common.paths import DATA_DIR
+
+    lab = json.loads((DATA_DIR / "measurements" / "h200-moe-lab.json").read_text())
+    # Provenance travels with the numbers: where, what stack, which command, which caveats.
+    assert {"gpu", "vllm", "machine", "command", "workbook", "caveats"} <= set(lab)
+    rows = pd.DataFrame(lab["rows"]).rename(columns={"k": "num_speculative_tokens"})
+    spec = rows[rows.num_speculative_tokens > 0].assign(speedup=1.0, model_speedup=1.0)
+    fig = ap._plot_lab_speedups(spec)
+    assert [ax.get_title() for ax in fig.axes[:2]] == [
+        "measured on the H200 (recorded)",
+        "bytes model, independent routing",
+    ]
+
+
+def test_the_answer_figure_has_the_band_and_the_map() -> None:
+    from chapters.ch06_moe import lab
+
+    record = lab.load_lab()
+    answer = lab.answer_table(record, lab.fit_step_model(lab.cells(record)), 0.4)
+    fig = ap.plot_answer(answer, 3, "test")
+    left, right = fig.axes[0], fig.axes[1]
+    assert len(left.lines) == answer.num_speculative_tokens.nunique()
+    assert len(left.collections) == answer.num_speculative_tokens.nunique()  # one band per k
+    assert right.get_title().startswith("k = 3")
