@@ -61,6 +61,7 @@ def draw_rows(n_rows: int, device: str) -> tuple[Any, Any, torch.Tensor, dict[st
     """Notebook 05's training rows (self-distilled answers plus corpus rows), `n_rows` of them."""
     from transformers import AutoTokenizer
 
+    from chapters.ch05_drafter import drafter_lab
     from helpers.common import profiles, prompts
     from helpers.eagle3 import checkpoint, train
     from helpers.engine import lifecycle, runs
@@ -75,7 +76,7 @@ def draw_rows(n_rows: int, device: str) -> tuple[Any, Any, torch.Tensor, dict[st
     with lifecycle.open_engine(**lifecycle.engine_kwargs(profile, k=0)) as llm:
         distilled = runs.self_distill(llm, [ex.user for ex in examples])
     sampler = train.MixedSampler(
-        distilled, lab.corpus_rows(tok, N_CORPUS, SEED), SEQ_LEN, CORPUS_SHARE, SEED
+        distilled, drafter_lab.corpus_rows(tok, N_CORPUS, SEED), SEQ_LEN, CORPUS_SHARE, SEED
     )
     rows = sampler.batch(n_rows)
     info = {"distilled_exchanges": len(distilled), "distill_s": round(time.perf_counter() - t0, 1)}

@@ -172,7 +172,7 @@ def test_02_ex1_and_03_ex1_ex2_ex3_on_one_engine(tiny, monkeypatch: pytest.Monke
 
 
 def test_03_ex4_implied_step_cost_column() -> None:
-    from helpers.analytics.sweeps import _throughput_vs_k
+    from chapters.ch03_acceptance.experiments import _throughput_vs_k
     from helpers.common.tables import K_COLUMN
 
     rows = {
@@ -289,12 +289,13 @@ def test_05_ex1_ex2_ex4_train_two_steps(tiny, tok, tmp_path) -> None:
     saved in the speculators format and accepted by the pairing validator."""
     import torch
 
+    from chapters.ch05_drafter.drafter_lab import CheckpointSaver, corpus_rows
     from helpers.common.configs import read_config
     from helpers.eagle3.checkpoint import drafter_config, load_verifier
     from helpers.eagle3.taps import drafter_aux_layer_ids
     from helpers.eagle3.train import MixedSampler, new_drafter, train_drafter
     from helpers.engine.pairing import validate_pair
-    from helpers.tiny.lab import CheckpointSaver, corpus_rows, random_verifier
+    from helpers.tiny.lab import random_verifier
 
     torch.manual_seed(0)
     aux = list(drafter_aux_layer_ids(read_config(tiny.drafter_path())))
@@ -318,7 +319,7 @@ def test_05_ex1_ex2_ex4_train_two_steps(tiny, tok, tmp_path) -> None:
 
 
 def test_05_ex3_training_plan_for_300_steps() -> None:
-    from helpers.tiny.lab import training_plan
+    from chapters.ch05_drafter.drafter_lab import training_plan
 
     steps, eval_at = training_plan(300, (0, 100, 200, 300))
     assert eval_at[0] == 0 and eval_at[-1] == steps and len(eval_at) == 4
