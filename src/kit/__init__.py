@@ -6,7 +6,8 @@ workbook run here?), preflight (can this machine run a profile?), prefetch (a hu
 offline use), runner (make run), grader and its vLLM sampler reference (make check-exercises),
 nbval_keep (pytest -p kit.nbval_keep: keep what nbval executed), manifest (data/'s sha256 list), the
 tiny pair's recipes (tiny_recipe, tiny_tokenizer, dflash_recipe with its DFlash drafter, dflash) and
-model cards, text_quality (make bench's output checks) and homes (how big each home of the code is).
+model cards, Qwen3's tokenizer builder (qwen_tokenizer), text_quality (make bench's output checks)
+and homes (how big each home of the code is).
 """
 
 __all__ = [
@@ -21,6 +22,7 @@ __all__ = [
     "nbval_keep",
     "prefetch",
     "preflight",
+    "qwen_tokenizer",
     "runner",
     "sampler",
     "text_quality",

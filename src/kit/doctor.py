@@ -323,7 +323,7 @@ def _preflight_rows(profile: str) -> list[_Row]:
 def _tokenizer_row() -> _Row:
     """Qwen3's tokenizer folders are built, unchanged, and verify in full against the cached
     ranks."""
-    from helpers.common import qwen_tokenizer as qt
+    from kit import qwen_tokenizer as qt
 
     t0 = time.perf_counter()
     ranks = qt.CACHE_DIR / qt.QWEN3.ranks.archive.filename

@@ -64,7 +64,7 @@ def test_shape_profile_encodes_prompts_with_qwens_tokenizer() -> None:
     loaded = load_tokenizer(load_profile("qwen3-30b-a3b-shape"))
     tok = loaded.tokenizer
     assert "Qwen3's own tokenizer, padded" in loaded.note and "\n" not in loaded.note
-    assert len(tok) == qwen_tokenizer._MODEL_VOCAB_SIZE
+    assert len(tok) == qwen_tokenizer.MODEL_VOCAB_SIZE
     ids = tok.apply_chat_template(as_messages("What is EAGLE-3?"), add_generation_prompt=True)
     ids = list(ids["input_ids"])
     assert ids[0] == qwen_tokenizer.IM_START_ID and 151_645 in ids  # <|im_start|> … <|im_end|>

@@ -225,7 +225,7 @@ def mini_shape(tmp_path: Path, qwen3_built: None) -> Profile:
     """A shape profile at the tiny's size with Qwen3's full vocabulary: config.json files, no
     weights, and the shape profile's own tokenizer (Qwen3's, padded to 151,936 ids)."""
     verifier, drafter = tmp_path / "verifier", tmp_path / "drafter"
-    tiny, vocab = load_profile("tiny"), qwen_tokenizer._MODEL_VOCAB_SIZE
+    tiny, vocab = load_profile("tiny"), qwen_tokenizer.MODEL_VOCAB_SIZE
     for source, folder in ((tiny.verifier_path(), verifier), (tiny.drafter_path(), drafter)):
         config = read_config(source)
         if "transformer_layer_config" in config:  # the speculators drafter
