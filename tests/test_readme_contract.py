@@ -141,3 +141,33 @@ def test_a_broken_link_or_anchor_is_caught(tmp_path: Path) -> None:
         "[gone](docs/none.md) [bad anchor](docs/gpu.md#the-h100)\n\n# Top\n"
     )
     assert broken_links(page) == ["docs/none.md", "docs/gpu.md#the-h100"]
+
+
+def readme_run_times(text: str) -> dict[str, str]:
+    """Notebook file name -> the README notebook table's 'N s · M GiB' cell."""
+    cells = {}
+    for line in text.splitlines():
+        match = re.match(r"^\| (\d\d) \| `(\w+)` \|.*\| ([^|]+) \|$", line)
+        if match:
+            cells[f"{match[2]}.ipynb"] = match[3].strip()
+    return cells
+
+
+def test_the_readme_run_times_are_the_records() -> None:
+    """Every time and peak in the README's notebook table is the record's
+    (data/measurements/cpu-notebook-runs.json, which `python -m kit.agenda record` rewrites)."""
+    import json
+
+    record = json.loads((DATA_DIR / "measurements" / "cpu-notebook-runs.json").read_text())
+    expected = {
+        row["notebook"]: f"{row['seconds']:,.0f} s · {row['peak_gib']:.1f} GiB"
+        for row in record["notebooks"]
+    }
+    shown = readme_run_times((REPO_ROOT / "README.md").read_text())
+    assert shown == expected
+
+
+def test_the_run_time_reader_sees_a_changed_cell() -> None:
+    row = "| 01 | `01_x` | you will | 10 s · 0.7 GiB |"
+    assert readme_run_times(row) == {"01_x.ipynb": "10 s · 0.7 GiB"}
+    assert readme_run_times(row.replace("10 s", "11 s")) != {"01_x.ipynb": "10 s · 0.7 GiB"}
