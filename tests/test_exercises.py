@@ -130,7 +130,7 @@ def test_02_ex3_wrong_taps(tiny, tmp_path) -> None:
 def test_02_ex1_and_03_ex1_ex2_ex3_on_one_engine(tiny, monkeypatch: pytest.MonkeyPatch) -> None:
     """One engine at k=1: 02 ex. 1 (K=1), 03 ex. 1 (low temperatures), 03 ex. 2 (max_tokens=16)
     against the reference decoder, and 03 ex. 3 (the late accept rule) caught by the same check."""
-    from helpers.analytics.sweeps import _temperature_runs
+    from chapters.ch03_acceptance.experiments import _temperature_runs
     from helpers.common.counters import acceptance_stats
     from helpers.common.prompts import load_prompts
     from helpers.eagle3 import decode

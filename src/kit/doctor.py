@@ -323,14 +323,15 @@ def _preflight_rows(profile: str) -> list[_Row]:
 def _tokenizer_row() -> _Row:
     """Qwen3's tokenizer folders are built, unchanged, and verify in full against the cached
     ranks."""
-    from kit import qwen_tokenizer as qt
+    from helpers.common import qwen_tokenizer as qt
+    from kit.qwen_tokenizer import verify
 
     t0 = time.perf_counter()
     ranks = qt.CACHE_DIR / qt.QWEN3.ranks.archive.filename
     for folder in (qt.TOKENIZER_DIR, qt.PADDED_DIR):
         problem = qt.status(folder)
         if problem is None and ranks.is_file():
-            found = qt.verify(folder, ranks)
+            found = verify(folder, ranks)
             problem = (
                 f"{_shown(folder)} fails verification ({found[0]}): `make venv` rebuilds it"
                 if found

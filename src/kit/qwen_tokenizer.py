@@ -38,7 +38,6 @@ from helpers.common.qwen_tokenizer import (
 
 __all__ = [
     "main",
-    "verify",
 ]
 
 

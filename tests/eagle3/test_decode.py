@@ -101,7 +101,7 @@ def test_draft_with_a_kv_cache_equals_every_roots_chain(stand_in: ref.ReferenceP
     training-time chain of draft_chain proposes at the last root."""
     import torch
 
-    from helpers.eagle3.drafter import draft_chain, greedy_feedback
+    from helpers.eagle3.drafter import _greedy_feedback, draft_chain
 
     ids = [1, 17, 33, 250, 9, 40, 41]
     _, aux = ref.verify(stand_in, ids)
@@ -112,7 +112,7 @@ def test_draft_with_a_kv_cache_equals_every_roots_chain(stand_in: ref.ReferenceP
             embed(torch.tensor([ids[1:]])),
             aux[:, : len(ids) - 1],
             4,
-            greedy_feedback(embed, stand_in.drafter),
+            _greedy_feedback(embed, stand_in.drafter),
         )
     expected = [int(stand_in.drafter.target_ids(step[0, -1].argmax())) for step in chain]
     assert ref.draft(stand_in, ids, aux, 4) == expected

@@ -7,8 +7,8 @@ import torch
 from helpers.eagle3.drafter import (
     DrafterShape,
     Eagle3Drafter,
+    _greedy_feedback,
     draft_chain,
-    greedy_feedback,
     teacher_forced,
 )
 
@@ -49,7 +49,7 @@ def test_root_does_not_see_the_future() -> None:
 @torch.no_grad()
 def test_greedy_feedback_equals_teacher_forcing_on_its_own_argmax() -> None:
     d, embed, tokens, aux = setup(1)
-    greedy = draft_chain(d, first_embeds(embed, tokens), aux, 3, greedy_feedback(embed))
+    greedy = draft_chain(d, first_embeds(embed, tokens), aux, 3, _greedy_feedback(embed))
     root = 4  # feed the greedy drafts of root 4 as the "true" continuation of that root
     forced = tokens.clone()
     for j in range(1, 3):
@@ -90,8 +90,8 @@ def test_greedy_feedback_embeds_the_verifier_id_of_a_draft_id() -> None:
     d = Eagle3Drafter(DrafterShape(**{**SHAPE.to_dict(), "draft_vocab_size": 3}))
     d.d2t = torch.tensor([10, 20, 30])  # draft ids 0, 1, 2 -> verifier ids 10, 21, 32
     logits = torch.tensor([[[0.0, 0.0, 1.0]]])
-    assert torch.equal(greedy_feedback(embed, d)(1, logits), embed(torch.tensor([[32]])))
-    assert torch.equal(greedy_feedback(embed)(1, logits), embed(torch.tensor([[2]])))
+    assert torch.equal(_greedy_feedback(embed, d)(1, logits), embed(torch.tensor([[32]])))
+    assert torch.equal(_greedy_feedback(embed)(1, logits), embed(torch.tensor([[2]])))
 
 
 def test_kv_cache_in_steps_equals_one_pass_over_the_whole_sequence() -> None:

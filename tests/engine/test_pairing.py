@@ -306,6 +306,8 @@ def test_hub_config_offline_is_one_line(tiny_pair, monkeypatch) -> None:
     def offline(*args, **kwargs):
         raise huggingface_hub.errors.LocalEntryNotFoundError("connection refused ... long trace")
 
+    for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):  # make test sets them for tiny
+        monkeypatch.delenv(var, raising=False)
     monkeypatch.setattr(configs, "hub_reachable", lambda timeout: True)  # the probe answers
     monkeypatch.setattr(huggingface_hub, "hf_hub_download", offline)
     with pytest.raises(FileNotFoundError, match="LocalEntryNotFoundError.*offline") as err:

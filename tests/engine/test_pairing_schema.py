@@ -286,6 +286,7 @@ def test_an_uncached_hub_drafter_offline_answers_at_once(
     assert report.codes() == ["config_unavailable"]
     assert "not in the local HF cache and HF_HUB_OFFLINE is set" in report.problems[0].message
     monkeypatch.delenv("HF_HUB_OFFLINE")
+    monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)  # make test sets it for tiny
     monkeypatch.setattr(configs, "hub_reachable", lambda timeout: False)  # no network
     report = validate_pair(light_pair.verifier, "RedHatAI/uncached-speculator.eagle3", gpu=False)
     assert "the hub does not answer" in report.problems[0].message
@@ -298,6 +299,8 @@ def test_a_cached_hub_drafter_without_network_skips_its_headers_at_once(
         raise AssertionError("get_safetensors_metadata was called: it retries without a network")
 
     monkeypatch.setattr(huggingface_hub, "get_safetensors_metadata", metadata)
+    for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):  # make test sets them for tiny
+        monkeypatch.delenv(var, raising=False)
     monkeypatch.setattr(pairing, "hub_reachable", lambda: False)
     with pytest.raises(OSError, match="the hub does not answer"):
         pairing._hub_weight_index("RedHatAI/some-speculator.eagle3")

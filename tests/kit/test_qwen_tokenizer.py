@@ -113,9 +113,9 @@ def _wheel(path: Path, members: dict[str, bytes]) -> Path:
     return path
 
 
-def _archive(wheel: Path) -> hq.Archive:
+def _archive(wheel: Path) -> hq._Archive:
     """An Archive pinned to the wheel's actual sha256."""
-    return hq.Archive(wheel.stem, "0", wheel.name, qt.sha256_of(wheel.read_bytes()), "file://")
+    return hq._Archive(wheel.stem, "0", wheel.name, qt.sha256_of(wheel.read_bytes()), "file://")
 
 
 @pytest.fixture
@@ -127,8 +127,8 @@ def synthetic(tmp_path: Path) -> tuple[qt.Recipe, list[Path]]:
     ranks_wheel = _wheel(tmp_path / "ranks-0-py3-none-any.whl", {"r/ranks": _ranks(spec)})
     tok, ranks = _archive(tok_wheel), _archive(ranks_wheel)
     recipe = qt.Recipe(
-        *(hq.Member(tok, name, qt.sha256_of(data)) for name, data in members.items()),
-        hq.Member(ranks, "r/ranks", qt.sha256_of(_ranks(spec))),
+        *(hq._Member(tok, name, qt.sha256_of(data)) for name, data in members.items()),
+        hq._Member(ranks, "r/ranks", qt.sha256_of(_ranks(spec))),
         ADDED,
     )
     return recipe, [tok_wheel, ranks_wheel]

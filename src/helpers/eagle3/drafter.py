@@ -28,7 +28,6 @@ __all__ = [
     "KVCache",
     "draft_chain",
     "teacher_forced",
-    "greedy_feedback",
     "MLP",
     "rotary",
 ]
@@ -283,7 +282,7 @@ def teacher_forced(embed: nn.Embedding, tokens: torch.Tensor) -> _NextEmbeddings
     return pick
 
 
-def greedy_feedback(embed: nn.Embedding, d: Eagle3Drafter | None = None) -> _NextEmbeddings:
+def _greedy_feedback(embed: nn.Embedding, d: Eagle3Drafter | None = None) -> _NextEmbeddings:
     """Step j sees the drafter's own argmax from step j-1 (mapped to a verifier id by `d`):
     inference."""
     if d is None:
