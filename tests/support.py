@@ -46,3 +46,25 @@ def run_module(
         timeout=timeout,
     )
     return done, time.perf_counter() - t0
+
+
+#: One wrong value of each JSON type (and a negative int), as a hand-edited JSON file might hold.
+WRONG_VALUES: dict[str, Any] = {
+    "str": "7",
+    "list": [1.5],
+    "dict": {"a": 1},
+    "float": 2.5,
+    "None": None,
+    "bool": True,
+    "negative-int": -3,
+}
+
+
+def accepted(kind: str, value: Any) -> bool:
+    """True when a field kind of helpers.common.configs takes `value` (null: only where the kind
+    says `or null`)."""
+    from helpers.common.configs import _KINDS
+
+    if value is None:
+        return kind.endswith(" or null")
+    return _KINDS[kind.removesuffix(" or null")][1](value)

@@ -111,3 +111,22 @@ def test_the_checks_see_a_stray_import() -> None:
     imported = imported_modules(stray)
     assert roots(imported, "chapters") == {"chapters.ch04_serving"}
     assert roots(imported, "kit") == {"kit.doctor"}
+
+
+@pytest.mark.parametrize(
+    "path",
+    sorted(p for p in SRC.rglob("*.py") if re.search(r"^def main\(", p.read_text(), re.M)),
+    ids=lambda p: str(p.relative_to(SRC)),
+)
+def test_a_module_with_main_runs_it_under_python_m(path: Path) -> None:
+    """`python -m <module>` does nothing without the guard, and exits 0 (a tool that silently
+    skipped its work once: the tokenizer builder after it moved to the kit)."""
+    tree = ast.parse(path.read_text())
+    guards = [
+        node
+        for node in tree.body
+        if isinstance(node, ast.If)
+        and "__main__" in ast.unparse(node.test)
+        and "main(" in ast.unparse(node)
+    ]
+    assert guards, f"{path.relative_to(SRC)} defines main() but never calls it under __main__"

@@ -479,3 +479,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(problem or f"{shown(folder)}: verified")
         failed += problem is not None
     return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -12,25 +12,7 @@ from typing import Any
 import pytest
 
 from helpers.common import profiles
-from helpers.common.configs import _KINDS
-
-#: One wrong value of each JSON type (and a negative int), as a hand-edited profile might hold.
-WRONG_VALUES: dict[str, Any] = {
-    "str": "7",
-    "list": [1.5],
-    "dict": {"a": 1},
-    "float": 2.5,
-    "None": None,
-    "bool": True,
-    "negative-int": -3,
-}
-
-
-def accepted(kind: str, value: Any) -> bool:
-    """True when `kind` takes `value` (null: only where the kind says `or null`)."""
-    if value is None:
-        return kind.endswith(" or null")
-    return _KINDS[kind.removesuffix(" or null")][1](value)
+from tests.support import WRONG_VALUES, accepted
 
 
 def put(raw: dict, path: str, value: Any) -> dict:

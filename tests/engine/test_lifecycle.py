@@ -86,24 +86,26 @@ def test_a_missing_tokenizer_folder_fails_in_one_line() -> None:
     assert "tokenizer" not in engine_kwargs(load_profile("tiny"), k=3, gpu=False)
 
 
-def test_broken_pair_fails_before_vllm_starts(tiny_pair, monkeypatch) -> None:
+def edited_pair_kwargs(tiny_pair, monkeypatch, **drafter_changes) -> dict:
+    """Engine arguments for the tiny pair with its drafter's config.json edited, and an engine
+    that fails the test if anything starts one before the pairing check."""
     config = json.loads((tiny_pair.drafter / "config.json").read_text())
-    config["target_hidden_size"] = 2 * config["target_hidden_size"]
-    (tiny_pair.drafter / "config.json").write_text(json.dumps(config))
+    (tiny_pair.drafter / "config.json").write_text(json.dumps({**config, **drafter_changes}))
     monkeypatch.setattr(
         engine, "shutdown_engine", lambda *a: pytest.fail("engine touched before validation")
     )
-    kwargs = engine_kwargs(
+    return engine_kwargs(
         local_profile(tiny_pair.verifier.parent),
         k=3,
         gpu=False,
         model=str(tiny_pair.verifier),
-        speculative_config={
-            "model": str(tiny_pair.drafter),
-            "method": "eagle3",
-            "num_speculative_tokens": 3,
-        },
+        speculative_config={"model": str(tiny_pair.drafter), "method": "eagle3"},
     )
+
+
+def test_broken_pair_fails_before_vllm_starts(tiny_pair, monkeypatch) -> None:
+    hidden = json.loads((tiny_pair.drafter / "config.json").read_text())["target_hidden_size"]
+    kwargs = edited_pair_kwargs(tiny_pair, monkeypatch, target_hidden_size=2 * hidden)
     with pytest.raises(PairingError, match="target_hidden_size_mismatch"):
         start_engine(**kwargs)
 
@@ -111,19 +113,7 @@ def test_broken_pair_fails_before_vllm_starts(tiny_pair, monkeypatch) -> None:
 def test_a_mistyped_drafter_key_stops_start_engine_in_one_named_line(
     tiny_pair, monkeypatch
 ) -> None:
-    config = json.loads((tiny_pair.drafter / "config.json").read_text())
-    config["draft_vocab_size"] = "2048"
-    (tiny_pair.drafter / "config.json").write_text(json.dumps(config))
-    monkeypatch.setattr(
-        engine, "shutdown_engine", lambda *a: pytest.fail("engine touched before validation")
-    )
-    kwargs = engine_kwargs(
-        local_profile(tiny_pair.verifier.parent),
-        k=3,
-        gpu=False,
-        model=str(tiny_pair.verifier),
-        speculative_config={"model": str(tiny_pair.drafter), "method": "eagle3"},
-    )
+    kwargs = edited_pair_kwargs(tiny_pair, monkeypatch, draft_vocab_size="2048")
     with pytest.raises(PairingError) as err:
         start_engine(**kwargs)
     assert str(err.value) == (

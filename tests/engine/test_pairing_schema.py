@@ -16,7 +16,6 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from helpers.common import configs
-from helpers.common.configs import _KINDS
 from helpers.engine import pairing
 from helpers.engine.pairing import (
     _DRAFTER_LAYER_SCHEMA,
@@ -25,24 +24,7 @@ from helpers.engine.pairing import (
     validate_pair,
 )
 from tests.conftest import DRAFTER_CONFIG, DRAFTER_NAME, VERIFIER_NAME, TinyPair
-
-#: One wrong value of each JSON type (and a negative int), as a hand-edited config might hold.
-WRONG_VALUES: dict[str, Any] = {
-    "str": "7",
-    "list": [1.5],
-    "dict": {"a": 1},
-    "float": 2.5,
-    "None": None,
-    "bool": True,
-    "negative-int": -3,
-}
-
-
-def accepted(kind: str, value: Any) -> bool:
-    """True when `kind` takes `value` (null: only where the kind says `or null`)."""
-    if value is None:
-        return kind.endswith(" or null")
-    return _KINDS[kind.removesuffix(" or null")][1](value)
+from tests.support import WRONG_VALUES, accepted
 
 
 def put(config: dict, path: str, value: Any) -> dict:
