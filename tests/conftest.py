@@ -165,3 +165,19 @@ def qwen3_built() -> None:
         problem = qwen_tokenizer.status(folder)
         if problem is not None:
             (pytest.fail if _in_ci() else pytest.skip)(f"Qwen3's tokenizer: {problem}")
+
+
+@pytest.fixture(scope="session")
+def tiny() -> Any:
+    """The tiny profile, the exercises' default (a test module may define its own `tiny`)."""
+    from helpers.common.profiles import load_profile
+
+    return load_profile("tiny")
+
+
+@pytest.fixture(scope="session")
+def tok(tiny: Any) -> Any:
+    """The tiny verifier's tokenizer, as the exercises' cells load it."""
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(tiny.verifier_path())
