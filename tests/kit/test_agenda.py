@@ -185,8 +185,8 @@ def test_record_command_writes_every_notebook(tmp_path: Path) -> None:
 
 def test_a_notebook_without_a_measured_run_is_named() -> None:
     record = agenda._load_record()
-    short = {**record, "notebooks": record["notebooks"][:-1]}
     last = agenda._notebook_paths()[-1].name
+    short = {**record, "notebooks": [r for r in record["notebooks"] if r["notebook"] != last]}
     with pytest.raises(ValueError, match=re.escape(f"{last} has no measured run")):
         agenda._load_notebooks(record=short)
 
@@ -194,7 +194,8 @@ def test_a_notebook_without_a_measured_run_is_named() -> None:
 def test_the_shipped_record_covers_every_notebook_without_commit_hashes() -> None:
     record = agenda._load_record()
     names = [r["notebook"] for r in record["notebooks"]]
-    assert names == [p.name for p in agenda._notebook_paths()]
+    present = [p.name for p in agenda._notebook_paths()]
+    assert [n for n in names if n in present] == present, "every notebook has a run, in order"
     text = agenda._RECORD.read_text()
     assert not re.search(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,40}\b", text)
 
