@@ -230,7 +230,7 @@ def test_an_owner_killed_while_its_tiny_server_serves_returns_the_gpu_memory(
         from helpers.common.profiles import load_profile
         from chapters.ch04_serving import server
         server._SERVERS_DIR = Path({str(tmp_path / "servers")!r})
-        srv = server._start_server(load_profile("tiny"), name="fault-tiny-gpu", progress=False)
+        srv = server.make_server(load_profile("tiny"), name="fault-tiny-gpu").start(progress=False)
         pids = [p.pid for p in srv.group_processes()]
         Path({str(ready)!r}).write_text(json.dumps({{"pgid": srv.pgid, "pids": pids}}))
         time.sleep(600)

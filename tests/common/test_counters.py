@@ -9,8 +9,8 @@ import pytest
 from helpers.common.counters import (
     Meter,
     SpecCounters,
+    _counters_from_values,
     acceptance_stats,
-    counters_from_values,
     snapshot,
 )
 
@@ -40,7 +40,7 @@ def test_snapshot_reads_llm_metrics_and_zero_is_kept() -> None:
     ]
     llm = SimpleNamespace(get_metrics=lambda: metrics)
     assert snapshot(llm) == SpecCounters(19, 57, 0, (0, 0, 0))
-    assert counters_from_values({"spec_decode_num_drafts": 2}) == SpecCounters(2, 0, 0, ())
+    assert _counters_from_values({"spec_decode_num_drafts": 2}) == SpecCounters(2, 0, 0, ())
 
 
 def test_meter_measures_only_its_block() -> None:

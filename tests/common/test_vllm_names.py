@@ -19,28 +19,28 @@ VLLM_026 = Path("/tmp/vllm026/src/vllm")
 
 #: Each name, quoted, in the vLLM file that defines it (paths relative to the `vllm` package).
 QUOTED_IN: dict[str, str] = {
-    vllm_names.NUM_DRAFTS_METRIC: "v1/spec_decode/metrics.py",
-    vllm_names.NUM_DRAFT_TOKENS_METRIC: "v1/spec_decode/metrics.py",
-    vllm_names.NUM_ACCEPTED_TOKENS_METRIC: "v1/spec_decode/metrics.py",
-    vllm_names.ACCEPTED_PER_POS_METRIC: "v1/spec_decode/metrics.py",
-    vllm_names.POSITION_LABEL: "v1/spec_decode/metrics.py",
+    vllm_names.METRICS.num_drafts: "v1/spec_decode/metrics.py",
+    vllm_names.METRICS.num_draft_tokens: "v1/spec_decode/metrics.py",
+    vllm_names.METRICS.num_accepted_tokens: "v1/spec_decode/metrics.py",
+    vllm_names.METRICS.accepted_per_pos: "v1/spec_decode/metrics.py",
+    vllm_names.METRICS.position: "v1/spec_decode/metrics.py",
     vllm_names.METRIC_PREFIX: "v1/metrics/reader.py",
-    vllm_names.COUNTER_SUFFIX: "v1/metrics/reader.py",
+    vllm_names.METRICS.counter_suffix: "v1/metrics/reader.py",
     vllm_names.NUM_DRAFTS: "benchmarks/serve.py",
     vllm_names.DRAFT_TOKENS: "benchmarks/serve.py",
     vllm_names.ACCEPTED_TOKENS: "benchmarks/serve.py",
     vllm_names.TAU: "benchmarks/serve.py",
     vllm_names.ACCEPTANCE_RATE: "benchmarks/serve.py",
     vllm_names.PER_POSITION_RATES: "benchmarks/serve.py",
-    vllm_names.PREFIX_CACHE_QUERIES_METRIC: "v1/metrics/loggers.py",
-    vllm_names.PREFIX_CACHE_HITS_METRIC: "v1/metrics/loggers.py",
-    vllm_names.NUM_PREEMPTIONS_METRIC: "v1/metrics/loggers.py",
-    vllm_names.NUM_RUNNING_METRIC: "v1/metrics/loggers.py",
-    vllm_names.NUM_WAITING_METRIC: "v1/metrics/loggers.py",
-    vllm_names.KV_CACHE_USAGE_METRIC: "v1/metrics/loggers.py",
-    vllm_names.CACHE_CONFIG_INFO_METRIC: "v1/metrics/loggers.py",
-    vllm_names.NUM_GPU_BLOCKS_LABEL: "config/cache.py",
-    vllm_names.BLOCK_SIZE_LABEL: "config/cache.py",
+    vllm_names.METRICS.prefix_cache_queries: "v1/metrics/loggers.py",
+    vllm_names.METRICS.prefix_cache_hits: "v1/metrics/loggers.py",
+    vllm_names.METRICS.num_preemptions: "v1/metrics/loggers.py",
+    vllm_names.METRICS.num_running: "v1/metrics/loggers.py",
+    vllm_names.METRICS.num_waiting: "v1/metrics/loggers.py",
+    vllm_names.METRICS.kv_cache_usage: "v1/metrics/loggers.py",
+    vllm_names.METRICS.cache_config_info: "v1/metrics/loggers.py",
+    vllm_names.METRICS.num_gpu_blocks: "config/cache.py",
+    vllm_names.METRICS.block_size: "config/cache.py",
 }
 #: Names the GPU stack's older vLLM lacks (per-request acceptance, the block-drop switch): (name,
 #: file, how the file spells it), checked in the installed vLLM.
@@ -50,13 +50,17 @@ PER_REQUEST_IN: tuple[tuple[str, str, str], ...] = (
     (vllm_names.PER_REQUEST_SUMMARY, "config/observability.py", r'Literal\[[^\]]*"{}"'),
     (vllm_names.OUTPUT_METRICS_ATTR, "outputs.py", r"\b{}\s*:"),
     (
-        vllm_names.RESPONSE_METRICS_KEY,
+        vllm_names.RESPONSE_KEYS.metrics,
         "entrypoints/openai/chat_completion/protocol.py",
         r"\b{}\s*:",
     ),
-    (vllm_names.RESPONSE_SPEC_KEY, "entrypoints/generate/base/protocol.py", r"\b{}\s*:"),
-    (vllm_names.HISTOGRAM_KEY, "v1/metrics/stats.py", r'"{}"'),
-    (vllm_names.RESPONSE_DRAFT_TOKENS_KEY, "v1/metrics/stats.py", r'"{}"'),
+    (
+        vllm_names.RESPONSE_KEYS.speculative_decoding,
+        "entrypoints/generate/base/protocol.py",
+        r"\b{}\s*:",
+    ),
+    (vllm_names.RESPONSE_KEYS.histogram, "v1/metrics/stats.py", r'"{}"'),
+    (vllm_names.RESPONSE_KEYS.num_draft_tokens, "v1/metrics/stats.py", r'"{}"'),
     (vllm_names.DISABLE_EAGLE_BLOCK_DROP, "config/speculative.py", r"\b{}\s*:"),
     (vllm_names.PER_REQUEST_DETAILED, "config/observability.py", r'Literal\[[^\]]*"{}"'),
     (vllm_names.PER_STEP_ACCEPTED, "v1/metrics/stats.py", r"\b{}\s*:"),
@@ -108,14 +112,17 @@ def test_per_request_names_are_the_installed_vllms(name: str, file: str, pattern
 
 def test_metric_names_share_the_prefixes() -> None:
     metrics = [
-        vllm_names.NUM_DRAFTS_METRIC,
-        vllm_names.NUM_DRAFT_TOKENS_METRIC,
-        vllm_names.NUM_ACCEPTED_TOKENS_METRIC,
-        vllm_names.ACCEPTED_PER_POS_METRIC,
+        vllm_names.METRICS.num_drafts,
+        vllm_names.METRICS.num_draft_tokens,
+        vllm_names.METRICS.num_accepted_tokens,
+        vllm_names.METRICS.accepted_per_pos,
     ]
     assert all(m.startswith(vllm_names.SPEC_DECODE_PREFIX) for m in metrics)
     assert vllm_names.SPEC_DECODE_PREFIX.startswith(vllm_names.METRIC_PREFIX)
-    assert vllm_names.exported(vllm_names.NUM_DRAFTS_METRIC) == "vllm:spec_decode_num_drafts_total"
+    assert (
+        vllm_names.METRICS.exported(vllm_names.METRICS.num_drafts)
+        == "vllm:spec_decode_num_drafts_total"
+    )
     assert vllm_names.PER_POSITION_RATE + "s" == vllm_names.PER_POSITION_RATES
 
 

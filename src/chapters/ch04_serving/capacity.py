@@ -37,7 +37,7 @@ from chapters.ch04_serving.monitoring import Scraper
 from helpers.common.configs import read_config
 from helpers.common.envinfo import has_gpu
 from helpers.common.profiles import Profile
-from helpers.engine.lifecycle import profile_engine_args
+from helpers.engine.lifecycle import engine_kwargs
 
 __all__ = [
     "PREFIX_REQUESTS",
@@ -64,7 +64,7 @@ PREFIX_REQUESTS = 6
 
 def _dtype_bytes(profile: Profile, config: dict[str, Any], gpu: bool) -> int:
     """Bytes per KV element: the engine's dtype, or the checkpoint's for dtype 'auto'."""
-    dtype = str(profile_engine_args(profile, gpu).get("dtype", "auto"))
+    dtype = str(engine_kwargs(profile, k=0, gpu=gpu).get("dtype", "auto"))
     if dtype == "auto":
         dtype = str(config.get("torch_dtype") or config.get("dtype") or "bfloat16")
     if dtype not in _DTYPE_BYTES:

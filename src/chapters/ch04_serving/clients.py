@@ -28,7 +28,8 @@ import requests
 from prometheus_client.parser import text_string_to_metric_families
 
 from helpers.common import vllm_names
-from helpers.common.counters import RequestAcceptance, SpecCounters, counters_from_values
+from helpers.common.counters import RequestAcceptance, SpecCounters
+from helpers.common.vllm_names import METRICS, RESPONSE_KEYS
 
 __all__ = [
     "answer_text",
@@ -94,18 +95,6 @@ def _raise_for_status(response: requests.Response) -> None:
         raise requests.HTTPError(f"{err}: {response.text[:300]}", response=response) from None
 
 
-def _post_raw(
-    base_url: str, body: str, path: str = _CHAT_PATH, timeout: float = 30
-) -> requests.Response:
-    """POST a raw (possibly malformed) JSON body and return the response, whatever its status."""
-    return requests.post(
-        f"{base_url}{path}",
-        data=body.encode(),
-        timeout=timeout,
-        headers={"Content-Type": "application/json"},
-    )
-
-
 def answer_text(response: dict[str, Any]) -> str:
     """The assistant's text of a non-streaming chat completion."""
     return response["choices"][0]["message"]["content"] or ""
@@ -114,12 +103,12 @@ def answer_text(response: dict[str, Any]) -> str:
 def response_acceptance(body: dict[str, Any]) -> RequestAcceptance | None:
     """The request's acceptance a response (or final usage chunk) carries in
     `metrics.speculative_decoding`; None where the server did not record it."""
-    spec = (body.get(vllm_names.RESPONSE_METRICS_KEY) or {}).get(vllm_names.RESPONSE_SPEC_KEY)
+    spec = (body.get(RESPONSE_KEYS.metrics) or {}).get(RESPONSE_KEYS.speculative_decoding)
     if not spec:
         return None
     return RequestAcceptance(
-        tuple(int(n) for n in spec[vllm_names.HISTOGRAM_KEY]),
-        int(spec[vllm_names.RESPONSE_DRAFT_TOKENS_KEY]),
+        tuple(int(n) for n in spec[RESPONSE_KEYS.histogram]),
+        int(spec[RESPONSE_KEYS.num_draft_tokens]),
     )
 
 
@@ -129,15 +118,11 @@ def curl_command(
     messages: _Messages,
     max_tokens: int = 128,
     temperature: float = 0.0,
-    stream: bool = False,
-    **extra: Any,
 ) -> str:
-    """The curl command sending the same request as `chat` (or `stream_chat` with stream=True)."""
-    body = json.dumps(
-        _chat_payload(model, messages, max_tokens, temperature, stream=stream, **extra), indent=2
-    )
+    """The curl command sending the same request as `chat`."""
+    body = json.dumps(_chat_payload(model, messages, max_tokens, temperature), indent=2)
     lines = [
-        f"curl {'-N ' if stream else ''}{base_url}{_CHAT_PATH}",
+        f"curl {base_url}{_CHAT_PATH}",
         "  -H 'Content-Type: application/json'",
         f"  -d {shlex.quote(body)}",
     ]
@@ -154,7 +139,6 @@ class StreamResult:
     text: str = ""
     ttft: float = 0.0
     latency: float = 0.0
-    itls: list[float] = field(default_factory=list)
     output_tokens: int = 0
     prompt_tokens: int = 0
     chunks: int = 0
@@ -179,11 +163,6 @@ class StreamResult:
     def user_tok_s(self) -> float:
         """Decode speed this request's user sees: 1 / TPOT, in tokens per second (0 without one)."""
         return 1 / self.tpot if self.tpot > 0 else 0.0
-
-    @property
-    def finished_at(self) -> float:
-        """perf_counter() when the last event arrived."""
-        return self.started_at + self.latency
 
     @property
     def output_tps(self) -> float:
@@ -245,8 +224,6 @@ def _result_from_events(
         if content:
             if result.chunks == 0:
                 result.first_token_at, result.ttft = at, at - start
-            else:
-                result.itls.append(at - result.last_token_at)
             result.last_token_at = at
             result.chunks += 1
             parts.append(content)
@@ -274,8 +251,7 @@ def stream_chat(
     timeout: float = 120,
     **extra: Any,
 ) -> StreamResult:
-    """One streaming chat completion (usage included), timed: TTFT, inter-chunk latencies, TPOT,
-    tokens/s."""
+    """One streaming chat completion (usage included), timed: TTFT, TPOT, tokens/s."""
     payload = _chat_payload(model, messages, max_tokens, temperature, stream=True, **extra)
     start = time.perf_counter()
     with requests.post(
@@ -293,21 +269,20 @@ def stream_chat(
 # ---------------------------------------------------------------- /metrics
 
 
+#: The engine's counters and gauges an EngineStats holds, by its field names.
+_ENGINE_FIELDS = {
+    METRICS.prefix_cache_queries: "prefix_cache_queries",
+    METRICS.prefix_cache_hits: "prefix_cache_hits",
+    METRICS.num_preemptions: "preemptions",
+    METRICS.num_running: "running",
+    METRICS.num_waiting: "waiting",
+    METRICS.kv_cache_usage: "kv_cache_usage",
+}
+#: The server's latency histograms, by the name the workbook gives each (only `_sum` and `_count`
+#: samples are read, no buckets).
+_HISTOGRAMS = {METRICS.ttft: "ttft", METRICS.tpot: "tpot"}
 #: The metric names this module reads (and the `# TYPE`/`# HELP` lines that describe them).
-_READ = (
-    vllm_names.SPEC_DECODE_PREFIX,
-    vllm_names.PREFIX_CACHE_QUERIES_METRIC,
-    vllm_names.PREFIX_CACHE_HITS_METRIC,
-    vllm_names.NUM_PREEMPTIONS_METRIC,
-    vllm_names.NUM_RUNNING_METRIC,
-    vllm_names.NUM_WAITING_METRIC,
-    vllm_names.KV_CACHE_USAGE_METRIC,
-    vllm_names.CACHE_CONFIG_INFO_METRIC,
-)
-
-
-#: The latency histograms, of which only the `_sum` and `_count` samples are read (no buckets).
-_HISTOGRAMS = tuple(vllm_names.LATENCY_HISTOGRAMS.values())
+_READ = (vllm_names.SPEC_DECODE_PREFIX, METRICS.cache_config_info, *_ENGINE_FIELDS)
 
 
 def _read_lines(text: str) -> str:
@@ -320,7 +295,7 @@ def _read_lines(text: str) -> str:
         if name.startswith(_READ):
             return True
         sample = name.split("{")[0].split(" ")[0]
-        return name.startswith(_HISTOGRAMS) and (
+        return name.startswith(tuple(_HISTOGRAMS)) and (
             line.startswith("#") or sample.endswith(("_sum", "_count"))
         )
 
@@ -330,25 +305,25 @@ def _read_lines(text: str) -> str:
 def spec_counters_from_text(text: str) -> SpecCounters:
     """SpecCounters from Prometheus text: `_total` samples summed over label sets, per-position by
     `position`."""
-    values: dict[str, Any] = {}
+    values: dict[str, float] = {}
     per_pos: dict[int, float] = {}
     for family in text_string_to_metric_families(_read_lines(text)):
         if not family.name.startswith(vllm_names.SPEC_DECODE_PREFIX) or family.type != "counter":
             continue  # vLLM also exports `…_created` timestamps (as gauges, with the same labels)
         for sample in family.samples:
-            if sample.name != vllm_names.exported(family.name):
+            if sample.name != METRICS.exported(family.name):
                 continue
-            position = sample.labels.get(vllm_names.POSITION_LABEL)
-            if family.name == vllm_names.ACCEPTED_PER_POS_METRIC and position is not None:
-                pos = int(position)
-                per_pos[pos] = per_pos.get(pos, 0.0) + sample.value
+            position = sample.labels.get(METRICS.position)
+            if family.name == METRICS.accepted_per_pos and position is not None:
+                per_pos[int(position)] = per_pos.get(int(position), 0.0) + sample.value
             else:
                 values[family.name] = values.get(family.name, 0.0) + sample.value
-    if per_pos:
-        values[vllm_names.ACCEPTED_PER_POS_METRIC] = [
-            per_pos.get(i, 0.0) for i in range(max(per_pos) + 1)
-        ]
-    return counters_from_values(values)
+    return SpecCounters(
+        int(values.get(METRICS.num_drafts, 0)),
+        int(values.get(METRICS.num_draft_tokens, 0)),
+        int(values.get(METRICS.num_accepted_tokens, 0)),
+        tuple(int(per_pos.get(i, 0)) for i in range(max(per_pos) + 1)) if per_pos else (),
+    )
 
 
 def scrape_metrics_text(base_url: str, timeout: float = 10) -> str:
@@ -376,7 +351,7 @@ class EngineStats:
     kv_cache_usage: float = 0.0
     num_gpu_blocks: int = 0
     block_size: int = 0
-    #: The server's latency histograms (vllm_names.LATENCY_HISTOGRAMS): name -> (sum s, count).
+    #: The server's latency histograms ("ttft", "tpot"): name -> (sum in seconds, count).
     latency: dict[str, tuple[float, float]] = field(default_factory=dict)
 
     def __sub__(self, before: EngineStats) -> EngineStats:
@@ -414,37 +389,25 @@ class EngineStats:
         return self.num_gpu_blocks * self.block_size
 
 
-_ENGINE_FIELDS = {
-    vllm_names.PREFIX_CACHE_QUERIES_METRIC: "prefix_cache_queries",
-    vllm_names.PREFIX_CACHE_HITS_METRIC: "prefix_cache_hits",
-    vllm_names.NUM_PREEMPTIONS_METRIC: "preemptions",
-    vllm_names.NUM_RUNNING_METRIC: "running",
-    vllm_names.NUM_WAITING_METRIC: "waiting",
-    vllm_names.KV_CACHE_USAGE_METRIC: "kv_cache_usage",
-}
-
-
 def engine_stats_from_text(text: str) -> EngineStats:
     """EngineStats from Prometheus text: each figure summed over label sets (engines), the KV
     cache's blocks and block size from the labels of vllm:cache_config_info."""
     values: dict[str, Any] = {"latency": {}}
-    histograms = {metric: name for name, metric in vllm_names.LATENCY_HISTOGRAMS.items()}
     for family in text_string_to_metric_families(_read_lines(text)):
-        if family.name in histograms:
+        if family.name in _HISTOGRAMS:
             total = sum(s.value for s in family.samples if s.name == f"{family.name}_sum")
             count = sum(s.value for s in family.samples if s.name == f"{family.name}_count")
-            values["latency"][histograms[family.name]] = (total, count)
+            values["latency"][_HISTOGRAMS[family.name]] = (total, count)
             continue
-        if family.name == vllm_names.CACHE_CONFIG_INFO_METRIC:
+        if family.name == METRICS.cache_config_info:
             for sample in family.samples[:1]:
-                labels = sample.labels
-                values["num_gpu_blocks"] = int(labels.get(vllm_names.NUM_GPU_BLOCKS_LABEL) or 0)
-                values["block_size"] = int(labels.get(vllm_names.BLOCK_SIZE_LABEL) or 0)
+                values["num_gpu_blocks"] = int(sample.labels.get(METRICS.num_gpu_blocks) or 0)
+                values["block_size"] = int(sample.labels.get(METRICS.block_size) or 0)
             continue
         field_name = _ENGINE_FIELDS.get(family.name)
         if field_name is None:
             continue
-        wanted = vllm_names.exported(family.name) if family.type == "counter" else family.name
+        wanted = METRICS.exported(family.name) if family.type == "counter" else family.name
         values[field_name] = sum(s.value for s in family.samples if s.name == wanted)
     return EngineStats(**values)
 

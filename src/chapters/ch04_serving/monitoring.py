@@ -42,6 +42,7 @@ from chapters.ch04_serving.clients import (
 )
 from helpers.common import vllm_names
 from helpers.common.counters import SpecCounters, acceptance_stats
+from helpers.common.vllm_names import METRICS
 
 __all__ = [
     "PROMQL",
@@ -56,17 +57,17 @@ __all__ = [
 
 def _rate(metric: str) -> str:
     """PromQL: the per-second rate of a vLLM counter's exported samples over $interval."""
-    return f"rate({vllm_names.exported(metric)}[$interval])"
+    return f"rate({METRICS.exported(metric)}[$interval])"
 
 
-_ACCEPTED = _rate(vllm_names.NUM_ACCEPTED_TOKENS_METRIC)
-_DRAFTS = _rate(vllm_names.NUM_DRAFTS_METRIC)
+_ACCEPTED = _rate(METRICS.num_accepted_tokens)
+_DRAFTS = _rate(METRICS.num_drafts)
 
 #: The dashboard's queries, as vLLM documents them ($interval is the rate window).
 PROMQL: dict[str, str] = {
     "acceptance_length": f"1 + ({_ACCEPTED} / {_DRAFTS})",
-    "acceptance_rate": f"{_ACCEPTED} / {_rate(vllm_names.NUM_DRAFT_TOKENS_METRIC)}",
-    "per_position": f"{_rate(vllm_names.ACCEPTED_PER_POS_METRIC)} / {_DRAFTS}",
+    "acceptance_rate": f"{_ACCEPTED} / {_rate(METRICS.num_draft_tokens)}",
+    "per_position": f"{_rate(METRICS.accepted_per_pos)} / {_DRAFTS}",
     "accepted_tokens_per_s": _ACCEPTED,
 }
 #: A Prometheus alerting rule for a drop in τ while the server is drafting ($threshold: your floor).

@@ -45,19 +45,18 @@ import psutil
 import requests
 
 from chapters.ch04_serving import guard
-from helpers.common.configs import read_config
 from helpers.common.envinfo import has_gpu
 from helpers.common.notebook import at_terminate
 from helpers.common.paths import BUILD_DIR, LOGS_DIR, REPO_ROOT, build_path, local_dir
 from helpers.common.profiles import Profile, resolve_k
+from helpers.common.vllm_names import PER_REQUEST_METRICS_ARG, PER_REQUEST_SUMMARY
 from helpers.engine import compat
 from helpers.engine.lifecycle import (
     ENGINE_ENV,
     IN_PROCESS_ENV,
-    PER_REQUEST_METRICS,
     V2_LOG_LINE,
+    engine_kwargs,
     journal_start,
-    profile_engine_args,
     speculative_config,
 )
 
@@ -112,43 +111,6 @@ _started_ports: set[int] = set()
 # ---------------------------------------------------------------- commands
 
 
-def _spec_config_json(drafter: str, k: int, extra: dict[str, Any] | None = None) -> str:
-    """The `--speculative-config` JSON: the same dict the in-process engine gets (plus `extra`
-    keys such as vllm_names.DISABLE_EAGLE_BLOCK_DROP), serialised."""
-    return json.dumps({**speculative_config(drafter, k), **(extra or {})})
-
-
-def _drafter_default_k(drafter_dir: Path) -> int | None:
-    """The k a local speculators-format drafter's config proposes (None when not readable)."""
-    try:
-        cfg = read_config(drafter_dir)
-        return int(cfg["speculators_config"]["proposal_methods"][0]["speculative_tokens"])
-    except (OSError, KeyError, IndexError, TypeError, ValueError):
-        return None
-
-
-def _check_short_form(profile: Profile) -> int | None:
-    """Fail in one line unless the drafter is a speculators-format folder whose config names its
-    verifier."""
-    if not profile.is_local:
-        return None  # a hub drafter: vLLM reads its config; nothing to check offline
-    drafter_dir = Path(profile.drafter_path())
-    cfg = read_config(drafter_dir)
-    verifier = (cfg.get("speculators_config") or {}).get("verifier", {}).get("name_or_path")
-    if not verifier:
-        raise ValueError(
-            f"short form needs a speculators-format drafter whose config names its verifier; "
-            f"{profile.drafter} has no speculators_config.verifier.name_or_path: use the long form"
-        )
-    folder = local_dir(verifier)
-    if folder is None or not (folder / "config.json").is_file():
-        raise ValueError(
-            f"short form: {profile.drafter}'s config names verifier {verifier!r}, which is not a "
-            f"model folder (relative to {REPO_ROOT}): use the long form or fix the drafter config"
-        )
-    return _drafter_default_k(drafter_dir)
-
-
 def _serve_command(
     profile: Profile,
     k: int | None = None,
@@ -160,32 +122,29 @@ def _serve_command(
     """argv of `vllm serve …` for a profile; k as `resolve_k` reads it (None: the profile's k,
     0: plain, no drafter).
 
-    Long form: `vllm serve VERIFIER -tp N --speculative-config '{"model": DRAFTER, …}'`.
-    Short form: `vllm serve DRAFTER -tp N` (vLLM reads the verifier and k from the drafter's
-    speculators config; a k different from the config's is passed as a `--speculative-config`
-    override). Local models appear as repo-relative paths: the server runs with cwd = repo root. A
-    profile with its own tokenizer folder (a shape profile: Qwen3's) adds `--tokenizer FOLDER`.
-    `spec_extra` adds keys to the speculative config (long form) or to the short form's override.
+    Long form (what the workbook launches): `vllm serve VERIFIER -tp N --speculative-config
+    '{"model": DRAFTER, …}'` (`spec_extra` adds keys to that config). Short form (printed only):
+    `vllm serve DRAFTER -tp N`, vLLM reading the verifier and k from the drafter's speculators
+    config, with a `--speculative-config` override where k is not the profile's. Local models
+    appear as repo-relative paths: the server runs with cwd = repo root. A profile with its own
+    tokenizer folder (a shape profile: Qwen3's) adds `--tokenizer FOLDER`.
     """
     k = resolve_k(profile, k)
-    tp = int(profile.engine.get("tensor_parallel_size", 1))
+    tp = str(profile.engine.get("tensor_parallel_size", 1))
     if short_form:
         if not k:
             raise ValueError(
                 "short form serves the drafter, so it is always speculative: use k=None or k>0, "
                 "or the long form with k=0 for plain decoding"
             )
-        default_k = (
-            _check_short_form(profile) or profile.num_speculative_tokens
-        )  # hub drafter: the profile's k
-        argv = ["vllm", "serve", profile.drafter, "-tp", str(tp)]
-        override = ({"num_speculative_tokens": k} if k != default_k else {}) | (spec_extra or {})
-        if override:
-            argv += ["--speculative-config", json.dumps(override)]
+        argv = ["vllm", "serve", profile.drafter, "-tp", tp]
+        if k != profile.num_speculative_tokens:
+            argv += ["--speculative-config", json.dumps({"num_speculative_tokens": k})]
     else:
-        argv = ["vllm", "serve", profile.verifier, "-tp", str(tp)]
+        argv = ["vllm", "serve", profile.verifier, "-tp", tp]
         if k:
-            argv += ["--speculative-config", _spec_config_json(profile.drafter, k, spec_extra)]
+            config = {**speculative_config(profile.drafter, k), **(spec_extra or {})}
+            argv += ["--speculative-config", json.dumps(config)]
     if profile.tokenizer is not None:  # a shape profile: Qwen3's tokenizer, built by make venv
         argv += ["--tokenizer", profile.tokenizer]
     if port is not None:
@@ -214,22 +173,23 @@ def _flag(name: str, value: Any) -> list[str]:
     return [flag, json.dumps(value) if isinstance(value, dict) else str(value)]
 
 
-def _engine_flags(
-    profile: Profile, gpu: bool | None = None, seed: int = 0, **overrides: Any
-) -> list[str]:
-    """CLI flags for the device defaults, the profile's engine args and `overrides` (e.g.
-    kv_cache_memory_bytes; tensor parallelism is in serve_command)."""
-    gpu = has_gpu() if gpu is None else gpu
-    args: dict[str, Any] = {**profile_engine_args(profile, gpu), "seed": seed, **overrides}
-    args.pop("tensor_parallel_size", None)
+def _engine_flags(profile: Profile, gpu: bool | None = None, **overrides: Any) -> list[str]:
+    """CLI flags for the plain engine arguments an in-process engine of the profile gets (device
+    defaults, the profile's own, the seed) and `overrides` (e.g. kv_cache_memory_bytes); the model,
+    tokenizer and tensor parallelism are in serve_command."""
+    args = {**engine_kwargs(profile, k=0, gpu=gpu), **overrides}
+    for name in ("model", "tokenizer", "tensor_parallel_size"):
+        args.pop(name, None)
     return [part for name, value in args.items() for part in _flag(name, value)]
 
 
 def per_request_flags() -> tuple[list[str], list[str]]:
     """`--per-request-spec-decode-metrics summary` where this vLLM has it (every response then
-    carries its request's acceptance), and one line for each flag it lacks."""
-    kept, lines = compat.dropped_args(PER_REQUEST_METRICS)
-    return [part for name, value in kept.items() for part in _flag(name, value)], lines
+    carries its request's acceptance), else no flag and one line saying what is lost."""
+    if compat.supports(PER_REQUEST_METRICS_ARG):
+        return _flag(PER_REQUEST_METRICS_ARG, PER_REQUEST_SUMMARY), []
+    lost = compat.FEATURES[PER_REQUEST_METRICS_ARG].lost
+    return [], [f"this vLLM has no {PER_REQUEST_METRICS_ARG}: {lost}"]
 
 
 def launch_command(
@@ -237,7 +197,6 @@ def launch_command(
     k: int | None = None,
     port: int = 8000,
     served_model_name: str | None = None,
-    short_form: bool = False,
     gpu: bool | None = None,
     spec_extra: dict[str, Any] | None = None,
     **engine: Any,
@@ -251,8 +210,7 @@ def launch_command(
         profile.tokenizer_path()
     k = resolve_k(profile, k)
     name = served_model_name or _model_name(profile)
-    speculative = short_form or bool(k)
-    per_request = per_request_flags()[0] if speculative else []
+    per_request = per_request_flags()[0] if k else []
     extra = [
         "--host",
         _HOST,
@@ -261,9 +219,7 @@ def launch_command(
         "--served-model-name",
         name,
     ]
-    return _serve_command(
-        profile, k=k, port=port, short_form=short_form, extra=extra, spec_extra=spec_extra
-    )
+    return _serve_command(profile, k=k, port=port, extra=extra, spec_extra=spec_extra)
 
 
 def _model_name(profile: Profile) -> str:
@@ -801,9 +757,7 @@ def make_server(
     k: int | None = None,
     name: str | None = None,
     port: int | None = None,
-    short_form: bool = False,
     gpu: bool | None = None,
-    use_console_script: bool | None = None,
     env: dict[str, str] | None = None,
     spec_extra: dict[str, Any] | None = None,
     **engine: Any,
@@ -821,32 +775,11 @@ def make_server(
     port = _free_port() if port is None else port
     served = _model_name(profile)
     argv = launch_command(
-        profile,
-        k=k,
-        port=port,
-        served_model_name=served,
-        short_form=short_form,
-        gpu=gpu,
-        spec_extra=spec_extra,
-        **engine,
+        profile, k=k, port=port, served_model_name=served, gpu=gpu, spec_extra=spec_extra, **engine
     )
-    if k or short_form:
-        for line in per_request_flags()[1]:
-            print(f"make_server {name}: {line}")
-    if short_form and "--speculative-config" in argv and not compat.supports("short_form_override"):
-        print(
-            f"make_server: this vLLM drops the short form's --speculative-config (fixed by vLLM "
-            f"PR #42376): the server drafts the drafter's own k, not k={k}"
-        )
-    return VllmServer(_entry_point_argv(argv, use_console_script), port, name, served, env=env)
-
-
-def _start_server(
-    profile: Profile, timeout: float = _START_TIMEOUT, progress: bool = True, **server: Any
-) -> VllmServer:
-    """make_server(profile, **server).start(): a healthy server on 127.0.0.1 (stop it with
-    .stop())."""
-    return make_server(profile, **server).start(timeout=timeout, progress=progress)
+    for line in per_request_flags()[1] if k else []:
+        print(f"make_server {name}: {line}")
+    return VllmServer(_entry_point_argv(argv), port, name, served, env=env)
 
 
 def start_together(

@@ -22,7 +22,6 @@ from helpers.common import vllm_names
 
 __all__ = [
     "SpecCounters",
-    "counters_from_values",
     "snapshot",
     "acceptance_stats",
     "Meter",
@@ -62,15 +61,16 @@ class SpecCounters:
         return self._combine(other, +1)
 
 
-def counters_from_values(values: dict[str, Any]) -> SpecCounters:
+def _counters_from_values(values: dict[str, Any]) -> SpecCounters:
     """Build counters from metric name -> value (names with or without the `vllm:` prefix)."""
     prefix = vllm_names.METRIC_PREFIX
     v = {name if name.startswith(prefix) else prefix + name: val for name, val in values.items()}
-    per_pos = v.get(vllm_names.ACCEPTED_PER_POS_METRIC) or ()
+    names = vllm_names.METRICS
+    per_pos = v.get(names.accepted_per_pos) or ()
     return SpecCounters(
-        int(v.get(vllm_names.NUM_DRAFTS_METRIC) or 0),
-        int(v.get(vllm_names.NUM_DRAFT_TOKENS_METRIC) or 0),
-        int(v.get(vllm_names.NUM_ACCEPTED_TOKENS_METRIC) or 0),
+        int(v.get(names.num_drafts) or 0),
+        int(v.get(names.num_draft_tokens) or 0),
+        int(v.get(names.num_accepted_tokens) or 0),
         tuple(int(x) for x in per_pos),
     )
 
@@ -81,7 +81,7 @@ def snapshot(llm: Any) -> SpecCounters:
     for m in llm.get_metrics():
         if m.name.startswith(vllm_names.SPEC_DECODE_PREFIX):
             values[m.name] = m.values if hasattr(m, "values") else m.value
-    return counters_from_values(values)
+    return _counters_from_values(values)
 
 
 def acceptance_stats(c: SpecCounters) -> dict[str, Any]:

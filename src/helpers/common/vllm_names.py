@@ -7,22 +7,20 @@ place to change. No vLLM import here: these are plain strings.
 
 Prometheus counters keep their base name in `LLM.get_metrics()` (`v1/metrics/reader.py`), while
 the samples on a server's `/metrics` carry the `_total` suffix prometheus_client appends
-(`exported`). Result keys are those of the JSON `vllm bench serve` writes, which the workbook's
-tables reuse as column names, so `TAU` is the one spelling of τ's column everywhere.
+(`METRICS.exported`); a server's metrics are one object, `METRICS`, and the keys of a response's
+acceptance another, `RESPONSE_KEYS`. Result keys are those of the JSON `vllm bench serve` writes,
+which the workbook's tables reuse as column names, so `TAU` is the one spelling of τ's column
+everywhere.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 __all__ = [
     "SPEC_DECODE_METRICS_FILE",
     "SPEC_DECODE_PREFIX",
-    "NUM_DRAFTS_METRIC",
-    "NUM_DRAFT_TOKENS_METRIC",
-    "NUM_ACCEPTED_TOKENS_METRIC",
-    "ACCEPTED_PER_POS_METRIC",
-    "POSITION_LABEL",
-    "COUNTER_SUFFIX",
-    "exported",
+    "METRICS",
     "NUM_DRAFTS",
     "DRAFT_TOKENS",
     "ACCEPTED_TOKENS",
@@ -34,21 +32,8 @@ __all__ = [
     "PER_REQUEST_SUMMARY",
     "PER_REQUEST_DETAILED",
     "OUTPUT_METRICS_ATTR",
-    "RESPONSE_METRICS_KEY",
-    "RESPONSE_SPEC_KEY",
-    "HISTOGRAM_KEY",
-    "RESPONSE_DRAFT_TOKENS_KEY",
-    "PREFIX_CACHE_QUERIES_METRIC",
-    "PREFIX_CACHE_HITS_METRIC",
-    "NUM_PREEMPTIONS_METRIC",
-    "NUM_RUNNING_METRIC",
-    "NUM_WAITING_METRIC",
-    "KV_CACHE_USAGE_METRIC",
-    "LATENCY_HISTOGRAMS",
+    "RESPONSE_KEYS",
     "V2_SPECULATOR_MODULE",
-    "CACHE_CONFIG_INFO_METRIC",
-    "NUM_GPU_BLOCKS_LABEL",
-    "BLOCK_SIZE_LABEL",
     "DISABLE_EAGLE_BLOCK_DROP",
     "PER_STEP_ACCEPTED",
     "PER_STEP_DRAFTED",
@@ -62,23 +47,54 @@ SPEC_DECODE_METRICS_FILE = "vllm/v1/spec_decode/metrics.py"
 METRIC_PREFIX = "vllm:"
 #: The spec-decode counters' common prefix (SpecDecodingProm).
 SPEC_DECODE_PREFIX = "vllm:spec_decode_"
-#: Counter: verify steps that had a draft, summed over requests.
-NUM_DRAFTS_METRIC = "vllm:spec_decode_num_drafts"
-#: Counter: draft tokens proposed.
-NUM_DRAFT_TOKENS_METRIC = "vllm:spec_decode_num_draft_tokens"
-#: Counter: draft tokens the verifier accepted.
-NUM_ACCEPTED_TOKENS_METRIC = "vllm:spec_decode_num_accepted_tokens"
-#: Counter per draft position (label `POSITION_LABEL`, "0" .. k-1): accepted tokens there.
-ACCEPTED_PER_POS_METRIC = "vllm:spec_decode_num_accepted_tokens_per_pos"
-#: The label that numbers the draft positions of ACCEPTED_PER_POS_METRIC.
-POSITION_LABEL = "position"
-#: What prometheus_client appends to a counter's samples on /metrics.
-COUNTER_SUFFIX = "_total"
 
 
-def exported(metric: str) -> str:
-    """A counter's sample name on a server's /metrics: its name plus `_total`."""
-    return metric + COUNTER_SUFFIX
+@dataclass(frozen=True)
+class _ServerMetrics:
+    """The metrics (and their labels) the workbook reads on a server's /metrics."""
+
+    #: Counter: verify steps that had a draft, summed over requests (v1/spec_decode/metrics.py).
+    num_drafts: str = "vllm:spec_decode_num_drafts"
+    #: Counter: draft tokens proposed.
+    num_draft_tokens: str = "vllm:spec_decode_num_draft_tokens"
+    #: Counter: draft tokens the verifier accepted.
+    num_accepted_tokens: str = "vllm:spec_decode_num_accepted_tokens"
+    #: Counter per draft position (label `position`, "0" .. k-1): accepted tokens there.
+    accepted_per_pos: str = "vllm:spec_decode_num_accepted_tokens_per_pos"
+    #: The label that numbers the draft positions of `accepted_per_pos`.
+    position: str = "position"
+    #: Counter: prompt tokens looked up in the prefix cache (v1/metrics/loggers.py, as below).
+    prefix_cache_queries: str = "vllm:prefix_cache_queries"
+    #: Counter: of those, tokens found there (whole blocks only).
+    prefix_cache_hits: str = "vllm:prefix_cache_hits"
+    #: Counter: requests pushed out of the KV cache to make room (recomputed later).
+    num_preemptions: str = "vllm:num_preemptions"
+    #: Gauge: requests in the running batch.
+    num_running: str = "vllm:num_requests_running"
+    #: Gauge: requests waiting inside the server for a place in the batch.
+    num_waiting: str = "vllm:num_requests_waiting"
+    #: Gauge: share of the KV cache's blocks in use (a fraction 0..1, despite `perc`).
+    kv_cache_usage: str = "vllm:kv_cache_usage_perc"
+    #: Histogram of each request's time to first token, in seconds: its `_sum` over its `_count`
+    #: between two scrapes is the mean over the requests that finished between.
+    ttft: str = "vllm:time_to_first_token_seconds"
+    #: Histogram of each request's time per output token, in seconds (read the same way).
+    tpot: str = "vllm:request_time_per_output_token_seconds"
+    #: Gauge fixed at 1 whose labels are the cache config (CacheConfig.metrics_info,
+    #: config/cache.py): `num_gpu_blocks` (KV blocks the engine allocated), `block_size`.
+    cache_config_info: str = "vllm:cache_config_info"
+    num_gpu_blocks: str = "num_gpu_blocks"
+    block_size: str = "block_size"
+    #: What prometheus_client appends to a counter's samples on /metrics (v1/metrics/reader.py).
+    counter_suffix: str = "_total"
+
+    def exported(self, metric: str) -> str:
+        """A counter's sample name on a server's /metrics: its name plus `_total`."""
+        return metric + self.counter_suffix
+
+
+#: The server's Prometheus names, one object: `METRICS.num_drafts`, `METRICS.exported(...)`.
+METRICS = _ServerMetrics()
 
 
 # ----------------------------------------- result keys and table columns (benchmarks/serve.py)
@@ -111,46 +127,28 @@ OUTPUT_METRICS_ATTR = "spec_decode_metrics"
 
 # ----------- per-request acceptance in a server's response (entrypoints/generate/base/protocol.py)
 
-#: The response's (and the final streaming usage chunk's) per-request block (PerRequestMetrics).
-RESPONSE_METRICS_KEY = "metrics"
-#: Inside it: the request's acceptance (SpeculativeDecodingMetrics), with the engine argument on.
-RESPONSE_SPEC_KEY = "speculative_decoding"
-#: Verify steps by number of accepted drafts, j = 0..k (v1/metrics/stats.py, `to_dict`).
-HISTOGRAM_KEY = "acceptance_histogram"
-#: Draft tokens the request proposed (v1/metrics/stats.py, `to_dict`).
-RESPONSE_DRAFT_TOKENS_KEY = "num_draft_tokens"
 
-# ----------------------------------------------- engine metrics on /metrics (v1/metrics/loggers.py)
+@dataclass(frozen=True)
+class _ResponseKeys:
+    """Where a response carries its request's acceptance (with the engine argument on)."""
 
-#: Counter: prompt tokens looked up in the prefix cache.
-PREFIX_CACHE_QUERIES_METRIC = "vllm:prefix_cache_queries"
-#: Counter: of those, tokens found there (whole blocks only).
-PREFIX_CACHE_HITS_METRIC = "vllm:prefix_cache_hits"
-#: Counter: requests pushed out of the KV cache to make room (recomputed later).
-NUM_PREEMPTIONS_METRIC = "vllm:num_preemptions"
-#: Gauge: requests in the running batch.
-NUM_RUNNING_METRIC = "vllm:num_requests_running"
-#: Gauge: requests waiting inside the server for a place in the batch.
-NUM_WAITING_METRIC = "vllm:num_requests_waiting"
-#: Gauge: share of the KV cache's blocks in use (a fraction 0..1, despite `perc`).
-KV_CACHE_USAGE_METRIC = "vllm:kv_cache_usage_perc"
+    #: The response's (and the final streaming usage chunk's) per-request block (PerRequestMetrics).
+    metrics: str = "metrics"
+    #: Inside it: the request's acceptance (SpeculativeDecodingMetrics).
+    speculative_decoding: str = "speculative_decoding"
+    #: Verify steps by number of accepted drafts, j = 0..k (v1/metrics/stats.py, `to_dict`).
+    histogram: str = "acceptance_histogram"
+    #: Draft tokens the request proposed (v1/metrics/stats.py, `to_dict`).
+    num_draft_tokens: str = "num_draft_tokens"
+
+
+#: `RESPONSE_KEYS.metrics`, then `.speculative_decoding`, then `.histogram` and `.num_draft_tokens`.
+RESPONSE_KEYS = _ResponseKeys()
+
+# ------------------------------------------------------------------ other vLLM names
+
 #: Model Runner V2's EAGLE speculator, where it concatenates the taps (vllm/v1/worker/gpu/).
 V2_SPECULATOR_MODULE = "vllm.v1.worker.gpu.spec_decode.autoregressive.speculator"
-#: Histograms the server keeps of each request's timing, in seconds (v1/metrics/loggers.py), by
-#: the name the workbook gives each: its `_sum` over its `_count` between two scrapes is the mean
-#: over the requests that finished (or, for inter-token latency, the decode steps that ran) between.
-LATENCY_HISTOGRAMS: dict[str, str] = {
-    "ttft": "vllm:time_to_first_token_seconds",
-    "itl": "vllm:inter_token_latency_seconds",
-    "tpot": "vllm:request_time_per_output_token_seconds",
-    "e2e": "vllm:e2e_request_latency_seconds",
-}
-#: Gauge fixed at 1 whose labels are the cache config (CacheConfig.metrics_info, config/cache.py).
-CACHE_CONFIG_INFO_METRIC = "vllm:cache_config_info"
-#: Its label with the number of KV blocks the engine allocated.
-NUM_GPU_BLOCKS_LABEL = "num_gpu_blocks"
-#: Its label with the tokens per block.
-BLOCK_SIZE_LABEL = "block_size"
 
 # -------------- the EAGLE prefix-cache block drop (config/speculative.py; compat names who has it)
 

@@ -32,7 +32,6 @@ __all__ = [
     "supports",
     "label",
     "seen",
-    "dropped_args",
 ]
 
 #: The vLLM a learner installs (requirements/*.txt pin it; tests/engine/test_compat.py checks that).

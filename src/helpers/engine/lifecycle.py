@@ -34,14 +34,12 @@ from helpers.engine.in_process import building_in_process
 from helpers.engine.pairing import check_pair
 
 __all__ = [
-    "PER_REQUEST_METRICS",
     "IN_PROCESS_ENV",
     "ENGINE_PROCESS_ENV",
     "ENGINE_ENV",
     "SMALL_GPU_GRAPHS",
     "V2_LOG_LINE",
     "device_defaults",
-    "profile_engine_args",
     "speculative_config",
     "engine_kwargs",
     "journal_start",
@@ -83,7 +81,7 @@ ENGINE_ENV = {"VLLM_USE_FLASHINFER_SAMPLER": "0"}
 
 #: Per-request acceptance histograms: what the intervals over requests rest on (a vLLM without them
 #: drops the argument at start, see `compat.dropped_args`).
-PER_REQUEST_METRICS = {vllm_names.PER_REQUEST_METRICS_ARG: vllm_names.PER_REQUEST_SUMMARY}
+_PER_REQUEST_METRICS = {vllm_names.PER_REQUEST_METRICS_ARG: vllm_names.PER_REQUEST_SUMMARY}
 
 #: One JSON line per engine or server start: when, which model and k, seconds, the model runner.
 _JOURNAL_NAME = "engine-starts.jsonl"
@@ -119,7 +117,7 @@ def device_defaults(gpu: bool, small_model: bool = False) -> dict[str, Any]:
     }
 
 
-def profile_engine_args(profile: Profile, gpu: bool) -> dict[str, Any]:
+def _profile_engine_args(profile: Profile, gpu: bool) -> dict[str, Any]:
     """The device defaults for the profile's size, then its own engine arguments; a profile sized
     for GPUs fails in one line on a CPU, and one sized for several GPUs on a machine with fewer
     (nvidia-smi counts them). In-process engines and servers share it."""
@@ -162,13 +160,13 @@ def engine_kwargs(
         "model": profile.verifier_path(),
         "seed": 0,
         "disable_log_stats": False,
-        **profile_engine_args(profile, gpu),
+        **_profile_engine_args(profile, gpu),
     }
     if profile.tokenizer is not None:  # a shape profile: Qwen3's tokenizer, built by make venv
         kwargs["tokenizer"] = profile.tokenizer_path()
     if k:
         kwargs["speculative_config"] = speculative_config(drafter or profile.drafter_path(), k)
-        kwargs.update(PER_REQUEST_METRICS)
+        kwargs.update(_PER_REQUEST_METRICS)
     kwargs.update(overrides)
     return kwargs
 

@@ -11,6 +11,7 @@ from chapters.ch04_serving.clients import EngineStats
 from helpers.common.profiles import load_profile
 
 
+@pytest.mark.usefixtures("qwen3_built")  # a shape profile's engine arguments name its tokenizer
 def test_kv_bytes_per_token_from_the_config_and_the_dtype() -> None:
     # tiny: 8 layers x (K and V) x 2 KV heads x head size 32 x float32
     assert capacity._kv_bytes_per_token(load_profile("tiny"), gpu=False) == 8 * 2 * 2 * 32 * 4

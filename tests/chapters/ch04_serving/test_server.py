@@ -23,7 +23,6 @@ import requests
 
 from chapters.ch04_serving import server as srv_mod
 from chapters.ch04_serving.clients import (
-    _post_raw,
     answer_text,
     chat,
     scrape_spec_counters,
@@ -38,8 +37,8 @@ from chapters.ch04_serving.server import (
     _free_port,
     _port_in_use,
     _serve_command,
-    _start_server,
     launch_command,
+    make_server,
     serve_command_text,
     stop_all,
 )
@@ -108,7 +107,7 @@ def test_short_form_hub_profile() -> None:
 
 
 @needs_tiny
-def test_short_form_tiny_reads_k_from_the_drafter() -> None:
+def test_short_form_tiny_overrides_only_a_k_other_than_the_profiles() -> None:
     tiny = load_profile("tiny")
     assert _serve_command(tiny, short_form=True) == [
         "vllm",
@@ -125,7 +124,7 @@ def test_cpu_engine_flags() -> None:
     flags = " ".join(_engine_flags(load_profile("tiny"), gpu=False))
     assert (
         flags
-        == "--dtype float32 --enforce-eager --kv-cache-memory-bytes 536870912 --max-model-len 1024 --seed 0"
+        == "--seed 0 --dtype float32 --enforce-eager --kv-cache-memory-bytes 536870912 --max-model-len 1024"
     )
     assert "--enforce-eager" not in _engine_flags(load_profile("qwen3-30b-a3b"), gpu=True)
 
@@ -178,10 +177,6 @@ def test_spec_extra_and_engine_overrides_reach_the_command() -> None:
     assert config["disable_eagle_block_drop"] is True and config["num_speculative_tokens"] == 3
     assert argv[argv.index("--kv-cache-memory-bytes") + 1] == "7"  # the override, not 512 MiB
     assert argv.count("--kv-cache-memory-bytes") == 1
-    short = _serve_command(tiny, short_form=True, spec_extra={"disable_eagle_block_drop": True})
-    assert json.loads(short[short.index("--speculative-config") + 1]) == {
-        "disable_eagle_block_drop": True
-    }
 
 
 def test_entry_point_translation() -> None:
@@ -395,7 +390,7 @@ def spec_server() -> Iterator[VllmServer]:
     """The tiny profile's speculative server (long form), started once for this module."""
     if not TINY_READY:
         pytest.skip("the tiny pair is not in data/: run `make tiny-models`")
-    server = _start_server(load_profile("tiny"), name="test-spec", progress=False)
+    server = make_server(load_profile("tiny"), name="test-spec").start(progress=False)
     yield server
     server.stop()
     assert server.group_processes() == [] and not _port_in_use(server.port)
@@ -459,11 +454,18 @@ def test_metrics_counters_move_and_the_trained_drafter_is_accepted(spec_server: 
     )
 
 
+def post_raw(base_url: str, body: str) -> requests.Response:
+    """POST a raw (possibly malformed) JSON body to the chat endpoint, whatever the status."""
+    headers = {"Content-Type": "application/json"}
+    url = f"{base_url}/v1/chat/completions"
+    return requests.post(url, data=body.encode(), timeout=30, headers=headers)
+
+
 @pytest.mark.vllm
 def test_bad_requests_get_4xx_and_the_server_keeps_serving(spec_server: VllmServer) -> None:
-    malformed = _post_raw(spec_server.base_url, '{"model": "tiny-qwen3-moe", "messages": [')
+    malformed = post_raw(spec_server.base_url, '{"model": "tiny-qwen3-moe", "messages": [')
     assert malformed.status_code == 400
-    unknown = _post_raw(
+    unknown = post_raw(
         spec_server.base_url, json.dumps({"model": "no-such-model", "messages": MESSAGES})
     )
     assert unknown.status_code == 404 and "does not exist" in unknown.json()["error"]["message"]
@@ -475,33 +477,10 @@ def test_bad_requests_get_4xx_and_the_server_keeps_serving(spec_server: VllmServ
 @pytest.mark.vllm
 def test_second_server_on_a_busy_port_fails_clearly(spec_server: VllmServer) -> None:
     with pytest.raises(RuntimeError, match="already in use"):
-        _start_server(load_profile("tiny"), port=spec_server.port, name="test-busy", progress=False)
-    assert spec_server.healthy()
-
-
-@pytest.mark.vllm
-@needs_tiny
-def test_short_form_serves_the_drafter_dir_and_stops_cleanly() -> None:
-    # k=2 differs from the drafter's own k=3: the short form passes it as a --speculative-config override.
-    server = _start_server(
-        load_profile("tiny"), k=2, short_form=True, name="test-short", progress=False
-    )
-    try:
-        assert "--speculative-config" in server.argv and served_models(server.base_url) == [
-            "tiny-qwen3-moe"
-        ]
-        before = scrape_spec_counters(server.base_url)
-        assert answer_text(
-            chat(server.base_url, server.model, MESSAGES, max_tokens=16, ignore_eos=True)
+        make_server(load_profile("tiny"), port=spec_server.port, name="test-busy").start(
+            progress=False
         )
-        delta = scrape_spec_counters(server.base_url) - before
-        # speculative, with k=2 where vLLM honours the override (PR #42376), else the drafter's 3
-        k = 2 if compat.supports("short_form_override") else 3
-        assert delta.num_drafts > 0 and delta.num_draft_tokens == k * delta.num_drafts
-        assert server.group_processes()
-    finally:
-        server.stop()
-    assert server.group_processes() == [] and not _port_in_use(server.port) and not server.alive
+    assert spec_server.healthy()
 
 
 @pytest.mark.vllm
