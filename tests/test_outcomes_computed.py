@@ -96,7 +96,8 @@ def test_a_direction_the_bands_do_not_show_is_not_stated() -> None:
 
 def _speedups(values: list[float]) -> pd.DataFrame:
     """spec/plain output tok/s by concurrency."""
-    return pd.DataFrame({"concurrency": [1, 4, 16], "speedup": values})
+    frame = pd.DataFrame({"concurrency": [1, 4, 16], "speedup": values, "repeats": 1})
+    return frame.assign(speedup_min=frame.speedup, speedup_max=frame.speedup)
 
 
 def test_the_crossing_is_where_the_table_crosses() -> None:

@@ -44,11 +44,9 @@ from helpers.common.prompts import as_messages, interleaved, load_prompts
 __all__ = [
     "requests_for",
     "bench_prompts",
-    "run_benchmark",
     "run_interleaved",
     "results_frame",
     "counters_frame",
-    "per_request",
     "per_prompt",
     "reconcile_per_request",
     "speedup_table",
@@ -57,8 +55,6 @@ __all__ = [
     "plot_serving_speedup",
 ]
 
-_DEFAULT_CONCURRENCY: tuple[int, ...] = (1, 2, 4, 8, 16)
-_DEFAULT_MAX_TOKENS = 128
 _LEVEL_TIME_LIMIT = 120.0
 _REQUEST_TIMEOUT = 120.0
 _MODES = ("plain", "spec")
@@ -117,7 +113,6 @@ class _LevelRun:
         prompt_tokens = sum(r.prompt_tokens for r in res)
         ttft = np.array([r.ttft for r in res]) * 1000
         tpot = np.array([r.tpot for r in res if r.output_tokens > 1]) * 1000
-        per_user = [r.user_tok_s for r in res if r.output_tokens > 1]
         stats = acceptance_stats(self.counters)
         busy = sum(r.latency for r in res)
         server = {f"server_{n}_ms": 1000 * self.engine.mean_seconds(n) for n in _SERVER_TIMES}
@@ -134,22 +129,14 @@ class _LevelRun:
             "output_tok_s": tokens / self.duration if self.duration > 0 else 0.0,
             # what the server's own TPOT allows each user (its histogram's mean over the level)
             "per_user_tok_s": 1000 / tpot_server if tpot_server > 0 else math.nan,
-            # what the stream delivered: 1 / the client's TPOT, median over requests
-            "client_per_user_tok_s": float(np.median(per_user)) if per_user else math.nan,
             "mean_output_tokens": tokens / len(res) if res else math.nan,
             "finished_naturally": sum(r.finish_reason == "stop" for r in res) / max(1, len(res)),
             "mean_ttft_ms": float(ttft.mean()) if len(ttft) else math.nan,
-            "median_ttft_ms": float(np.median(ttft)) if len(ttft) else math.nan,
             "mean_tpot_ms": float(tpot.mean()) if len(tpot) else math.nan,
             "median_tpot_ms": float(np.median(tpot)) if len(tpot) else math.nan,
             **server,
-            "server_requests": self.engine.latency.get("e2e", (0.0, 0.0))[1],
-            "mean_latency_ms": 1000 * busy / len(res) if res else math.nan,
-            "tokens_per_chunk": tokens / max(1, sum(r.chunks for r in res)),
             "chunks_per_request": sum(r.chunks for r in res) / len(res) if res else math.nan,
-            "distinct_prompts": len({r.prompt_index for r in res}),
             "acceptance_length": stats[vllm_names.TAU] if self.counters.num_drafts else math.nan,
-            "per_request_acceptance": len(self.acceptances),
             "prompt_tokens": prompt_tokens,
             "prefix_cache_queries": self.engine.prefix_cache_queries,
             "prefix_cache_hits": self.engine.prefix_cache_hits,
@@ -162,8 +149,8 @@ class _LevelRun:
         }
 
 
-#: The server's latency histograms a level reads (vllm_names.LATENCY_HISTOGRAMS), as means in ms.
-_SERVER_TIMES = ("ttft", "tpot", "itl", "e2e")
+#: The server's latency histograms a level reports (clients.LATENCY_HISTOGRAMS), as means in ms.
+_SERVER_TIMES = ("ttft", "tpot")
 #: What a comparison shows where the server returned no per-request acceptance.
 _NOT_AVAILABLE = "not available in this vLLM"
 _ENGINE_PROCESS_NAMES = ("EngineCore", "Worker", "VllmWorker")
@@ -192,10 +179,10 @@ def _run_level(
     prompts: Sequence[str],
     concurrency: int,
     n_requests: int,
-    max_tokens: int = _DEFAULT_MAX_TOKENS,
-    time_limit: float = _LEVEL_TIME_LIMIT,
-    mode: str = "spec",
-    server_processes: Callable[[], Sequence[psutil.Process]] | None = None,
+    max_tokens: int,
+    time_limit: float,
+    mode: str,
+    server_processes: Callable[[], Sequence[psutil.Process]],
     ignore_eos: bool = True,
 ) -> _LevelRun:
     """Send n_requests streaming requests, `concurrency` in flight; none starts after `time_limit`
@@ -219,7 +206,7 @@ def _run_level(
         result.prompt_index = i % len(prompts)
         return result
 
-    processes = list(server_processes()) if server_processes else []
+    processes = list(server_processes())
     cpu_before = _cpu_by_role(processes)
     with Scraper(base_url, interval=_SAMPLE_EVERY) as scraper:
         t0 = time.perf_counter()
@@ -228,7 +215,7 @@ def _run_level(
         ) as pool:
             outcomes = list(pool.map(one, range(n_requests)))
         duration = time.perf_counter() - t0
-    cpu = {k: v - cpu_before[k] for k, v in _cpu_by_role(processes).items()} if processes else {}
+    cpu = {k: v - cpu_before[k] for k, v in _cpu_by_role(processes).items()}
     done = [r for r in outcomes if r is not None]
     return _LevelRun(
         mode,
@@ -253,50 +240,11 @@ def _warm_up(base_url: str, model: str, prompts: Sequence[str], max_tokens: int 
         )
 
 
-def run_benchmark(
-    base_url: str,
-    model: str,
-    mode: str,
-    prompts: Sequence[str] | None = None,
-    concurrency: Sequence[int] = _DEFAULT_CONCURRENCY,
-    max_tokens: int = _DEFAULT_MAX_TOKENS,
-    time_limit: float = _LEVEL_TIME_LIMIT,
-    progress: bool = True,
-    server_processes: Callable[[], Sequence[psutil.Process]] | None = None,
-) -> list[_LevelRun]:
-    """Every concurrency level on one server (prompts default: held-out prompts, enough for the
-    largest level); with `server_processes`, each level also records CPU seconds by role."""
-    prompts = list(prompts or bench_prompts(max(requests_for(c) for c in concurrency)))
-    _warm_up(base_url, model, prompts)
-    runs = []
-    for c in concurrency:
-        run = _run_level(
-            base_url,
-            model,
-            prompts,
-            c,
-            requests_for(c),
-            max_tokens,
-            time_limit,
-            mode,
-            server_processes,
-        )
-        runs.append(run)
-        if progress:
-            r = run.row()
-            print(
-                f"[{mode}] concurrency {c:>2}: {r['requests']} requests, {r['output_tok_s']:.0f} "
-                f"tok/s, TTFT {r['mean_ttft_ms']:.0f} ms, TPOT {r['mean_tpot_ms']:.1f} ms, "
-                f"{run.duration:.1f} s"
-            )
-    return runs
-
-
 def run_interleaved(
     servers: Mapping[str, Any],
     prompts: Sequence[str],
-    concurrency: Sequence[int] = _DEFAULT_CONCURRENCY,
-    max_tokens: int = _DEFAULT_MAX_TOKENS,
+    concurrency: Sequence[int],
+    max_tokens: int,
     repeats: int = 3,
     time_limit: float = _LEVEL_TIME_LIMIT,
     progress: bool = True,
@@ -304,7 +252,8 @@ def run_interleaved(
 ) -> list[_LevelRun]:
     """Every level `repeats` times on servers that are all up, alternating which mode goes first.
 
-    `servers` maps a mode to a started server (base_url, model, group_processes). Interleaving
+    `servers` maps a mode to a started server (base_url, model, group_processes); one server
+    measures one mode, as the alert of section 9 does on a mismatched pair. Interleaving
     spreads slow drifts of a shared machine (other work, thermal state) over both modes instead of
     charging them to whichever ran second; the repeats give each figure a spread. ignore_eos=False
     measures natural lengths (same prompts, each answer ends where the model ends it).
@@ -375,15 +324,6 @@ def counters_frame(runs: Sequence[_LevelRun]) -> pd.DataFrame:
             }
         )
     return pd.DataFrame(rows)
-
-
-def per_request(runs: Sequence[_LevelRun]) -> dict[int, list[RequestAcceptance]]:
-    """Per concurrency level (repeats pooled): the acceptance of every request that carried one
-    (empty lists where the server returned none)."""
-    by_level: dict[int, list[RequestAcceptance]] = {}
-    for run in runs:
-        by_level.setdefault(run.concurrency, []).extend(run.acceptances)
-    return dict(sorted(by_level.items()))
 
 
 def per_prompt(runs: Sequence[_LevelRun]) -> dict[int, list[RequestAcceptance]]:
@@ -461,8 +401,6 @@ def speedup_table(df: pd.DataFrame) -> pd.DataFrame:
     With repeats, each repeat's speed-up pairs the spec and plain runs of that repeat; the table
     gives their median (`speedup`) and range (`speedup_min`, `speedup_max`).
     """
-    if "repeat" not in df:
-        df = df.assign(repeat=0)
     missing = [m for m in _MODES if m not in set(df["mode"])]
     if missing:
         raise ValueError(
@@ -505,7 +443,7 @@ def crossing_statement(table: pd.DataFrame) -> str:
         f"speedup {first.speedup:.2f}× at concurrency {int(first.concurrency)}, "
         f"{last.speedup:.2f}× at {int(last.concurrency)}"
     )
-    if "speedup_min" in t and t["repeats"].max() > 1:
+    if t["repeats"].max() > 1:
         unsure = t[(t.speedup_min < 1) & (t.speedup_max > 1)].concurrency.tolist()
         span += f"; medians of {int(t.repeats.min())} repeats" + (
             f", and at concurrency {unsure} the repeats fall on both sides of 1" if unsure else ""
@@ -554,9 +492,7 @@ def plot_serving_speedup(table: pd.DataFrame) -> Figure:
     """Speedup (spec/plain output tok/s) against concurrency, with the break-even line at 1."""
     fig, (ax,) = new_figure()
     t = table.sort_values("concurrency")
-    yerr = None
-    if "speedup_min" in t:
-        yerr = [t["speedup"] - t["speedup_min"], t["speedup_max"] - t["speedup"]]
+    yerr = [t["speedup"] - t["speedup_min"], t["speedup_max"] - t["speedup"]]
     ax.errorbar(
         t["concurrency"],
         t["speedup"],
