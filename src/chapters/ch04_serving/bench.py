@@ -149,7 +149,7 @@ class _LevelRun:
         }
 
 
-#: The server's latency histograms a level reports (clients.LATENCY_HISTOGRAMS), as means in ms.
+#: The server's latency histograms a level reports (clients._HISTOGRAMS), as means in ms.
 _SERVER_TIMES = ("ttft", "tpot")
 #: What a comparison shows where the server returned no per-request acceptance.
 _NOT_AVAILABLE = "not available in this vLLM"
