@@ -28,7 +28,6 @@ __all__ = [
     "device_description",
     "environment_report",
     "transformers_warning",
-    "format_report",
 ]
 
 #: The transformers release the workbook is written and tested against (requirements/common.txt).
@@ -244,9 +243,3 @@ def transformers_warning() -> str | None:
         f"WARNING: transformers {installed or _NOT_INSTALLED} is installed but this workbook is "
         f"pinned to {_PINNED_TRANSFORMERS}; model loading and outputs may differ (run `make venv`)"
     )
-
-
-def format_report(report: dict[str, str]) -> str:
-    """The report as a two-column text table with aligned keys."""
-    width = max((len(key) for key in report), default=0)
-    return "\n".join(f"{key:<{width}}  {value}" for key, value in report.items())
