@@ -23,7 +23,6 @@ __all__ = [
     "Recipe",
     "QWEN3",
     "MODEL_VOCAB_SIZE",
-    "CACHE_DIR",
     "TOKENIZER_DIR",
     "PADDED_DIR",
     "PROVENANCE_FILE",
@@ -125,7 +124,6 @@ QWEN3 = Recipe(
     ),
     _QWEN3_ADDED_TOKENS,
 )
-CACHE_DIR: Path = REPO_ROOT / ".cache" / "qwen3-tokenizer"
 TOKENIZER_DIR: Path = BUILD_DIR / "qwen3-tokenizer"
 PADDED_DIR: Path = BUILD_DIR / f"qwen3-tokenizer-{MODEL_VOCAB_SIZE}"
 PROVENANCE_FILE = "provenance.json"
