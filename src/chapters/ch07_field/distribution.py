@@ -29,7 +29,6 @@ from helpers.common.counters import SpecCounters
 from helpers.common.prompts import as_messages
 
 __all__ = [
-    "permutation_test",
     "position_tests",
     "rejects_any",
     "lossless_test",
@@ -61,7 +60,7 @@ class _TestResult:
         return f"TVD {self.tvd:.3f}, p {p} (n = {self.n_a} vs {self.n_b})"
 
 
-def permutation_test(
+def _permutation_test(
     a: Sequence[Hashable], b: Sequence[Hashable], permutations: int = 2000, seed: int = 0
 ) -> _TestResult:
     """TVD of a vs b and its permutation p-value (with the +1 correction, never exactly 0)."""
@@ -99,7 +98,7 @@ def position_tests(
 ) -> dict[int, _TestResult]:
     """A permutation test of a vs b at each position (the token's distribution per prompt)."""
     return {
-        p: permutation_test(_tokens_at(a, p), _tokens_at(b, p), permutations, seed=p)
+        p: _permutation_test(_tokens_at(a, p), _tokens_at(b, p), permutations, seed=p)
         for p in positions
     }
 
