@@ -324,10 +324,10 @@ def _tokenizer_row() -> _Row:
     """Qwen3's tokenizer folders are built, unchanged, and verify in full against the cached
     ranks."""
     from helpers.common import qwen_tokenizer as qt
-    from kit.qwen_tokenizer import verify
+    from kit.qwen_tokenizer import CACHE_DIR, verify
 
     t0 = time.perf_counter()
-    ranks = qt.CACHE_DIR / qt.QWEN3.ranks.archive.filename
+    ranks = CACHE_DIR / qt.QWEN3.ranks.archive.filename
     for folder in (qt.TOKENIZER_DIR, qt.PADDED_DIR):
         problem = qt.status(folder)
         if problem is None and ranks.is_file():

@@ -20,7 +20,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from helpers.common.envinfo import GIB, hub_reachable, offline_var
+from helpers.common.envinfo import hub_reachable, offline_var
 from helpers.common.profiles import Profile, load_profile, profile_name
 from helpers.engine.pairing import PairingReport, validate_pair
 from kit.preflight import EXIT_FAIL, EXIT_OK, HUB_TIMEOUT, cached_model_complete
@@ -34,6 +34,7 @@ __all__ = [
 _ALLOW_PATTERNS: tuple[str, ...] = ("*.json", "*.safetensors", "*.txt", "*.model", "*.jinja")
 #: Free space to keep beyond the download (the cache's own files, build/ outputs).
 _DISK_MARGIN_GIB = 2.0
+_GIB = 1024**3
 
 
 def _cache_root(cache_dir: str | Path | None = None) -> Path:
@@ -65,11 +66,11 @@ def _disk_problem(
     while not probe.exists() and probe != probe.parent:  # the cache may not exist yet
         probe = probe.parent
     free = shutil.disk_usage(probe).free if free_bytes is None else free_bytes
-    if free >= need_bytes + margin_gib * GIB:
+    if free >= need_bytes + margin_gib * _GIB:
         return None
     return (
-        f"the download needs {need_bytes / GIB:.1f} GiB (+{margin_gib:g} GiB spare) but only "
-        f"{free / GIB:.1f} GiB is free at {where}: free space there, or point HF_HOME at a bigger "
+        f"the download needs {need_bytes / _GIB:.1f} GiB (+{margin_gib:g} GiB spare) but only "
+        f"{free / _GIB:.1f} GiB is free at {where}: free space there, or point HF_HOME at a bigger "
         "disk"
     )
 
@@ -147,7 +148,7 @@ def _fetch(
         return None
     paths = {}
     for ref in refs:
-        _say(tag, f"{ref}: {sizes[ref] / GIB:.2f} GiB to download into {where}")
+        _say(tag, f"{ref}: {sizes[ref] / _GIB:.2f} GiB to download into {where}")
         paths[ref] = _download(ref, cache_dir)
     return paths
 

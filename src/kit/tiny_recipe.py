@@ -12,18 +12,19 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+import torch
 from transformers import AutoTokenizer, Qwen3MoeForCausalLM
 
 from helpers.common.paths import DATA_DIR, RECIPE_LOG
 from helpers.common.profiles import Profile
-from helpers.common.prompts import CATEGORIES, save_prompts
+from helpers.common.prompts import CATEGORIES
 from helpers.eagle3.checkpoint import drafter_config, load_verifier, save_drafter
 from helpers.eagle3.drafter import DrafterShape
 from helpers.eagle3.train import MixedSampler, new_drafter, train_drafter
 from helpers.engine.lifecycle import engine_kwargs, open_engine
 from helpers.engine.runs import self_distill
-from helpers.tiny.corpus import build_corpus, held_out_prompts, make_examples
-from helpers.tiny.verifier import encode_examples, eval_loss, train_verifier
+from helpers.tiny.corpus import build_corpus, make_examples
+from helpers.tiny.verifier import encode_examples, train_verifier
 from kit.manifest import write_manifest
 from kit.tiny_tokenizer import build_tokenizer
 
@@ -104,8 +105,8 @@ def build_tiny_pair(out_dir: Path = DATA_DIR, cfg: RecipeConfig = RecipeConfig()
     _log(f"tokenizer: {len(tok)} tokens -> {tok_dir}", t0)
 
     corpus = build_corpus(cfg.n_per_category, cfg.seed)
-    prompts = held_out_prompts(cfg.held_out_per_category, exclude={ex.user for ex in corpus})
-    save_prompts(prompts, out_dir / "prompts")
+    prompts = _held_out_prompts(cfg.held_out_per_category, exclude={ex.user for ex in corpus})
+    _save_prompts(prompts, out_dir / "prompts")
     encoded = encode_examples(tok, corpus)
     log["corpus_tokens"] = sum(map(len, encoded))
     _log(
@@ -123,7 +124,7 @@ def build_tiny_pair(out_dir: Path = DATA_DIR, cfg: RecipeConfig = RecipeConfig()
         "loss_first": round(losses[0], 3),
         "loss_last10": round(sum(losses[-10:]) / len(losses[-10:]), 3),
         "eval_loss": {
-            c: round(eval_loss(verifier, encode_examples(tok, make_examples(c, 16, 999))), 3)
+            c: round(_eval_loss(verifier, encode_examples(tok, make_examples(c, 16, 999))), 3)
             for c in CATEGORIES
         },
     }
@@ -197,3 +198,39 @@ def resume_drafter(out_dir: Path = DATA_DIR, cfg: RecipeConfig = RecipeConfig())
     log_path.write_text(json.dumps(log, indent=2) + "\n")
     write_manifest(out_dir)
     return log
+
+
+def _save_prompts(prompts: dict[str, list[str]], out_dir: Path) -> None:
+    """Write one JSON list of prompts per category."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for cat, items in prompts.items():
+        (out_dir / f"{cat}.json").write_text(json.dumps(items, indent=1) + "\n")
+
+
+def _held_out_prompts(
+    n_per_category: int, seed: int = 12345, exclude: set[str] | None = None
+) -> dict[str, list[str]]:
+    """User turns per category, from a different seed than training, minus any seen in training."""
+    exclude = exclude or set()
+    out: dict[str, list[str]] = {}
+    for cat in CATEGORIES:
+        prompts: list[str] = []
+        for ex in make_examples(cat, n_per_category * 4, seed):
+            if ex.user not in exclude and ex.user not in prompts:
+                prompts.append(ex.user)
+            if len(prompts) == n_per_category:
+                break
+        out[cat] = prompts
+    return out
+
+
+@torch.no_grad()
+def _eval_loss(model: Qwen3MoeForCausalLM, encoded: list[list[int]], seq_len: int = 384) -> float:
+    """Mean next-token loss over exchanges (each scored alone, truncated to seq_len)."""
+    total, count = 0.0, 0
+    for ids in encoded:
+        x = torch.tensor([ids[:seq_len]])
+        n = x.shape[1] - 1
+        total += model(input_ids=x, labels=x).loss.item() * n
+        count += n
+    return total / max(1, count)

@@ -14,12 +14,13 @@ from helpers.analytics.intervals import (
     _conditional_rates_of,
     _leave_one_out,
     _position_rates_of,
+    _t_quantile,
+    _tau_of,
     position_intervals,
     ranking,
     spread,
-    t_quantile,
+    tau_difference,
     tau_interval,
-    tau_of,
 )
 from helpers.common.counters import RequestAcceptance, acceptance_stats, counters_of
 
@@ -47,15 +48,15 @@ def _percentile_bootstrap(requests, rng, samples: int = 1000) -> tuple[float, fl
     """What the workbook used before: resample requests, 2.5 % and 97.5 % quantiles of τ."""
     h = np.array([r.histogram for r in requests])
     w = rng.multinomial(len(h), np.full(len(h), 1 / len(h)), size=samples)
-    lo, hi = np.nanquantile(tau_of(w @ h), [0.025, 0.975])
+    lo, hi = np.nanquantile(_tau_of(w @ h), [0.025, 0.975])
     return float(lo), float(hi)
 
 
 def test_the_t_quantile_matches_the_tables() -> None:
     for df, table in ((1, 12.706), (2, 4.303), (3, 3.182), (15, 2.131), (120, 1.980)):
-        assert t_quantile(0.975, df) == pytest.approx(table, abs=2e-3), df
+        assert _t_quantile(0.975, df) == pytest.approx(table, abs=2e-3), df
     with pytest.raises(ValueError, match="0.5 < p < 1"):
-        t_quantile(0.975, 0)
+        _t_quantile(0.975, 0)
 
 
 def test_coverage_at_small_n_jackknife_t_near_nominal_percentile_bootstrap_too_narrow() -> None:
@@ -95,11 +96,11 @@ def test_point_estimates_equal_vllm_formulas_on_pooled_counters() -> None:
 
 def test_the_interval_is_the_jackknife_standard_error_times_t() -> None:
     reqs = _requests([(1, 0, 2, 3), (0, 1, 0, 1), (2, 2, 1, 0), (0, 0, 1, 5)])
-    loo = tau_of(_leave_one_out(reqs))
-    assert loo[0] == pytest.approx(tau_of(np.array([2, 3, 2, 6])))  # requests 2-4 summed
+    loo = _tau_of(_leave_one_out(reqs))
+    assert loo[0] == pytest.approx(_tau_of(np.array([2, 3, 2, 6])))  # requests 2-4 summed
     se = math.sqrt(3 / 4 * ((loo - loo.mean()) ** 2).sum())
     iv = tau_interval(reqs)
-    assert iv.estimate - iv.low == pytest.approx(t_quantile(0.975, 3) * se)
+    assert iv.estimate - iv.low == pytest.approx(_t_quantile(0.975, 3) * se)
     assert iv.high == K + 1  # clipped: τ cannot exceed k + 1
     assert iv.n == 4 and "jackknife" in METHOD
 
@@ -108,7 +109,7 @@ def test_conditional_rate_divides_by_the_previous_position() -> None:
     hist = np.array([2, 2, 2, 4])  # steps: 10; >=1: 8, >=2: 6, >=3: 4
     assert _position_rates_of(hist) == pytest.approx([0.8, 0.6, 0.4])
     assert _conditional_rates_of(hist) == pytest.approx([0.8, 0.75, 4 / 6])
-    assert tau_of(hist) == pytest.approx(1 + (2 + 4 + 12) / 10)
+    assert _tau_of(hist) == pytest.approx(1 + (2 + 4 + 12) / 10)
 
 
 def test_interval_narrows_with_more_requests_and_is_deterministic() -> None:
@@ -150,3 +151,14 @@ def test_exceeds_uses_the_intervals_when_both_have_ends_else_the_estimates() -> 
     no_ends = Interval(3.0, nan, nan, 8)
     assert not no_ends.bounded and not no_ends.above(lo) and no_ends.exceeds(lo)
     assert "not ranked" in ranking({"a": no_ends, "b": lo})
+
+
+def test_tau_difference_pairs_requests_or_adds_the_variances() -> None:
+    base = _requests([(0, 1, 2, 7), (1, 1, 1, 6), (0, 0, 3, 5), (0, 2, 2, 6)])
+    cond = _requests([(6, 2, 1, 1), (5, 3, 1, 0), (7, 1, 1, 1), (6, 2, 2, 0)])
+    paired = tau_difference(base, cond, 1.5, paired=True)
+    unpaired = tau_difference(base, cond, 1.5, paired=False)
+    assert paired.estimate == unpaired.estimate == 1.5 and paired.n == unpaired.n == 4
+    assert paired.low < 1.5 < paired.high and unpaired.low < 1.5 < unpaired.high
+    assert paired.high - paired.low != pytest.approx(unpaired.high - unpaired.low)
+    assert not tau_difference(base[:1], cond, 1.0, paired=True).bounded

@@ -129,12 +129,6 @@ def test_cpuinfo_parsing(tmp_path: Path) -> None:
     assert envinfo._cpu_flag_summary({"avx2"}) == "avx512f no, avx512_bf16 no, amx no"
 
 
-def test_format_report_aligns() -> None:
-    text = envinfo.format_report({"python": "3.11.7", "transformers": "5.12.1"})
-    lines = text.splitlines()
-    assert lines == ["python        3.11.7", "transformers  5.12.1"]
-
-
 def test_gpu_count_reads_nvidia_smi(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """Four GPUs listed, CUDA_VISIBLE_DEVICES honoured, and 0 without nvidia-smi."""
     smi = tmp_path / "nvidia-smi"

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
-from helpers.common.prompts import CATEGORIES, as_messages, interleaved, load_prompts, save_prompts
+from helpers.common.prompts import CATEGORIES, as_messages, interleaved, load_prompts
+
+
+def save_prompts(prompts: dict[str, list[str]], out_dir: Path) -> None:
+    """Write one JSON list per category, as kit.tiny_recipe does."""
+    for cat, items in prompts.items():
+        (out_dir / f"{cat}.json").write_text(json.dumps(items))
 
 
 def test_round_trip_and_first_n(tmp_path: Path) -> None:

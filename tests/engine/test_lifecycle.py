@@ -240,7 +240,7 @@ def test_random_weights_run_with_qwens_padded_tokenizer(mini_shape: Profile) -> 
     with open_engine(**engine_kwargs(mini_shape, k=3)) as llm:
         spec = run_categories(llm, prompts, sampling(24))
         tok = llm.get_tokenizer()
-        assert tok.convert_tokens_to_ids("<|im_start|>") == qwen_tokenizer.IM_START_ID
+        assert tok.convert_tokens_to_ids("<|im_start|>") == 151_644
         assert tok.decode([151_935]) == "<x151935>", "the engine's tokenizer is padded"
         prompt = as_messages(prompts["code"][0])
         sent = llm.chat([prompt], sampling(1), use_tqdm=False)[0].prompt_token_ids
@@ -248,7 +248,7 @@ def test_random_weights_run_with_qwens_padded_tokenizer(mini_shape: Profile) -> 
         assert sent == list(
             qwen.apply_chat_template(prompt, add_generation_prompt=True)["input_ids"]
         )
-        assert sent[0] == qwen_tokenizer.IM_START_ID, "a real Qwen3 token sequence"
+        assert sent[0] == 151_644, "a real Qwen3 token sequence"
     with open_engine(**engine_kwargs(mini_shape, k=0)) as llm:
         plain = run_categories(llm, prompts, sampling(24, logprobs=2))
     assert all(text for run in spec.values() for text in run.texts), "every answer decodes"

@@ -14,7 +14,6 @@ from types import SimpleNamespace
 
 import pytest
 
-from helpers.common.envinfo import GIB
 from helpers.common.profiles import load_profile
 from helpers.engine.pairing import edited_copy
 from kit import prefetch
@@ -52,7 +51,7 @@ def fake_hub(monkeypatch: pytest.MonkeyPatch, cache: Path, sources: dict[str, Pa
         return cache_model(Path(cache_dir), repo, sources[repo])
 
     monkeypatch.setattr(prefetch, "hub_reachable", lambda timeout: True)
-    monkeypatch.setattr(prefetch, "_bytes_to_fetch", lambda repo, cache_dir=None: 3 * GIB)
+    monkeypatch.setattr(prefetch, "_bytes_to_fetch", lambda repo, cache_dir=None: 3 * prefetch._GIB)
     monkeypatch.setattr(prefetch, "_disk_problem", lambda need, where: None)
     monkeypatch.setattr(prefetch, "_download", fake_download)
     return downloads
@@ -186,8 +185,12 @@ def test_a_failed_download_is_one_line(
 
 
 def test_disk_problem(tmp_path: Path) -> None:
-    assert prefetch._disk_problem(10 * GIB, tmp_path, free_bytes=100 * GIB) is None
-    line = prefetch._disk_problem(61 * GIB, tmp_path / "not" / "yet", free_bytes=20 * GIB)
+    assert (
+        prefetch._disk_problem(10 * prefetch._GIB, tmp_path, free_bytes=100 * prefetch._GIB) is None
+    )
+    line = prefetch._disk_problem(
+        61 * prefetch._GIB, tmp_path / "not" / "yet", free_bytes=20 * prefetch._GIB
+    )
     assert line and "61.0 GiB" in line and "20.0 GiB" in line and "HF_HOME" in line
     assert prefetch._disk_problem(1, tmp_path / "not" / "yet") is None  # walks up to what exists
 
@@ -200,13 +203,13 @@ def test_bytes_to_fetch_counts_only_missing_files(monkeypatch: pytest.MonkeyPatc
     def dry_run(repo: str, **kwargs: object) -> list[SimpleNamespace]:
         seen.update(kwargs)
         return [
-            SimpleNamespace(file_size=5 * GIB, will_download=True),
-            SimpleNamespace(file_size=7 * GIB, will_download=False),
+            SimpleNamespace(file_size=5 * prefetch._GIB, will_download=True),
+            SimpleNamespace(file_size=7 * prefetch._GIB, will_download=False),
             SimpleNamespace(file_size=None, will_download=True),
         ]
 
     monkeypatch.setattr(huggingface_hub, "snapshot_download", dry_run)
-    assert prefetch._bytes_to_fetch("org/model") == 5 * GIB
+    assert prefetch._bytes_to_fetch("org/model") == 5 * prefetch._GIB
     assert seen["dry_run"] is True and seen["allow_patterns"] == list(prefetch._ALLOW_PATTERNS)
 
 

@@ -1,11 +1,11 @@
-"""helpers.corpus: seeded categories and held-out prompts."""
+"""helpers.tiny.corpus: seeded categories (the held-out prompts' recipe is kit.tiny_recipe's)."""
 
 from __future__ import annotations
 
 import json
 
-from helpers.common.prompts import CATEGORIES, load_prompts, save_prompts
-from helpers.tiny.corpus import build_corpus, held_out_prompts, make_examples
+from helpers.common.prompts import CATEGORIES, load_prompts
+from helpers.tiny.corpus import make_examples
 
 
 def test_generation_is_seeded_and_per_category() -> None:
@@ -25,15 +25,6 @@ def test_code_answers_define_the_requested_function() -> None:
     for ex in make_examples("code", 20, 0):
         name = ex.user.split("`")[1]
         assert f"def {name}(" in ex.assistant
-
-
-def test_held_out_prompts_exclude_training_requests(tmp_path) -> None:
-    train = build_corpus(200, seed=0)
-    seen = {ex.user for ex in train}
-    prompts = held_out_prompts(8, exclude=seen)
-    assert all(len(v) == 8 and not (set(v) & seen) for v in prompts.values())
-    save_prompts(prompts, tmp_path)
-    assert load_prompts(3, tmp_path) == {c: v[:3] for c, v in prompts.items()}
 
 
 def test_shipped_prompts_have_every_category() -> None:

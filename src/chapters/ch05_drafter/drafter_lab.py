@@ -17,7 +17,7 @@ import pandas as pd
 import torch
 from matplotlib.figure import Figure
 from safetensors import safe_open
-from transformers import PreTrainedTokenizerBase, Qwen3MoeForCausalLM
+from transformers import PreTrainedModel, PreTrainedTokenizerBase, Qwen3MoeForCausalLM
 
 from helpers.analytics.intervals import Interval, position_intervals, tau_interval
 from helpers.common import vllm_names
@@ -29,6 +29,7 @@ from helpers.common.profiles import Profile
 from helpers.common.prompts import as_messages
 from helpers.eagle3.checkpoint import save_drafter
 from helpers.eagle3.drafter import Eagle3Drafter, draft_chain, teacher_forced
+from helpers.eagle3.taps import verifier_taps
 from helpers.eagle3.train import DrafterHistory
 from helpers.engine.lifecycle import engine_kwargs, open_engine, speculative_config
 from helpers.engine.runs import CategoryRun, pooled, run_categories, sampling
@@ -45,6 +46,8 @@ __all__ = [
     "tau_table",
     "plot_learning_curve",
     "compare_verifiers",
+    "param_count",
+    "speculators_ttt",
 ]
 
 
@@ -394,3 +397,68 @@ def compare_verifiers(a: str | Path, b: str | Path) -> dict[str, Any]:
         "tensors": len(ta),
         "relative weight difference": (diff / norm) ** 0.5 if norm else float("nan"),
     }
+
+
+def param_count(module: torch.nn.Module) -> int:
+    """Number of parameters of a module."""
+    return sum(p.numel() for p in module.parameters())
+
+
+@dataclass(frozen=True)
+class _SpeculatorsTTT:
+    """speculators' own training-time test on one row: each step's logits, its loss (KL from the
+    verifier's distribution, decayed per step), and the verifier distributions' entropy, by which
+    `ttt_loss`'s soft cross-entropy exceeds that KL (a constant of the data: same gradients)."""
+
+    logits: list[torch.Tensor]
+    loss: float
+    target_entropy: float
+
+
+def speculators_ttt(
+    model: torch.nn.Module,
+    verifier: PreTrainedModel,
+    x: torch.Tensor,
+    aux_layers: Sequence[int],
+    steps: int,
+    decay: float = 0.8,
+) -> _SpeculatorsTTT:
+    """speculators' `Eagle3DraftModel` forward on a batch of one row, aligned as `ttt_loss`: the
+    true next tokens fed at later steps, step j at root t scored against the verifier at t+1+j
+    (its last layer's output before the final norm, which speculators applies itself), roots
+    whose targets run past the row masked out, its eager KL loss."""
+    from speculators.losses.eager import kl_div_loss
+
+    aux, vlogits = verifier_taps(verifier, x, aux_layers)
+    last: list[torch.Tensor] = []
+    hook = verifier.model.layers[-1].register_forward_hook(
+        lambda _m, _i, out: last.append(out[0] if isinstance(out, tuple) else out)
+    )
+    seen: list[torch.Tensor] = []
+    head = model.lm_head.register_forward_hook(lambda _m, _i, out: seen.append(out))
+    try:
+        with torch.no_grad():
+            verifier(input_ids=x)
+        t = x.shape[1]
+        mask = torch.zeros(1, t, dtype=torch.bool, device=x.device)
+        mask[:, : t - 2] = True
+        _, loss, _ = model(
+            hidden_states=aux,
+            input_ids=torch.cat([x[:, 1:], torch.zeros_like(x[:, :1])], 1),
+            document_ids=torch.zeros_like(x),
+            loss_mask=mask,
+            verifier_last_hidden_states=torch.cat(
+                [last[0][:, 1:], torch.zeros_like(last[0][:, :1])], 1
+            ),
+            ttt_steps=steps,
+            ttt_step_loss_decay=decay,
+            loss_config={"kl_div": (kl_div_loss, 1.0)},
+        )
+    finally:
+        hook.remove()
+        head.remove()
+    entropy = 0.0
+    for j in range(steps):
+        p = vlogits[:, 1 + j : t - 1].softmax(-1)
+        entropy += decay**j * float(-(p * p.clamp_min(1e-30).log()).sum(-1).mean())
+    return _SpeculatorsTTT(seen, float(loss), entropy)

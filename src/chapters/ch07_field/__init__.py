@@ -1,8 +1,10 @@
 """Notebook 07 (EAGLE-3 in the field)'s own code: the drafting methods beside EAGLE-3 counted over
-every decode step, and the distributional test of losslessness at T > 0.
+every decode step, the distributional test of losslessness at T > 0 and its samples, the share a
+reduced draft vocabulary cannot draft.
 """
 
 __all__ = [
     "distribution",
     "field",
+    "reduced_vocab",
 ]

@@ -21,16 +21,18 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from helpers.common.counters import SpecCounters
+from helpers.common.prompts import as_messages
 
 __all__ = [
-    "permutation_test",
     "position_tests",
     "rejects_any",
     "lossless_test",
+    "draw_samples",
 ]
 
 
@@ -58,7 +60,7 @@ class _TestResult:
         return f"TVD {self.tvd:.3f}, p {p} (n = {self.n_a} vs {self.n_b})"
 
 
-def permutation_test(
+def _permutation_test(
     a: Sequence[Hashable], b: Sequence[Hashable], permutations: int = 2000, seed: int = 0
 ) -> _TestResult:
     """TVD of a vs b and its permutation p-value (with the +1 correction, never exactly 0)."""
@@ -96,7 +98,7 @@ def position_tests(
 ) -> dict[int, _TestResult]:
     """A permutation test of a vs b at each position (the token's distribution per prompt)."""
     return {
-        p: permutation_test(_tokens_at(a, p), _tokens_at(b, p), permutations, seed=p)
+        p: _permutation_test(_tokens_at(a, p), _tokens_at(b, p), permutations, seed=p)
         for p in positions
     }
 
@@ -154,3 +156,21 @@ def lossless_test(
         counters.num_drafts,
         counters.num_accepted_tokens,
     )
+
+
+def draw_samples(
+    llm: Any, prompts: Sequence[str], n: int, temperature: float, max_tokens: int
+) -> list[list[list[int]]]:
+    """n samples of each prompt from the engine's own seeded generator: [prompt][sample] ids.
+
+    No per-request seeds: on a CPU a seeded request whose sampled token is discarded (a batch split
+    by chunked prefill) crashed the worker (`helpers.engine.compat.QUIRKS["seeded_cpu_requests"]`).
+    Two engines give independent samples when they are started with different `seed`s.
+    """
+    from vllm import SamplingParams
+
+    messages = [as_messages(p) for p in prompts for _ in range(n)]
+    params = SamplingParams(temperature=temperature, max_tokens=max_tokens)
+    outs = llm.chat(messages, params, use_tqdm=False)
+    ids = [list(o.outputs[0].token_ids) for o in outs]
+    return [ids[i * n : (i + 1) * n] for i in range(len(prompts))]

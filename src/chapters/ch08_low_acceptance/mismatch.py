@@ -29,18 +29,14 @@ from matplotlib.figure import Figure
 
 from helpers.analytics.figures import interval_yerr
 from helpers.analytics.intervals import (
-    LEVEL,
     Interval,
-    histogram_matrix,
-    jackknife_ends,
-    jackknife_se,
     position_intervals,
-    t_quantile,
-    tau_of,
+    tau_difference,
+    tau_interval,
 )
-from helpers.analytics.sweeps import run_interval
 from helpers.common import vllm_names
 from helpers.common.chat import GENERATION_PROMPT, render
+from helpers.common.counters import acceptance_stats
 from helpers.common.paths import DATA_DIR
 from helpers.common.plots import PALETTE, new_figure
 from helpers.common.prompts import Messages, as_messages
@@ -208,22 +204,11 @@ def _nan_interval(estimate: float, n: int) -> Interval:
 def _damage_interval(base: CategoryRun, cond: CategoryRun) -> Interval:
     """τ(base) − τ(cond) with its 95 % jackknife t-interval; paired when both ran the same
     prompts."""
-    tau_base, tau_cond = run_interval(base).estimate, run_interval(cond).estimate
-    estimate = tau_base - tau_cond
+    estimate = _run_interval(base).estimate - _run_interval(cond).estimate
     if len(base.requests) < 2 or len(cond.requests) < 2:
         return _nan_interval(estimate, len(cond.token_ids))
-    hb, hc = histogram_matrix(base.requests), histogram_matrix(cond.requests)
-    width = max(hb.shape[1], hc.shape[1])
-    hb = np.pad(hb, ((0, 0), (0, width - hb.shape[1])))
-    hc = np.pad(hc, ((0, 0), (0, width - hc.shape[1])))
-    if len(hb) == len(hc) and len(base.token_ids) == len(cond.token_ids):
-        loo = tau_of(hb.sum(0) - hb) - tau_of(hc.sum(0) - hc)
-        low, high = jackknife_ends(np.asarray(estimate), loo)
-    else:
-        se = math.hypot(*(float(jackknife_se(tau_of(h.sum(0) - h))) for h in (hb, hc)))
-        half = t_quantile((1 + LEVEL) / 2, min(len(hb), len(hc)) - 1) * se
-        low, high = estimate - half, estimate + half
-    return Interval(estimate, float(low), float(high), len(hc))
+    paired = len(base.token_ids) == len(cond.token_ids)
+    return tau_difference(base.requests, cond.requests, estimate, paired)
 
 
 def _verdict(damage: Interval) -> str:
@@ -248,7 +233,7 @@ def damage_table(
     rows = []
     for name, base_name in baselines.items():
         run, base = runs[name], runs[base_name]
-        tau, tau_base, damage = run_interval(run), run_interval(base), _damage_interval(base, run)
+        tau, tau_base, damage = _run_interval(run), _run_interval(base), _damage_interval(base, run)
         rows.append(
             {
                 "condition": name,
@@ -438,7 +423,7 @@ def context_table(
     per-position rates with theirs."""
     rows = []
     for asked, run in runs.items():
-        tau = run_interval(run)
+        tau = _run_interval(run)
         per = position_intervals(run.requests) if run.requests else None
         row: dict[str, Any] = {
             "history_tokens": asked,
@@ -488,3 +473,13 @@ def plot_context(table: pd.DataFrame, trained: int, published: pd.DataFrame, sou
     bx.set(xlabel="context (thousands of tokens)", ylabel="acceptance length")
     bx.set_title(source, fontsize=9)
     return fig
+
+
+def _run_interval(run: CategoryRun) -> Interval:
+    """τ of a run from vLLM's counters, with its 95 % interval over requests (NaN ends without
+    per-request acceptance)."""
+    tau = acceptance_stats(run.counters)[vllm_names.TAU]
+    if not run.requests:
+        return _nan_interval(tau, len(run.token_ids))
+    ends = tau_interval(run.requests)
+    return Interval(tau, ends.low, ends.high, ends.n)

@@ -44,17 +44,13 @@ __all__ = [
     "tau_interval",
     "position_intervals",
     "ranking",
-    "LEVEL",
-    "histogram_matrix",
     "jackknife_ends",
-    "jackknife_se",
-    "t_quantile",
-    "tau_of",
+    "tau_difference",
     "spread",
 ]
 
 #: Two-sided coverage of every interval the workbook prints.
-LEVEL = 0.95
+_LEVEL = 0.95
 #: How the intervals are computed, in the words the notebooks print next to them.
 METHOD = "95 % jackknife t-interval over requests"
 
@@ -91,13 +87,13 @@ class Interval:
         return not (self.above(other) or other.above(self))
 
 
-def t_quantile(p: float, df: int) -> float:
+def _t_quantile(p: float, df: int) -> float:
     """Student's t quantile at probability p (0.5 < p < 1) with df degrees of freedom.
 
     The density integrated by Simpson's rule and inverted by bisection (no SciPy in the workbook).
     """
     if not 0.5 < p < 1 or df < 1:
-        raise ValueError(f"t_quantile needs 0.5 < p < 1 and df >= 1, got p={p}, df={df}")
+        raise ValueError(f"_t_quantile needs 0.5 < p < 1 and df >= 1, got p={p}, df={df}")
     log_c = math.lgamma((df + 1) / 2) - math.lgamma(df / 2) - 0.5 * math.log(df * math.pi)
 
     def cdf(t: float) -> float:
@@ -114,7 +110,7 @@ def t_quantile(p: float, df: int) -> float:
     return (low + high) / 2
 
 
-def jackknife_se(loo: np.ndarray) -> np.ndarray:
+def _jackknife_se(loo: np.ndarray) -> np.ndarray:
     """The jackknife standard error from leave-one-out values (rows: the request left out)."""
     n = len(loo)
     return np.sqrt((n - 1) / n * ((loo - loo.mean(0)) ** 2).sum(0))  # NaN where a LOO set has none
@@ -124,11 +120,11 @@ def jackknife_ends(
     point: np.ndarray, loo: np.ndarray, bounds: tuple[float, float] = (-math.inf, math.inf)
 ) -> tuple[np.ndarray, np.ndarray]:
     """The t-interval's ends around `point` from leave-one-out values (rows: requests left out)."""
-    half = t_quantile((1 + LEVEL) / 2, len(loo) - 1) * jackknife_se(loo)
+    half = _t_quantile((1 + _LEVEL) / 2, len(loo) - 1) * _jackknife_se(loo)
     return np.clip(point - half, *bounds), np.clip(point + half, *bounds)
 
 
-def histogram_matrix(requests: Sequence[RequestAcceptance]) -> np.ndarray:
+def _histogram_matrix(requests: Sequence[RequestAcceptance]) -> np.ndarray:
     """One row per request: verify steps by number of accepted drafts (columns 0..k)."""
     width = max(len(r.histogram) for r in requests)
     return np.array([list(r.histogram) + [0] * (width - len(r.histogram)) for r in requests])
@@ -136,11 +132,11 @@ def histogram_matrix(requests: Sequence[RequestAcceptance]) -> np.ndarray:
 
 def _leave_one_out(requests: Sequence[RequestAcceptance]) -> np.ndarray:
     """The summed histograms of the requests with one request left out, one row per request."""
-    h = histogram_matrix(requests)
+    h = _histogram_matrix(requests)
     return h.sum(0, keepdims=True) - h
 
 
-def tau_of(hist: np.ndarray) -> np.ndarray:
+def _tau_of(hist: np.ndarray) -> np.ndarray:
     """Acceptance length τ = 1 + accepted / steps of summed histograms (last axis: j = 0..k)."""
     j = np.arange(hist.shape[-1])
     with np.errstate(invalid="ignore", divide="ignore"):  # a set of requests with no steps
@@ -169,7 +165,7 @@ def interval(
 ) -> list[Interval]:
     """The statistic on all requests with its jackknife t-interval, one per output value."""
     n = len(requests)
-    point = np.atleast_1d(statistic(histogram_matrix(requests).sum(0)))
+    point = np.atleast_1d(statistic(_histogram_matrix(requests).sum(0)))
     if n < 2:
         return [Interval(float(p), math.nan, math.nan, n) for p in point]
     lo, hi = jackknife_ends(point, statistic(_leave_one_out(requests)).reshape(n, -1), bounds)
@@ -178,8 +174,32 @@ def interval(
 
 def tau_interval(requests: Sequence[RequestAcceptance]) -> Interval:
     """τ of the pooled requests with its 95 % interval (within 1 .. k + 1)."""
-    k = histogram_matrix(requests).shape[1] - 1
-    return interval(requests, tau_of, (1.0, k + 1.0))[0]
+    k = _histogram_matrix(requests).shape[1] - 1
+    return interval(requests, _tau_of, (1.0, k + 1.0))[0]
+
+
+def tau_difference(
+    base: Sequence[RequestAcceptance],
+    cond: Sequence[RequestAcceptance],
+    estimate: float,
+    paired: bool,
+) -> Interval:
+    """τ(base) − τ(cond) around `estimate` with its 95 % interval: `paired` (both answered the
+    same prompts in order) leaves request i out of both runs, else the two variances add."""
+    if len(base) < 2 or len(cond) < 2:
+        return Interval(estimate, math.nan, math.nan, len(cond))
+    hb, hc = _histogram_matrix(base), _histogram_matrix(cond)
+    width = max(hb.shape[1], hc.shape[1])
+    hb = np.pad(hb, ((0, 0), (0, width - hb.shape[1])))
+    hc = np.pad(hc, ((0, 0), (0, width - hc.shape[1])))
+    if paired and len(hb) == len(hc):
+        loo = _tau_of(hb.sum(0) - hb) - _tau_of(hc.sum(0) - hc)
+        low, high = jackknife_ends(np.asarray(estimate), loo)
+    else:
+        se = math.hypot(*(float(_jackknife_se(_tau_of(h.sum(0) - h))) for h in (hb, hc)))
+        half = _t_quantile((1 + _LEVEL) / 2, min(len(hb), len(hc)) - 1) * se
+        low, high = estimate - half, estimate + half
+    return Interval(estimate, float(low), float(high), len(hc))
 
 
 def position_intervals(requests: Sequence[RequestAcceptance]) -> pd.DataFrame:

@@ -44,7 +44,6 @@ __all__ = [
     "acceptance_table",
     "tau_ranking",
     "table_intervals",
-    "run_interval",
     "ACCEPTANCE_COLUMNS",
     "per_position_table",
 ]
@@ -73,18 +72,6 @@ def _acceptance_row(run: CategoryRun) -> dict[str, Any]:
         tau = tau_interval(run.requests)
         return {**row, TAU_CI_LOW: tau.low, TAU_CI_HIGH: tau.high, "n_requests": tau.n}
     return {**row, TAU_CI_LOW: np.nan, TAU_CI_HIGH: np.nan, "n_requests": len(run.token_ids)}
-
-
-def run_interval(run: CategoryRun) -> Interval:
-    """τ of a run from vLLM's counters, with its 95 % interval (NaN ends without per-request
-    data)."""
-    row = _acceptance_row(run)
-    return Interval(
-        row[vllm_names.TAU],
-        row[TAU_CI_LOW],
-        row[TAU_CI_HIGH],
-        int(row["n_requests"]),
-    )
 
 
 def acceptance_table(runs: Mapping[Any, CategoryRun], key: str) -> pd.DataFrame:

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = [
-    "GIB",
     "vllm_distribution",
     "vllm_version",
     "offline_var",
@@ -28,7 +27,6 @@ __all__ = [
     "device_description",
     "environment_report",
     "transformers_warning",
-    "format_report",
 ]
 
 #: The transformers release the workbook is written and tested against (requirements/common.txt).
@@ -38,7 +36,7 @@ _HUB_PROBE_REPO = "Qwen/Qwen3-30B-A3B-Instruct-2507"
 _OFFLINE_ENV_VARS = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
 _CPU_FLAGS = ("avx512f", "avx512_bf16", "amx")
 _NOT_INSTALLED = "not installed"
-GIB = 1024**3
+_GIB = 1024**3
 
 
 def _dist_version(name: str) -> str | None:
@@ -125,9 +123,9 @@ def ram_gib() -> float:
     try:
         import psutil
 
-        return psutil.virtual_memory().total / GIB
+        return psutil.virtual_memory().total / _GIB
     except ImportError:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / GIB
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / _GIB
 
 
 @dataclass(frozen=True)
@@ -169,7 +167,7 @@ def query_gpus() -> list[GpuInfo] | str:
             GpuInfo(
                 int(index),
                 name,
-                float(mib) * 1024**2 / GIB,
+                float(mib) * 1024**2 / _GIB,
                 (int(major), int(minor or 0)) if major.isdigit() else (0, 0),
             )
         )
@@ -244,9 +242,3 @@ def transformers_warning() -> str | None:
         f"WARNING: transformers {installed or _NOT_INSTALLED} is installed but this workbook is "
         f"pinned to {_PINNED_TRANSFORMERS}; model loading and outputs may differ (run `make venv`)"
     )
-
-
-def format_report(report: dict[str, str]) -> str:
-    """The report as a two-column text table with aligned keys."""
-    width = max((len(key) for key in report), default=0)
-    return "\n".join(f"{key:<{width}}  {value}" for key, value in report.items())

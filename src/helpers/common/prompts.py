@@ -3,7 +3,6 @@ as."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from helpers.common.configs import read_json
@@ -14,7 +13,6 @@ __all__ = [
     "PROMPTS_DIR",
     "Messages",
     "as_messages",
-    "save_prompts",
     "read_prompt_file",
     "load_prompts",
     "interleaved",
@@ -29,13 +27,6 @@ Messages = list[dict[str, str]]
 def as_messages(prompt: str) -> Messages:
     """A user prompt as a one-message chat (how every prompt of the workbook is sent)."""
     return [{"role": "user", "content": prompt}]
-
-
-def save_prompts(prompts: dict[str, list[str]], out_dir: Path = PROMPTS_DIR) -> None:
-    """Write one JSON list of prompts per category."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    for cat, items in prompts.items():
-        (out_dir / f"{cat}.json").write_text(json.dumps(items, indent=1) + "\n")
 
 
 def read_prompt_file(path: Path) -> list[str]:

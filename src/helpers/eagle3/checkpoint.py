@@ -31,7 +31,6 @@ __all__ = [
     "load_drafter",
     "to_speculators_names",
     "load_in_speculators",
-    "param_count",
     "load_verifier",
 ]
 
@@ -186,11 +185,6 @@ def load_in_speculators(model_dir: str | Path, attention: str = "sdpa") -> tuple
         if not torch.equal(model.embed_tokens.weight, theirs["embed_tokens.weight"]):
             unmatched.append("embed_tokens.weight (not the verifier's)")
     return model, unmatched
-
-
-def param_count(module: torch.nn.Module) -> int:
-    """Number of parameters of a module."""
-    return sum(p.numel() for p in module.parameters())
 
 
 def load_verifier(model_dir: str | Path, device: str | None = None) -> Any:

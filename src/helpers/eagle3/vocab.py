@@ -25,7 +25,6 @@ from helpers.eagle3.checkpoint import load_weights
 __all__ = [
     "draft_vocab",
     "vocab_maps",
-    "outside_share",
     "prune_draft_vocab",
 ]
 
@@ -51,13 +50,6 @@ def vocab_maps(keep: Sequence[int], vocab: int) -> tuple[torch.Tensor, torch.Ten
     t2d = torch.zeros(vocab, dtype=torch.bool)
     t2d[ids] = True
     return ids - torch.arange(len(ids)), t2d
-
-
-def outside_share(token_lists: Iterable[Sequence[int]], keep: Sequence[int]) -> float:
-    """Share of the tokens that lie outside the draft vocabulary (drafts there are always wrong)."""
-    allowed = set(keep)
-    tokens = [t for tl in token_lists for t in tl]
-    return sum(t not in allowed for t in tokens) / max(1, len(tokens))
 
 
 def prune_draft_vocab(src: str | Path, out: str | Path, keep: Sequence[int]) -> Path:

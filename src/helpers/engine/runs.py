@@ -28,7 +28,6 @@ __all__ = [
     "lossless_check",
     "throughput",
     "self_distill",
-    "draw_samples",
 ]
 
 
@@ -211,21 +210,3 @@ def self_distill(llm: Any, prompts: Sequence[str], max_tokens: int = 320) -> lis
     outs = llm.chat([as_messages(p) for p in prompts], sampling(max_tokens), use_tqdm=False)
     pad = llm.get_tokenizer().pad_token_id
     return [list(o.prompt_token_ids) + list(o.outputs[0].token_ids) + [pad] for o in outs]
-
-
-def draw_samples(
-    llm: Any, prompts: Sequence[str], n: int, temperature: float, max_tokens: int
-) -> list[list[list[int]]]:
-    """n samples of each prompt from the engine's own seeded generator: [prompt][sample] ids.
-
-    No per-request seeds: on a CPU a seeded request whose sampled token is discarded (a batch split
-    by chunked prefill) crashed the worker (`helpers.engine.compat.QUIRKS["seeded_cpu_requests"]`).
-    Two engines give independent samples when they are started with different `seed`s.
-    """
-    from vllm import SamplingParams
-
-    messages = [as_messages(p) for p in prompts for _ in range(n)]
-    params = SamplingParams(temperature=temperature, max_tokens=max_tokens)
-    outs = llm.chat(messages, params, use_tqdm=False)
-    ids = [list(o.outputs[0].token_ids) for o in outs]
-    return [ids[i * n : (i + 1) * n] for i in range(len(prompts))]

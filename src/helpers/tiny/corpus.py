@@ -17,7 +17,6 @@ from helpers.common.prompts import CATEGORIES
 
 __all__ = [
     "build_corpus",
-    "held_out_prompts",
     "make_examples",
 ]  # used only inside helpers.tiny
 
@@ -425,20 +424,3 @@ def build_corpus(n_per_category: int, seed: int = 0) -> list[Example]:
     examples = [ex for cat in CATEGORIES for ex in make_examples(cat, n_per_category, seed)]
     random.Random(seed).shuffle(examples)
     return examples
-
-
-def held_out_prompts(
-    n_per_category: int, seed: int = 12345, exclude: set[str] | None = None
-) -> dict[str, list[str]]:
-    """User turns per category, from a different seed than training, minus any seen in training."""
-    exclude = exclude or set()
-    out: dict[str, list[str]] = {}
-    for cat in CATEGORIES:
-        prompts: list[str] = []
-        for ex in make_examples(cat, n_per_category * 4, seed):
-            if ex.user not in exclude and ex.user not in prompts:
-                prompts.append(ex.user)
-            if len(prompts) == n_per_category:
-                break
-        out[cat] = prompts
-    return out

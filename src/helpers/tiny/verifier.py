@@ -14,7 +14,6 @@ from helpers.tiny.corpus import Example
 
 __all__ = [
     "encode_examples",
-    "eval_loss",
     "train_verifier",
 ]
 
@@ -95,15 +94,3 @@ def train_verifier(
         if step % 10 == 0:
             bar.set_postfix(loss=f"{sum(losses[-10:]) / len(losses[-10:]):.3f}")
     return model.eval(), losses
-
-
-@torch.no_grad()
-def eval_loss(model: Qwen3MoeForCausalLM, encoded: list[list[int]], seq_len: int = 384) -> float:
-    """Mean next-token loss over exchanges (each scored alone, truncated to seq_len)."""
-    total, count = 0.0, 0
-    for ids in encoded:
-        x = torch.tensor([ids[:seq_len]])
-        n = x.shape[1] - 1
-        total += model(input_ids=x, labels=x).loss.item() * n
-        count += n
-    return total / max(1, count)

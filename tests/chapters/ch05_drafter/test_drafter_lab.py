@@ -154,3 +154,43 @@ def test_tau_table_shows_intervals_when_vllm_kept_requests() -> None:
     assert row["tau 95% CI"].startswith("[") and row["tau code"].startswith(
         f"{result.interval.estimate:.2f} ["
     )
+
+
+def test_speculators_scores_the_shipped_drafter_as_the_workbook_does() -> None:
+    """speculators' own forward (its training-time test, teacher forcing) gives the workbook's
+    draft_chain logits at every step, with the verifier's embeddings in place, and its KL loss
+    is the workbook's soft cross-entropy less the targets' entropy."""
+    from chapters.ch05_drafter.drafter_lab import speculators_ttt
+    from helpers.common.paths import DATA_DIR
+    from helpers.eagle3 import drafter, taps, train
+    from helpers.eagle3.checkpoint import load_drafter, load_in_speculators, load_verifier
+    from kit.tiny_recipe import DRAFTER_NAME
+
+    shipped = DATA_DIR / DRAFTER_NAME
+    ours_d, config = load_drafter(shipped)
+    verifier = load_verifier(DATA_DIR / "tiny-qwen3-moe", device="cpu")
+    model, unmatched = load_in_speculators(shipped)
+    assert unmatched == []
+    embed = verifier.get_input_embeddings()
+    assert torch.equal(model.embed_tokens.weight, embed.weight), "the verifier's embeddings"
+    aux_layers = config["eagle_aux_hidden_state_layer_ids"]
+    x = torch.randint(0, 2048, (1, 40), generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        theirs = speculators_ttt(model.eval(), verifier, x, aux_layers, 3)
+        loss, _ = train.ttt_loss(ours_d, verifier, x, aux_layers, 3)
+        aux, _ = taps.verifier_taps(verifier, x, aux_layers)
+        first = embed(torch.cat([x[:, 1:], torch.zeros_like(x[:, :1])], 1))
+        ours = drafter.draft_chain(ours_d, first, aux, 3, drafter.teacher_forced(embed, x))
+    assert len(theirs.logits) == 3
+    for j, (o, t) in enumerate(zip(ours, theirs.logits)):
+        assert (o[:, : 38 - j] - t[:, : 38 - j]).abs().max() < 1e-4, j
+    assert float(loss) == pytest.approx(theirs.loss + theirs.target_entropy, rel=1e-5)
+    assert theirs.target_entropy > 0
+
+
+def test_param_count_counts_every_parameter() -> None:
+    import torch
+
+    from chapters.ch05_drafter.drafter_lab import param_count
+
+    assert param_count(torch.nn.Linear(3, 2)) == 3 * 2 + 2

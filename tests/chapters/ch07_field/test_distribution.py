@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from chapters.ch07_field.distribution import (
+    _permutation_test,
     _tokens_at,
     _tvd,
     lossless_test,
-    permutation_test,
     position_tests,
     rejects_any,
 )
@@ -26,9 +26,9 @@ def test_same_distribution_is_not_rejected_and_a_different_one_is() -> None:
     rng = np.random.default_rng(0)
     p, q = [0.5, 0.3, 0.2], [0.35, 0.35, 0.3]
     a, b = rng.choice(3, 400, p=p).tolist(), rng.choice(3, 400, p=p).tolist()
-    same = permutation_test(a, b, permutations=500)
+    same = _permutation_test(a, b, permutations=500)
     assert not same.rejects() and 0 < same.p_value <= 1
-    other = permutation_test(a, rng.choice(3, 400, p=q).tolist(), permutations=500)
+    other = _permutation_test(a, rng.choice(3, 400, p=q).tolist(), permutations=500)
     assert other.rejects() and other.tvd > same.tvd
     assert str(other).startswith("TVD ")
 
@@ -37,7 +37,7 @@ def test_the_false_rejection_rate_is_near_its_level() -> None:
     rng = np.random.default_rng(1)
     p = [0.6, 0.25, 0.1, 0.05]
     rejections = sum(
-        permutation_test(
+        _permutation_test(
             rng.choice(4, 120, p=p).tolist(), rng.choice(4, 120, p=p).tolist(), 199, seed=s
         ).rejects()
         for s in range(60)

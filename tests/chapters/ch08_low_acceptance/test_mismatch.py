@@ -136,6 +136,14 @@ def test_unpaired_damage_adds_each_runs_variance() -> None:
     assert d.bounded and d.low < d.estimate < d.high and d.n == 12
 
 
+def test_run_interval_is_the_counters_tau_with_nan_ends_without_requests() -> None:
+    bare = CategoryRun([[1]], ["a"], 0.1, counters_of([RequestAcceptance((1, 1, 1, 7), 27)]))
+    tau = mismatch._run_interval(bare)
+    assert tau.estimate == pytest.approx(3.4) and not tau.bounded and tau.n == 1
+    full = mismatch._run_interval(run_of(GOOD))
+    assert full.bounded and full.n == len(GOOD) and full.low <= full.estimate <= full.high
+
+
 def test_no_per_request_data_gives_no_interval() -> None:
     base = replace(run_of(GOOD), requests=[])
     d = mismatch._damage_interval(base, run_of(BAD))
