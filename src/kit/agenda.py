@@ -172,19 +172,25 @@ def _count_notebook(cells: Sequence[Mapping[str, Any]]) -> dict[str, int]:
     """Reading words, exercises (and of them graded), Check-yourself questions, assert cells.
 
     Reading words are the markdown's outside fenced code and outside the exercise and
-    Check-yourself blocks, whose reading the allowances per exercise and per question cover.
+    Check-yourself blocks, whose reading the allowances per exercise and per question cover. A
+    section headed "Appendix" is optional: its words and assert cells are not counted.
     """
     counts = {"words": 0, "exercises": 0, "graded": 0, "checks": 0, "asserts": 0}
     block: str | None = None
+    optional = False  # inside an appendix: read by choice, so left out of room time
     for cell in cells:
         source = "".join(cell["source"])
         if cell["cell_type"] == "code":
-            counts["asserts"] += bool(_ASSERT.search(source))
+            counts["asserts"] += bool(_ASSERT.search(source)) and not optional
             continue
         if cell["cell_type"] != "markdown":
             continue
         for line in _FENCE.sub("", source).splitlines():
+            if line.startswith("## "):
+                optional = line[3:].lower().startswith("appendix")
             block = _block_of(line, block)
+            if optional:
+                continue
             if block is None:
                 counts["words"] += _markdown_words(line)
             elif block != "checks" and _ITEM.match(line):
@@ -359,6 +365,8 @@ def _constants_text(record: Mapping[str, Any]) -> str:
             'non-fiction at about 238 (Brysbaert 2019, "How many words do we read per minute?", '
             "Journal of Memory and Language, a meta-analysis), and text dense with "
             "notation, code names and figures a quarter slower.",
+            "- **Appendix:** a section headed *Appendix* is optional reading; its words and "
+            "assert cells are left out (its cells still run, so the run time includes them).",
             "- **Run:** the notebook's measured run time from the record (learners wait for it).",
             f"- **Exercises:** {_EXERCISE_MINUTES} min each (change a parameter or paste a few "
             f"lines, re-run a section, read it), {_GRADED_MINUTES} min for a graded one (write a "

@@ -63,6 +63,21 @@ def test_count_notebook_counts_each_kind() -> None:
     assert counts["words"] == expected
 
 
+def test_an_appendix_is_left_out_until_the_next_section() -> None:
+    appendix = [
+        md(
+            "## Appendix. A detour\n\nTen words here are optional reading for the curious learner.\n"
+        ),
+        code("assert 1 + 1 == 2\n"),
+        md("## Tear down\n\nStop it.\n"),
+        code("assert True\n"),
+    ]
+    base, more = agenda._count_notebook(CELLS), agenda._count_notebook(CELLS + appendix)
+    assert more["asserts"] == base["asserts"] + 1  # the tear-down's, not the appendix's
+    words = agenda._markdown_words("Tear down") + agenda._markdown_words("Stop it.")
+    assert more["words"] == base["words"] + words
+
+
 def test_markdown_words_leaves_out_link_targets_and_tags() -> None:
     assert agenda._markdown_words("see [the glossary](00_glossary.md#tau-and-more) <br> now") == 4
     assert agenda._markdown_words("vLLM's draft-and-verify step") == 3
