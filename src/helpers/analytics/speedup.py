@@ -98,7 +98,7 @@ def one_prompt_batch(record: dict[str, Any]) -> pd.DataFrame:
 #: The MoE lab's recorded H200 run (scripts/gpu_moe_lab.py), with its provenance.
 LAB_FILE: Path = DATA_DIR / "measurements" / "h200-moe-lab.json"
 #: The routing label of the lab's rows measured on the weights as loaded (random), and of old
-#: records (chapters.ch06_moe.routing names its designs beside it).
+#: records (kit.moe_lab names its designs beside it).
 AS_LOADED = "random weights (as loaded)"
 #: Peak HBM bandwidth by GPU (TB/s), from the vendor's datasheet: NVIDIA H200 (HBM3e),
 #: https://www.nvidia.com/en-us/data-center/h200/ ("4.8TB/s" memory bandwidth).

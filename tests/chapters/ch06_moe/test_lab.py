@@ -143,22 +143,6 @@ def test_speedup_by_concurrency_marks_rises() -> None:
     ]
 
 
-def test_readme_rows_have_one_row_per_recorded_k() -> None:
-    text = lab._readme_rows(shipped())
-    ks = sorted({r["k"] for r in shipped()["rows"] if r["k"]})
-    for k in ks:
-        assert f"\n| {k} | " in text
-    assert shipped()["gpu"] in text
-
-
-def test_routing_rows_list_every_design() -> None:
-    text = lab._routing_rows(routing_record())
-    assert f"| {lab.AS_LOADED} | 0.00 |" in text and "| rho 0.5 | 0.50 |" in text
-    assert "no routing designs" in lab._routing_rows(shipped()) or "| rho" in lab._routing_rows(
-        shipped()
-    )
-
-
 def test_answer_table_bands_the_measured_c() -> None:
     record = shipped()
     fit = lab.fit_step_model(lab.cells(record))
@@ -167,30 +151,6 @@ def test_answer_table_bands_the_measured_c() -> None:
     measured = speedup.lab_step_costs(record).groupby([K_COLUMN, "concurrency"]).measured_c.median()
     assert answer.set_index([K_COLUMN, "concurrency"]).c.tolist() == pytest.approx(
         measured.tolist()
-    )
-
-
-def _generated(marker: str) -> list[str]:
-    """docs/gpu.md's lines after a `<!-- generated: ... -->` marker, up to the next blank line."""
-    from helpers.common.paths import REPO_ROOT
-
-    lines = (REPO_ROOT / "docs" / "gpu.md").read_text().splitlines()
-    start = next(i for i, line in enumerate(lines) if marker in line) + 1
-    block = []
-    for line in lines[start:]:
-        if not line.strip():
-            break
-        block.append(line.strip())
-    return block
-
-
-def test_gpu_doc_tables_are_the_records() -> None:
-    """After a new lab run: `python -m chapters.ch06_moe.lab` and paste both tables into docs/gpu.md."""
-    record = shipped()
-    table = [line for line in lab._readme_rows(record).splitlines() if line.startswith("|")]
-    assert _generated("chapters.ch06_moe.lab (c(k, C)") == table
-    assert (
-        _generated("chapters.ch06_moe.lab (routing rows)") == lab._routing_rows(record).splitlines()
     )
 
 
