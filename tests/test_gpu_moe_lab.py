@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from kit import moe_lab
 from helpers.common.configs import read_config
 from helpers.common.envinfo import vllm_distribution
 from helpers.common.paths import DATA_DIR
+from kit import moe_lab
 from tests.support import load_script
 
 lab = load_script("gpu_moe_lab")

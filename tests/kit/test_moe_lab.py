@@ -164,13 +164,19 @@ def test_vectorised_unions_agree_with_the_window_union() -> None:
     mask = moe_lab.expert_mask(choices, 8)
     assert mask.sum(-1).eq(2).all()
     for n in (1, 2, 4):
-        assert moe_lab.window_distinct(mask, n).mean().item() == pytest.approx(_window_union(choices, n))
+        assert moe_lab.window_distinct(mask, n).mean().item() == pytest.approx(
+            _window_union(choices, n)
+        )
     # two sequences at the same offsets read the union of both
     other = moe_lab.expert_mask(torch.roll(choices, 1, dims=1), 8)
     both = moe_lab.aligned_union([mask, other], 1)
     assert moe_lab.window_distinct(mask, 1).mean().item() <= both <= 4
-    assert moe_lab.aligned_union([mask, mask], 3) == pytest.approx(moe_lab.window_distinct(mask, 3).mean().item())
-    assert moe_lab.effective_experts(moe_lab.expert_mask(torch.tensor([[[0, 1]] * 10]), 8)) == pytest.approx(2.0)
+    assert moe_lab.aligned_union([mask, mask], 3) == pytest.approx(
+        moe_lab.window_distinct(mask, 3).mean().item()
+    )
+    assert moe_lab.effective_experts(
+        moe_lab.expert_mask(torch.tensor([[[0, 1]] * 10]), 8)
+    ) == pytest.approx(2.0)
     uniform = moe_lab.expert_mask(torch.arange(8).view(1, 4, 2), 8)
     assert moe_lab.effective_experts(uniform) == pytest.approx(8.0)
 
@@ -191,9 +197,9 @@ def test_readme_rows_have_one_row_per_recorded_k() -> None:
 def test_routing_rows_list_every_design() -> None:
     text = moe_lab._routing_rows(routing_record())
     assert f"| {lab.AS_LOADED} | 0.00 |" in text and "| rho 0.5 | 0.50 |" in text
-    assert "no routing designs" in moe_lab._routing_rows(shipped()) or "| rho" in moe_lab._routing_rows(
+    assert "no routing designs" in moe_lab._routing_rows(
         shipped()
-    )
+    ) or "| rho" in moe_lab._routing_rows(shipped())
 
 
 def _generated(marker: str) -> list[str]:
@@ -215,6 +221,4 @@ def test_gpu_doc_tables_are_the_records() -> None:
     record = shipped()
     table = [line for line in moe_lab._readme_rows(record).splitlines() if line.startswith("|")]
     assert _generated("kit.moe_lab (c(k, C)") == table
-    assert (
-        _generated("kit.moe_lab (routing rows)") == moe_lab._routing_rows(record).splitlines()
-    )
+    assert _generated("kit.moe_lab (routing rows)") == moe_lab._routing_rows(record).splitlines()

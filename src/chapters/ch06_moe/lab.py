@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -355,4 +355,3 @@ def answer_table(record: Mapping[str, Any], fit: _StepFit, rho: float) -> pd.Dat
         rows.append({K_COLUMN: k, "concurrency": conc, "c": c, "c_low": low, "c_high": high})
         rows[-1]["band_source"] = source
     return pd.DataFrame(rows)
-
