@@ -559,7 +559,7 @@ def _readme_rows(record: Mapping[str, Any], ks: Sequence[int] = (1, 3, 5)) -> st
             lines.append(
                 f"| {k} | " + " | ".join(f"{by.get(c, float('nan')):.2f}" for c in levels) + " |"
             )
-    when = speedup.recorded_on(record)
+    when = lab.recorded_on(record)
     lines.append(f"\n{when}, {record['gpu']}, vLLM {record.get('vllm', '?')}: {record['what']}")
     return "\n".join(lines)
 

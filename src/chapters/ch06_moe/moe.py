@@ -16,7 +16,6 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +23,6 @@ import pandas as pd
 import torch
 
 from helpers.common.configs import read_config
-from helpers.common.paths import DATA_DIR
 from helpers.common.prompts import as_messages
 
 __all__ = [
@@ -110,35 +108,6 @@ class MoeShape:
             + mlp
             + (self.draft_vocab or self.vocab) * self.hidden
         )
-
-
-#: Published architectures without weights (data/shapes/README.md): verifiers and their drafters.
-_SHAPES_DIR: Path = DATA_DIR / "shapes"
-
-
-def _drafted_verifier(config: dict[str, Any]) -> str | None:
-    """The folder name of the verifier a speculators-format drafter config names (None: not a
-    drafter)."""
-    verifier = (config.get("speculators_config") or {}).get("verifier") or {}
-    name = verifier.get("name_or_path")
-    return Path(name).name if name else None
-
-
-@lru_cache(maxsize=1)
-def _shipped_shapes() -> tuple[MoeShape, ...]:
-    """Every verifier shape data/shapes/ ships, named after its folder (e.g. "qwen3-30b-a3b"), with
-    the lm_head and MLP of the EAGLE-3 drafter there that names it (read on the first call)."""
-    configs = {
-        folder.name: read_config(folder)
-        for folder in sorted(_SHAPES_DIR.iterdir())
-        if (folder / "config.json").is_file()
-    }
-    drafters = {_drafted_verifier(c): c for c in configs.values() if _drafted_verifier(c)}
-    return tuple(
-        MoeShape.from_config(name, config).with_drafter(drafters.get(name, {}))
-        for name, config in configs.items()
-        if _drafted_verifier(config) is None
-    )
 
 
 def shape_from_folder(verifier: str | Path, drafter: dict[str, Any] | None = None) -> MoeShape:

@@ -50,7 +50,6 @@ __all__ = [
     "jackknife_se",
     "t_quantile",
     "tau_of",
-    "spread",
 ]
 
 #: Two-sided coverage of every interval the workbook prints.
@@ -217,9 +216,3 @@ def ranking(intervals: Mapping[str, Interval]) -> str:
     else:
         verdict = "some neighbouring intervals overlap: only the separated steps are ordered"
     return " ".join(parts) + f" ({verdict})"
-
-
-def spread(values: Sequence[float]) -> dict[str, float]:
-    """Median, min and max of repeated measurements (what a throughput table reports)."""
-    v = np.asarray(values, dtype=float)
-    return {"median": float(np.median(v)), "min": float(v.min()), "max": float(v.max())}

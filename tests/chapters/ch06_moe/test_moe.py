@@ -10,7 +10,6 @@ import torch
 
 from chapters.ch06_moe.moe import (
     BYTES_BF16,
-    _shipped_shapes,
     _window_union,
     batch_union,
     correlation,
@@ -25,7 +24,7 @@ from helpers.common import profiles
 from helpers.common.configs import read_config
 from helpers.common.paths import DATA_DIR
 from helpers.engine.pairing import _layer_config
-from tests.support import shape_named
+from tests.support import shape_named, shipped_shapes
 
 SHAPE_235B = "qwen3-235b-a22b-shape"
 
@@ -97,7 +96,7 @@ def test_with_drafter_reads_a_speculators_config() -> None:
 
 
 def test_shipped_shapes_are_the_shape_profiles_verifiers_with_their_drafters() -> None:
-    shapes = {s.name: s for s in _shipped_shapes()}
+    shapes = {s.name: s for s in shipped_shapes()}
     every = [profiles.load_profile(n) for n in profiles._available_profiles()]
     shape_profiles = [p for p in every if not p.has_weights]
     assert shape_profiles
