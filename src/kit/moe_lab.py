@@ -84,20 +84,20 @@ class Design:
 AS_LOADED = Design(speedup.AS_LOADED, designed=False)
 
 
-def expert_mask(choices: torch.Tensor, experts: int) -> torch.Tensor:
+def _expert_mask(choices: torch.Tensor, experts: int) -> torch.Tensor:
     """Router choices [..., active] as a boolean mask [..., experts] of the experts picked."""
     mask = torch.zeros(*choices.shape[:-1], experts, dtype=torch.bool, device=choices.device)
     return mask.scatter_(-1, choices.long(), True)
 
 
-def window_distinct(mask: torch.Tensor, n: int) -> torch.Tensor:
+def _window_distinct(mask: torch.Tensor, n: int) -> torch.Tensor:
     """Distinct experts of every window of n consecutive positions: mask [..., T, E] → [...,
     T-n+1]."""
     windows = mask.unfold(-2, n, 1)  # [..., T-n+1, E, n]
     return windows.any(-1).sum(-1).float()
 
 
-def aligned_union(masks: Sequence[torch.Tensor], n: int) -> float:
+def _aligned_union(masks: Sequence[torch.Tensor], n: int) -> float:
     """Mean distinct experts per layer when sequences verify n positions each at the same offsets:
     masks are [layers, T_i, E] per sequence, offsets run over the shortest; what one batched step
     of len(masks) sequences reads."""
@@ -105,10 +105,10 @@ def aligned_union(masks: Sequence[torch.Tensor], n: int) -> float:
     if t < n:
         return float("nan")
     joint = torch.stack([m[..., :t, :] for m in masks]).any(0)
-    return window_distinct(joint, n).mean().item()
+    return _window_distinct(joint, n).mean().item()
 
 
-def effective_experts(mask: torch.Tensor) -> float:
+def _effective_experts(mask: torch.Tensor) -> float:
     """exp(entropy) of how often each expert is picked, per layer, averaged: E when popularity is
     uniform, fewer when a few experts take most tokens. mask [layers, T, E]."""
     counts = mask.float().sum(-2)
@@ -187,7 +187,7 @@ def zipf_bias(
     noise = torch.randn(4096, experts, generator=g)
     bias = torch.zeros(experts)
     for _ in range(rounds):
-        picked = expert_mask((noise + bias).topk(active, dim=-1).indices, experts)
+        picked = _expert_mask((noise + bias).topk(active, dim=-1).indices, experts)
         measured = picked.float().mean(0).clamp_min(1e-4)
         bias += 0.5 * (target.log() - measured.log())
     return [round(b, 6) for b in bias.tolist()]
@@ -381,19 +381,19 @@ def routing_stats(
     """What the generated positions of a batch read: per n, the union of one sequence's n
     consecutive positions (`seq_union_<n>`) and of all sequences' at the same offsets
     (`batch_union_<n>`); ρ at each n; the effective number of experts (popularity)."""
-    masks = [expert_mask(c[:, s:], experts) for c, s in zip(choices, starts)]
+    masks = [_expert_mask(c[:, s:], experts) for c, s in zip(choices, starts)]
     active = choices[0].shape[-1]
     stats: dict[str, float] = {
         "sequences": float(len(masks)),
         "positions": float(min(m.shape[1] for m in masks)),
-        "effective_experts": effective_experts(torch.cat(masks, dim=1)),
+        "effective_experts": _effective_experts(torch.cat(masks, dim=1)),
     }
     for n in ns:
-        per_seq = [window_distinct(m, n).mean().item() for m in masks if m.shape[1] >= n]
+        per_seq = [_window_distinct(m, n).mean().item() for m in masks if m.shape[1] >= n]
         one = sum(per_seq) / len(per_seq) if per_seq else float("nan")
         stats[f"seq_union_{n}"] = one
         stats[f"rho_{n}"] = moe.correlation(one, experts, active, n) if n > 1 else 0.0
-        stats[f"batch_union_{n}"] = aligned_union(masks, n)
+        stats[f"batch_union_{n}"] = _aligned_union(masks, n)
     return stats
 
 

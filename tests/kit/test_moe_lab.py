@@ -161,24 +161,24 @@ def test_vectorised_unions_agree_with_the_window_union() -> None:
     g = torch.Generator().manual_seed(0)
     choices = torch.stack([torch.randperm(8, generator=g)[:2] for _ in range(3 * 20)])
     choices = choices.view(3, 20, 2)  # 3 layers, 20 positions, top-2
-    mask = moe_lab.expert_mask(choices, 8)
+    mask = moe_lab._expert_mask(choices, 8)
     assert mask.sum(-1).eq(2).all()
     for n in (1, 2, 4):
-        assert moe_lab.window_distinct(mask, n).mean().item() == pytest.approx(
+        assert moe_lab._window_distinct(mask, n).mean().item() == pytest.approx(
             _window_union(choices, n)
         )
     # two sequences at the same offsets read the union of both
-    other = moe_lab.expert_mask(torch.roll(choices, 1, dims=1), 8)
-    both = moe_lab.aligned_union([mask, other], 1)
-    assert moe_lab.window_distinct(mask, 1).mean().item() <= both <= 4
-    assert moe_lab.aligned_union([mask, mask], 3) == pytest.approx(
-        moe_lab.window_distinct(mask, 3).mean().item()
+    other = moe_lab._expert_mask(torch.roll(choices, 1, dims=1), 8)
+    both = moe_lab._aligned_union([mask, other], 1)
+    assert moe_lab._window_distinct(mask, 1).mean().item() <= both <= 4
+    assert moe_lab._aligned_union([mask, mask], 3) == pytest.approx(
+        moe_lab._window_distinct(mask, 3).mean().item()
     )
-    assert moe_lab.effective_experts(
-        moe_lab.expert_mask(torch.tensor([[[0, 1]] * 10]), 8)
+    assert moe_lab._effective_experts(
+        moe_lab._expert_mask(torch.tensor([[[0, 1]] * 10]), 8)
     ) == pytest.approx(2.0)
-    uniform = moe_lab.expert_mask(torch.arange(8).view(1, 4, 2), 8)
-    assert moe_lab.effective_experts(uniform) == pytest.approx(8.0)
+    uniform = moe_lab._expert_mask(torch.arange(8).view(1, 4, 2), 8)
+    assert moe_lab._effective_experts(uniform) == pytest.approx(8.0)
 
 
 def test_measured_rho_is_the_correlation_of_the_mean_window_union() -> None:

@@ -21,7 +21,7 @@ __all__ = [
 ]
 
 #: How each output token was produced (the first one by the prefill step, before any draft).
-LABELS: tuple[str, ...] = ("prefill", "accepted", "correction", "bonus")
+_LABELS: tuple[str, ...] = ("prefill", "accepted", "correction", "bonus")
 
 
 def total_counters(outputs: Sequence[ReferenceOutput]) -> SpecCounters:
@@ -57,7 +57,7 @@ def label_table(outputs: Sequence[ReferenceOutput]) -> pd.DataFrame:
     rows = [
         {"request": i, "label": lab, "tokens": o.labels.count(lab)}
         for i, o in enumerate(outputs)
-        for lab in LABELS
+        for lab in _LABELS
     ]
     return pd.DataFrame(rows)
 

@@ -34,6 +34,7 @@ __all__ = [
     "union_table",
     "batch_union",
     "correlation",
+    "union_with_correlation",
     "step_bytes",
     "relative_cost",
 ]

@@ -27,7 +27,6 @@ from helpers.common.prompts import as_messages
 from helpers.common.tables import K_COLUMN
 
 __all__ = [
-    "expected_tokens_per_step",
     "best_k",
     "schedule_ranges",
     "dense_lookup",
@@ -37,16 +36,6 @@ __all__ = [
     "trace_tau",
     "replay_table",
 ]
-
-
-def expected_tokens_per_step(k: int, alpha: float) -> float:
-    """E[tokens per speculative step] when every draft is accepted with probability α, i.i.d.
-    (Leviathan et al. 2023): 1 + α + … + α^k = (1 − α^{k+1}) / (1 − α)."""
-    if not 0.0 <= alpha <= 1.0:
-        raise ValueError(f"alpha must be in [0, 1], got {alpha}")
-    if alpha == 1.0:
-        return float(k + 1)
-    return (1.0 - alpha ** (k + 1)) / (1.0 - alpha)
 
 
 def best_k(
@@ -126,7 +115,7 @@ def acceptance_traces(
 
 def iid_traces(alpha: float, requests: int, steps: int, k: int, seed: int = 0) -> list[list[int]]:
     """Traces of a drafter whose every draft is accepted with probability α, independently (the
-    model of `expected_tokens_per_step`): a weaker drafter than a measured one, on demand.
+    E[tokens per step] = 1 + α + … + α^k): a weaker drafter than a measured one, on demand.
     """
     rng = random.Random(seed)
     traces = []
