@@ -4,20 +4,20 @@ concurrency, k and τ, and under routers of known correlation.
 The verifier and drafter are built from data/shapes/*/config.json with random weights
 (`load_format="dummy"`). vLLM's synthetic rejection sampling sets τ: a speculative engine emits τ
 tokens per step on average while doing the full draft-and-verify work. One engine per k: τ moves
-on the running engine (`chapters.ch06_moe.routing.set_acceptance_length` rewrites the sampler's
+on the running engine (`kit.moe_lab.set_acceptance_length` rewrites the sampler's
 rates in place), since a step's work does not depend on τ (the drafter's first pass is padded to
 k + 1 positions either way), which the record checks by measuring each k at several τ.
 
 Requests are distinct: windows of the held-out prompts (Qwen3's chat template and tokenizer)
 ending in distinct tokens. That matters on random weights: each layer routes on little more than
-the current token (routing.py says why), so requests that end alike decode alike and a batch of
+the current token (kit/moe_lab.py says why), so requests that end alike decode alike and a batch of
 them reads one sequence's experts (data/measurements/h200-vllm-step-costs.json, one_prompt_batch).
 
 Per cell (k, τ, concurrency C, routing) the decode step time comes from vLLM's per-request
 timestamps (first to last token, prefill excluded) over the steps the requests took, and the
-routing of the generated positions is read back (`routing.routing_stats`): what a step of C
+routing of the generated positions is read back (`moe_lab.routing_stats`): what a step of C
 sequences × (k + 1) positions read. Routing designs (`--routing`): the weights as loaded, then
-routers set through a worker extension (`routing.RoutingLab`) to route independently, correlated
+routers set through a worker extension (`moe_lab.RoutingLab`) to route independently, correlated
 within a sequence at a target ρ (`rho:tiny` is the tiny verifier's measured ρ), or with a
 Zipf-like popularity.
 
@@ -51,7 +51,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from chapters.ch06_moe import moe, routing
+from chapters.ch06_moe import moe
 from helpers.analytics import speedup
 from helpers.common.configs import read_config
 from helpers.common.counters import snapshot
@@ -59,6 +59,7 @@ from helpers.common.envinfo import cpu_cores, gpu_count, has_gpu, query_gpus, vl
 from helpers.common.paths import REPO_ROOT
 from helpers.common.profiles import load_profile
 from helpers.common.prompts import as_messages, interleaved, load_prompts
+from kit import moe_lab
 
 #: The shape profile measured unless --profile names another (qwen3-235b-a22b-shape needs 4 GPUs).
 SHAPE_PROFILE = "qwen3-30b-a3b-shape"
@@ -231,7 +232,7 @@ def tiny_router_rho(cpu: bool) -> tuple[float, str]:
     with torch_threads(2 if cpu else 8):
         choices = moe.answer_choices(verifier, tok, prompts, tokens)
     shape = verifier.config
-    rho = moe.measured_rho(choices, RHO_POSITIONS, shape.num_experts, shape.num_experts_per_tok)
+    rho = moe_lab.measured_rho(choices, RHO_POSITIONS, shape.num_experts, shape.num_experts_per_tok)
     return rho, f"{len(prompts)} held-out prompts, {tokens} greedy answer tokens each"
 
 
@@ -258,7 +259,7 @@ def engine_args(
         "max_model_len": args.prompt_tokens + args.new_tokens + 64,
         "max_num_seqs": max(levels),
         "max_num_batched_tokens": max(2048, max(levels) * args.prompt_tokens),
-        "worker_extension_cls": routing.ROUTING_LAB,
+        "worker_extension_cls": moe_lab.ROUTING_LAB,
     }
     if args.cpu:
         kw |= lifecycle.device_defaults(gpu=False)
@@ -404,7 +405,7 @@ def provenance(args: argparse.Namespace, prompts: str, graphs: str) -> dict[str,
         "is vLLM's per-request first-to-last-token time over the decode steps taken (prefill "
         "excluded; steps = verify steps for EAGLE-3, tokens - 1 for plain), tok_s = C x decode tokens "
         "per request-second; routing read back from the generated tokens in the worker "
-        "(chapters.ch06_moe.routing.route: exact for the designs, to ~1e-4 of the residual stream as "
+        "(kit.moe_lab.route: exact for the designs, to ~1e-4 of the residual stream as "
         "loaded). CUDA graphs: "
         + {
             "breakable": "vLLM's breakable CUDA graphs (VLLM_USE_BREAKABLE_CUDAGRAPH=1: graph "
@@ -541,7 +542,7 @@ def measure_engine(
     for c in levels:  # warm-up at every batch size
         measure(llm, batches[c], max(4, args.new_tokens // 8), k)
     context_scale = math.sqrt((args.prompt_tokens + args.new_tokens / 2) / 2)
-    expected = {routing.AS_LOADED.name: llm.collective_rpc("moelab_snapshot")[0]}
+    expected = {moe_lab.AS_LOADED.name: llm.collective_rpc("moelab_snapshot")[0]}
     design = {
         "known": result.setdefault("designs", {}),
         "context_scale": context_scale,
@@ -552,7 +553,7 @@ def measure_engine(
     order = result.setdefault("order", {}).setdefault(engine, [])
     installed_once = False
     for kind, value, block_taus in blocks(taus, designs):
-        name = routing.AS_LOADED.name if kind == "as-loaded" else design_name(kind, value)
+        name = moe_lab.AS_LOADED.name if kind == "as-loaded" else design_name(kind, value)
         if kind == "as-loaded" and not installed_once:
             pass  # nothing installed yet: the weights are as loaded (the snapshot's)
         else:
@@ -617,14 +618,14 @@ def new_design(
     """Build a design on the running engine (calibrating γ for a ρ target) and apply it."""
     seed = 1 + len(result.get("designs", {}))
     if kind == "independent":
-        d = routing.Design(name, seed=seed).as_dict()
+        d = moe_lab.Design(name, seed=seed).as_dict()
     elif kind == "zipf":
         experts = result["experts"]
-        bias = tuple(routing.zipf_bias(experts["experts"], experts["active"], value or 1.0, seed))
-        d = routing.Design(name, bias=bias, seed=seed).as_dict()
+        bias = tuple(moe_lab.zipf_bias(experts["experts"], experts["active"], value or 1.0, seed))
+        d = moe_lab.Design(name, bias=bias, seed=seed).as_dict()
     else:
         target = result["tiny_router_rho"] if value is None else value
-        base = routing.Design(name, seed=seed).as_dict()
+        base = moe_lab.Design(name, seed=seed).as_dict()
         gamma = llm.collective_rpc("moelab_calibrate", args=(base, target, context_scale, lengths))[
             0
         ]

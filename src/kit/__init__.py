@@ -6,8 +6,9 @@ workbook run here?), preflight (can this machine run a profile?), prefetch (a hu
 offline use), runner (make run), grader and its vLLM sampler reference (make check-exercises),
 nbval_keep (pytest -p kit.nbval_keep: keep what nbval executed), manifest (data/'s sha256 list), the
 tiny pair's recipes (tiny_recipe, tiny_tokenizer, dflash_recipe with its DFlash drafter, dflash) and
-model cards, Qwen3's tokenizer builder (qwen_tokenizer), text_quality (make bench's output checks)
-and homes (how big each home of the code is).
+model cards, Qwen3's tokenizer builder (qwen_tokenizer), text_quality (make bench's output checks),
+homes (how big each home of the code is) and moe_lab (the GPU MoE lab's routing designs and
+its record's tables).
 """
 
 __all__ = [
@@ -19,6 +20,7 @@ __all__ = [
     "homes",
     "manifest",
     "model_cards",
+    "moe_lab",
     "nbval_keep",
     "prefetch",
     "preflight",

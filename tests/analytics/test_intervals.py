@@ -18,7 +18,6 @@ from helpers.analytics.intervals import (
     _tau_of,
     position_intervals,
     ranking,
-    spread,
     tau_difference,
     tau_interval,
 )
@@ -137,10 +136,6 @@ def test_ranking_states_overlap_from_the_intervals() -> None:
     assert ranking(apart).startswith("b 3.00") and "order holds" in ranking(apart)
     assert Interval(3, 2.9, 3.1).above(Interval(1, 0.9, 1.1))
     assert Interval(3, 2, 4).overlaps(Interval(2.5, 2.4, 2.6))
-
-
-def test_spread() -> None:
-    assert spread([3.0, 1.0, 2.0]) == {"median": 2.0, "min": 1.0, "max": 3.0}
 
 
 def test_exceeds_uses_the_intervals_when_both_have_ends_else_the_estimates() -> None:

@@ -30,8 +30,6 @@ def test_counters_count_like_vllm() -> None:
     )
     # The second round's accepted drafts count although max_tokens cut them from the output.
     assert out.counters() == SpecCounters(2, 6, 5, (2, 2, 1))
-    table = ref.agreement_table([out], [[9, 5, 6, 7, 8]], SpecCounters(2, 6, 5, (2, 2, 1)))
-    assert (table.difference == 0).all() and table.reference.iloc[0] == 1
 
 
 @pytest.fixture(scope="module")
@@ -83,8 +81,8 @@ def test_reference_matches_vllm_exactly() -> None:
         run = run_prompts(llm, prompts, sampling(48))
     pair = ref.load_pair(profile)
     outs = ref._generate_all(pair, prompts, k=3, max_tokens=48)
-    table = ref.agreement_table(outs, run.token_ids, run.counters)
-    assert (table.difference == 0).all(), table.to_string()
+    assert [o.token_ids for o in outs] == [list(ids) for ids in run.token_ids]
+    assert sum((o.counters() for o in outs), SpecCounters()) == run.counters
     assert run.counters.num_accepted_tokens > 0, "the trained drafter should get drafts accepted"
 
 

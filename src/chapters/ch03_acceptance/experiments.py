@@ -35,17 +35,20 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from helpers.analytics.intervals import (
-    spread,
-)
-from helpers.analytics.sweeps import ACCEPTANCE_COLUMNS, acceptance_table, per_position_table
+from helpers.analytics.intervals import position_intervals
+from helpers.analytics.sweeps import acceptance_table
 from helpers.common import vllm_names
 from helpers.common.ci import ci_scaled
 from helpers.common.counters import Meter, SpecCounters, acceptance_stats
 from helpers.common.profiles import Profile
 from helpers.common.prompts import CATEGORIES, interleaved, load_prompts
 from helpers.common.tables import (
+    CONDITIONAL_CI_HIGH,
+    CONDITIONAL_CI_LOW,
+    CONDITIONAL_RATE,
     K_COLUMN,
+    RATE_CI_HIGH,
+    RATE_CI_LOW,
 )
 from helpers.engine.lifecycle import engine_kwargs, open_engine
 from helpers.engine.runs import (
@@ -117,18 +120,45 @@ def _acceptance_vs_k(runs_by_k: Mapping[int, Mapping[str, CategoryRun]]) -> pd.D
     return df
 
 
+#: The interval columns of a per-position table (from position_intervals).
+_POSITION_CI_COLUMNS = (RATE_CI_LOW, RATE_CI_HIGH, CONDITIONAL_CI_LOW, CONDITIONAL_CI_HIGH)
+
+
+def _per_position_table(runs: Mapping[Any, CategoryRun], key: str) -> pd.DataFrame:
+    """Long table: one row per (experiment, draft position): vLLM's rate, the conditional rate,
+    CIs."""
+    frames = []
+    for name, run in runs.items():
+        if run.requests:
+            df = position_intervals(run.requests)
+        else:
+            rates = acceptance_stats(run.counters)[vllm_names.PER_POSITION_RATES]
+            before = [1.0, *rates[:-1]]
+            df = pd.DataFrame(
+                {
+                    "position": range(len(rates)),
+                    vllm_names.PER_POSITION_RATE: rates,
+                    CONDITIONAL_RATE: [r / b if b else np.nan for r, b in zip(rates, before)],
+                    # no per-request data, so no intervals: the same columns, empty
+                    **{c: np.nan for c in _POSITION_CI_COLUMNS},
+                }
+            )
+        frames.append(df.assign(**{key: name}))
+    df = pd.concat(frames, ignore_index=True)
+    return df[[key, *(c for c in df.columns if c != key)]]
+
+
 def _per_position_vs_k(runs_by_k: Mapping[int, Mapping[str, CategoryRun]]) -> pd.DataFrame:
     """Per-position and conditional acceptance rates for every k (long table, with intervals)."""
-    return per_position_table(_pooled_by_k(runs_by_k), K_COLUMN)
+    return _per_position_table(_pooled_by_k(runs_by_k), K_COLUMN)
 
 
 def _acceptance_by_category(runs_by_k: Mapping[int, Mapping[str, CategoryRun]]) -> pd.DataFrame:
     """τ per task category for every k (T = 0), with intervals."""
-    frames = [
-        acceptance_table(runs, "category").assign(**{K_COLUMN: k}) for k, runs in runs_by_k.items()
-    ]
-    df = pd.concat(frames, ignore_index=True)
-    return df[[K_COLUMN, "category", *ACCEPTANCE_COLUMNS]]
+    frames = [acceptance_table(runs, "category") for runs in runs_by_k.values()]
+    for k, frame in zip(runs_by_k, frames):
+        frame.insert(0, K_COLUMN, k)
+    return pd.concat(frames, ignore_index=True)
 
 
 def _temperature_runs(
@@ -170,11 +200,10 @@ def _metered_throughput(
             rates.append(run["output_tokens_per_s"])
             tokens += run["output_tokens"]
             total += meter.delta
-        s = spread(rates)
         prefix = "" if label == "forced" else "natural_"
-        row[f"{prefix}output_tokens_per_s"] = s["median"]
-        row[f"{prefix}tokens_per_s_min"] = s["min"]
-        row[f"{prefix}tokens_per_s_max"] = s["max"]
+        row[f"{prefix}output_tokens_per_s"] = float(np.median(rates))
+        row[f"{prefix}tokens_per_s_min"] = min(rates)
+        row[f"{prefix}tokens_per_s_max"] = max(rates)
         row[f"{prefix}mean_answer_tokens"] = tokens / (repeats * len(prompts))
         tau = acceptance_stats(total)[vllm_names.TAU] or 1.0
         row[vllm_names.TAU if label == "forced" else "natural_acceptance_length"] = tau

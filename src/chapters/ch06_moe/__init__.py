@@ -1,7 +1,7 @@
 """Notebook 06 (does EAGLE-3 pay on a MoE?)'s own code: the expert union of a verify pass and the
-bytes model of c(k, B) (`moe`), designed routers for the real shape (`routing`), the H200 MoE lab's
-record read, fitted and answered (`lab`), the answer for a profile, predicted from the evidence or
-measured (`python -m chapters.ch06_moe.answer`), and the k-by-batch schedule with static k, the
+bytes model of c(k, B) (`moe`), the H200 MoE lab's record read, fitted and answered (`lab`; the
+lab's own tools are `kit.moe_lab`), the answer for a profile, predicted from the evidence or
+measured (`answer`), and the k-by-batch schedule with static k, the
 schedule and a utility controller replayed on per-step acceptance.
 """
 
@@ -10,6 +10,5 @@ __all__ = [
     "figures",
     "lab",
     "moe",
-    "routing",
     "schedule",
 ]

@@ -1,41 +1,28 @@
-"""Does EAGLE-3 pay for the real pair? The user's question computed: published acceptance of
-Qwen3-30B-A3B EAGLE-3 drafters × the H200 lab's c(k, C), with bands, labelled predicted.
+"""Does EAGLE-3 pay for the real pair? Published acceptance of Qwen3-30B-A3B EAGLE-3 drafters ×
+the H200 lab's c(k, C), with bands, labelled predicted (notebook 06, section 7).
 
-    python -m chapters.ch06_moe.answer --profile qwen3-30b-a3b
-
-**Predicted, not measured.** τ(k) comes from the published chains of `data/published/
-real-pair-tau.json` whose verifier is the profile's architecture (a per-position record gives τ at
-every k up to its own, a τ-only record at its k); its band is the range over sources. c(k, C) and
-its band come from the lab record (`lab.c_table`: the trusted as-loaded cells of random weights
-on the 30B-A3B shape). The predicted speed-up is τ / c, its band τ_low / c_high to τ_high / c_low.
-A k = 0 entry of a schedule is not plain decoding: it is priced from the one measurement of it
-(`data/published/dynamic-sd-k0.json`, vLLM issue #49548), interpolated in log C between its two
-concurrencies and held at the nearer one outside them.
-
-**The schedule.** Per concurrency the best k follows the rule of vLLM PR #49163's tuner: judge
-each k by a conservative figure (here the band's low end), count the k within 1 % of the best
-conservative figure as tied, and take the smallest of them; `schedule.schedule_ranges` writes
-the ranges, k = 0 ranges kept. Data parallelism disables the schedule (vLLM falls back to the
-static k), which the caveats say.
-
-Where the profile runs (a GPU and the hub), `measure` times the real pair itself: τ per position
-and tokens/s of plain and speculative engines at each concurrency, so c = τ · plain / speculative.
+τ(k) comes from the published chains of `data/published/real-pair-tau.json` for the profile's
+architecture (a per-position record gives τ at every k up to its own); its band is the range over
+sources. c(k, C) and its band come from `lab.c_table`. The speed-up is τ / c, its band τ_low /
+c_high to τ_high / c_low. A schedule's k = 0 entry is priced from its one measurement
+(`data/published/dynamic-sd-k0.json`, vLLM issue #49548), interpolated in log C. The best k per
+concurrency follows vLLM PR #49163's tuner: the smallest k within 1 % of the best conservative
+(band's low end) speed-up. Where the profile runs (a GPU and the hub), `measure` times the real
+pair itself.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import re
-import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from chapters.ch06_moe import lab, schedule
+from chapters.ch06_moe import schedule
 from helpers.common.paths import DATA_DIR
 from helpers.common.tables import K_COLUMN
 
@@ -48,15 +35,13 @@ __all__ = [
     "caveats",
     "measure",
     "summary_lines",
-    "main",
+    "literature",
 ]
 
 _TAU_FILE: Path = DATA_DIR / "published" / "real-pair-tau.json"
 _K0_FILE: Path = DATA_DIR / "published" / "dynamic-sd-k0.json"
 #: Candidates within this share of the best conservative speed-up are tied (vLLM PR #49163).
 _TIE = 0.01
-#: The architectures the lab measured, by the name their published verifiers carry.
-_LAB_ARCHITECTURE = "Qwen3-30B-A3B"
 
 
 def _architecture(name: str) -> str:
@@ -236,37 +221,12 @@ def summary_lines(
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Print the prediction, the best k per concurrency, the schedule and its caveats."""
-    from helpers.common.profiles import load_profile
-
-    p = argparse.ArgumentParser(description="Does EAGLE-3 pay for the real pair? (predicted)")
-    p.add_argument("--profile", default="qwen3-30b-a3b")
-    args = p.parse_args(argv)
-    try:
-        profile = load_profile(args.profile)
-    except ValueError as err:
-        print(f"answer: {err}")
-        return 2
-    architecture = _architecture(profile.verifier)
-    if architecture != _LAB_ARCHITECTURE:
-        print(
-            f"answer: the lab measured {_LAB_ARCHITECTURE}, not {architecture} "
-            f"({profile.name}): no c(k, C) to predict with"
-        )
-        return 2
-    record = lab.load_lab()
-    taus = published_taus(architecture)
-    prediction = predict(lab.c_table(record), taus)
-    best = best_by_concurrency(prediction)
-    config = speculative_config(profile.drafter, best)
-    with pd.option_context("display.width", 120):
-        print(prediction.round(2).to_string(index=False))
-    print("\n".join(summary_lines(prediction, best, config)))
-    for line in caveats(record, taus, profile.verifier):
-        print(f"- {line}")
-    return 0
+#: Published work on speculation for MoE verifiers, and reported runs, with conditions and dates.
+_LITERATURE_FILE: Path = DATA_DIR / "published" / "moe-speculation.json"
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+def literature(path: Path = _LITERATURE_FILE) -> pd.DataFrame:
+    """One row per published number: source, date, role (MoE method, reported speed-up, reported
+    slowdown, other drafter), conditions, the number, and whether it was read in the source."""
+    record = json.loads(Path(path).read_text())
+    return pd.DataFrame(record["records"])

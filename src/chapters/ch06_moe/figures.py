@@ -65,28 +65,6 @@ def plot_expert_union(windows: pd.DataFrame, batches: pd.DataFrame, experts: int
     return fig
 
 
-def _plot_lab_speedups(lab: pd.DataFrame) -> Figure:
-    """Measured vs bytes-model speed-up per (k, τ) engine and concurrency, as two heat maps."""
-    fig, axes = new_figure(2, width=4.6, height=3.8)
-    for ax, column, title in zip(
-        axes,
-        ("speedup", "model_speedup"),
-        ("measured on the H200 (recorded)", "bytes model, independent routing"),
-    ):
-        pivot = lab.pivot_table(
-            index=[K_COLUMN, "tau_target"], columns="concurrency", values=column
-        )
-        mesh = ax.imshow(pivot.values, cmap="RdYlGn", vmin=0.4, vmax=2.6, aspect="auto")
-        for (i, j), v in np.ndenumerate(pivot.values):
-            ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=8)
-        ax.set_xticks(range(len(pivot.columns)), [str(c) for c in pivot.columns])
-        ax.set_yticks(range(len(pivot.index)), [f"k={k}, τ={t:g}" for k, t in pivot.index])
-        ax.set(xlabel="concurrency", title=title)
-        ax.grid(False)
-    fig.colorbar(mesh, ax=axes[1], label="speed-up over plain (1 = break-even)")
-    return fig
-
-
 def plot_answer(answer: pd.DataFrame, k: int, title: str) -> Figure:
     """The one answer: left, c(k, C) per k against concurrency with its band (shaded); right, the
     speed-up τ / c(k, C) at one k over τ and C, break-even where the black line is, and where it

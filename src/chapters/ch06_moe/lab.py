@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,7 @@ import pandas as pd
 from chapters.ch06_moe import moe
 from helpers.analytics import speedup
 from helpers.common.configs import read_config
-from helpers.common.paths import REPO_ROOT
+from helpers.common.paths import DATA_DIR, REPO_ROOT
 from helpers.common.tables import K_COLUMN
 
 __all__ = [
@@ -47,12 +48,19 @@ __all__ = [
     "union_effect",
     "answer_table",
     "model_c",
+    "load_h200",
+    "recorded_on",
+    "one_prompt_batch",
 ]
 
 #: The routing of a record's rows measured on the weights as loaded (random), and of old records.
 AS_LOADED = speedup.AS_LOADED
 #: The terms of the step model, in the order of StepFit.coefficients.
 _STEP_TERMS = ("fixed_ms", "per_draft_ms", "ms_per_gb", "per_token_ms")
+#: An earlier single-sequence H200 record, whose batch runs copied one prompt: kept only as the
+#: contrast `one_prompt_batch` teaches from.
+_H200_FILE: Path = DATA_DIR / "measurements" / "h200-vllm-step-costs.json"
+_H200_SHAPE = "qwen3_30b_a3b_real_shape"
 
 
 def load_lab(path: Path = speedup.LAB_FILE) -> dict[str, Any]:
@@ -115,7 +123,7 @@ def cells(record: Mapping[str, Any]) -> pd.DataFrame:
 
 def plain_bandwidth(record: Mapping[str, Any]) -> pd.DataFrame:
     """Plain decoding per concurrency: the union a step read, its bytes, the bandwidth reached and
-    its share of the GPU's datasheet peak (NaN for a GPU not in speedup.PEAK_HBM_TB_S)."""
+    its share of the GPU's datasheet peak (NaN for a GPU `speedup.peak_tb_s` does not list)."""
     df = cells(record)
     df = df[(df[K_COLUMN] == 0) & (df.routing == AS_LOADED)].copy()
     peak = speedup.peak_tb_s(record["gpu"])
@@ -357,45 +365,37 @@ def answer_table(record: Mapping[str, Any], fit: _StepFit, rho: float) -> pd.Dat
     return pd.DataFrame(rows)
 
 
-def _readme_rows(record: Mapping[str, Any], ks: Sequence[int] = (1, 3, 5)) -> str:
-    """Markdown rows for the README: per k, the measured c at each concurrency, and the record's
-    date, GPU and vLLM (`python -m chapters.ch06_moe.lab` prints them)."""
-    lab = speedup.lab_step_costs(record)
-    levels = sorted(lab.concurrency.unique())
-    head = "| k | " + " | ".join(f"c(k, {c})" for c in levels) + " |"
-    lines = [head, "|---|" + "---|" * len(levels)]
-    for k in ks:
-        by = lab[lab[K_COLUMN] == k].groupby("concurrency").measured_c.median()
-        if len(by):
-            lines.append(
-                f"| {k} | " + " | ".join(f"{by.get(c, float('nan')):.2f}" for c in levels) + " |"
-            )
-    when = speedup.recorded_on(record)
-    lines.append(f"\n{when}, {record['gpu']}, vLLM {record.get('vllm', '?')}: {record['what']}")
-    return "\n".join(lines)
+def load_h200(path: Path = _H200_FILE) -> dict[str, Any]:
+    """The recorded H200 step-rate measurement with its provenance ('what', 'how')."""
+    record = json.loads(Path(path).read_text())
+    missing = {"what", "how", _H200_SHAPE} - set(record)
+    if missing:
+        raise ValueError(f"{path} lacks {sorted(missing)}: keep the provenance when copying it")
+    return record
 
 
-def _routing_rows(record: Mapping[str, Any], k: int = 3) -> str:
-    """Markdown rows for the README: per routing design, ρ read back at 4 positions, effective
-    experts, and c(k, C) at each concurrency (a line saying so for a record without designs)."""
-    table = routing_table(record, k)
-    if table.empty or table.routing.nunique() == 1:
-        return "(this record has no routing designs: random weights only)"
-    levels = sorted(table.concurrency.unique())
-    lines = [
-        "| routing | ρ (4 positions) | effective experts | "
-        + " | ".join(f"c({k}, {c})" for c in levels)
-        + " |",
-        "|---|---|---|" + "---|" * len(levels),
-    ]
-    for design, grp in table.groupby("routing", sort=False):
-        at = grp.set_index("concurrency")
-        first = at.iloc[0]
-        cs = " | ".join(f"{at.measured_c.get(c, float('nan')):.2f}" for c in levels)
-        lines.append(f"| {design} | {first.rho_4:.2f} | {first.effective_experts:.1f} | {cs} |")
-    return "\n".join(lines)
+def recorded_on(record: dict[str, Any]) -> str:
+    """The date in a record's 'what' field (YYYY-MM-DD), or 'undated'."""
+    found = re.search(r"\d{4}-\d{2}-\d{2}", record.get("what", ""))
+    return found.group(0) if found else "undated"
 
 
-if __name__ == "__main__":
-    record = load_lab()
-    print(_readme_rows(record), "\n", _routing_rows(record), sep="\n")
+#: The block of the H200 record that batched copies of one prompt (its caveat says why it is kept).
+_ONE_PROMPT = "one_prompt_batch"
+
+
+def one_prompt_batch(record: dict[str, Any]) -> pd.DataFrame:
+    """The recorded batch runs of ONE prompt copied B times, as steps/s and c(k, B) per batch
+    size, with the bs1 run beside them: identical greedy sequences route to identical experts, so
+    these batches read one sequence's experts and look cheap (the contrast, not a batch cost)."""
+    block = record[_ONE_PROMPT]["steps_per_s"]
+    single = record[_H200_SHAPE]["steps_per_s"]
+    rows = []
+    for name, rates in block.items():
+        for batch, rate in {**{"bs1": single[name]["bs1"]}, **rates}.items():
+            rows.append({"run": name, "batch_size": int(batch[2:]), "steps_per_s": rate})
+    df = pd.DataFrame(rows)
+    plain = df[df.run == "plain"].set_index("batch_size").steps_per_s
+    df[K_COLUMN] = [0 if r == "plain" else int(r[1:]) for r in df.run]
+    df["relative_step_cost"] = df.batch_size.map(plain) / df.steps_per_s
+    return df.sort_values([K_COLUMN, "batch_size"], ignore_index=True)

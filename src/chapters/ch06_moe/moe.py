@@ -8,8 +8,7 @@ experts for n independently routed positions, a when all n agree. Trained router
 across neighbouring tokens, so the truth lies in between; `window_union` measures it on a real
 router. `step_bytes` turns a union into bytes (dense and attention weights once, routed experts by
 the union, the lm_head, the KV cache, k reads of the drafter with its own draft vocabulary) and
-`relative_cost` into c(k, B) = spec step / plain step. `expert_mask`, `window_distinct` and
-`aligned_union` count unions of many sequences at once (the MoE lab reads routing back with them).
+`relative_cost` into c(k, B) = spec step / plain step.
 """
 
 from __future__ import annotations
@@ -17,7 +16,6 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +23,6 @@ import pandas as pd
 import torch
 
 from helpers.common.configs import read_config
-from helpers.common.paths import DATA_DIR
 from helpers.common.prompts import as_messages
 
 __all__ = [
@@ -34,10 +31,10 @@ __all__ = [
     "independent_union",
     "shared_union",
     "answer_choices",
-    "measured_rho",
     "union_table",
     "batch_union",
     "correlation",
+    "union_with_correlation",
     "step_bytes",
     "relative_cost",
 ]
@@ -112,35 +109,6 @@ class MoeShape:
             + mlp
             + (self.draft_vocab or self.vocab) * self.hidden
         )
-
-
-#: Published architectures without weights (data/shapes/README.md): verifiers and their drafters.
-_SHAPES_DIR: Path = DATA_DIR / "shapes"
-
-
-def _drafted_verifier(config: dict[str, Any]) -> str | None:
-    """The folder name of the verifier a speculators-format drafter config names (None: not a
-    drafter)."""
-    verifier = (config.get("speculators_config") or {}).get("verifier") or {}
-    name = verifier.get("name_or_path")
-    return Path(name).name if name else None
-
-
-@lru_cache(maxsize=1)
-def _shipped_shapes() -> tuple[MoeShape, ...]:
-    """Every verifier shape data/shapes/ ships, named after its folder (e.g. "qwen3-30b-a3b"), with
-    the lm_head and MLP of the EAGLE-3 drafter there that names it (read on the first call)."""
-    configs = {
-        folder.name: read_config(folder)
-        for folder in sorted(_SHAPES_DIR.iterdir())
-        if (folder / "config.json").is_file()
-    }
-    drafters = {_drafted_verifier(c): c for c in configs.values() if _drafted_verifier(c)}
-    return tuple(
-        MoeShape.from_config(name, config).with_drafter(drafters.get(name, {}))
-        for name, config in configs.items()
-        if _drafted_verifier(config) is None
-    )
 
 
 def shape_from_folder(verifier: str | Path, drafter: dict[str, Any] | None = None) -> MoeShape:
@@ -251,53 +219,12 @@ def correlation(measured: float, experts: int, active: int, n: int) -> float:
     return (indep - measured) / (indep - active) if indep > active else 0.0
 
 
-def measured_rho(
-    choices: Sequence[tuple[torch.Tensor, int]], n: int, experts: int, active: int
-) -> float:
-    """ρ of a router at n positions, from the mean union of n consecutive answer positions."""
-    measured = union_table(choices, [n], experts, active).measured_union.iloc[0]
-    return correlation(float(measured), experts, active, n)
-
-
 def union_with_correlation(experts: int, active: int, batch: int, n: int, rho: float) -> float:
     """Expected union of `batch` sequences × n positions, routing correlated by rho within a
     sequence."""
     indep = independent_union(experts, active, batch * n)
     shared = shared_union(experts, active, batch)
     return indep - rho * (indep - shared)
-
-
-def expert_mask(choices: torch.Tensor, experts: int) -> torch.Tensor:
-    """Router choices [..., active] as a boolean mask [..., experts] of the experts picked."""
-    mask = torch.zeros(*choices.shape[:-1], experts, dtype=torch.bool, device=choices.device)
-    return mask.scatter_(-1, choices.long(), True)
-
-
-def window_distinct(mask: torch.Tensor, n: int) -> torch.Tensor:
-    """Distinct experts of every window of n consecutive positions: mask [..., T, E] → [...,
-    T-n+1]."""
-    windows = mask.unfold(-2, n, 1)  # [..., T-n+1, E, n]
-    return windows.any(-1).sum(-1).float()
-
-
-def aligned_union(masks: Sequence[torch.Tensor], n: int) -> float:
-    """Mean distinct experts per layer when sequences verify n positions each at the same offsets:
-    masks are [layers, T_i, E] per sequence, offsets run over the shortest; what one batched step
-    of len(masks) sequences reads."""
-    t = min(m.shape[-2] for m in masks)
-    if t < n:
-        return float("nan")
-    joint = torch.stack([m[..., :t, :] for m in masks]).any(0)
-    return window_distinct(joint, n).mean().item()
-
-
-def effective_experts(mask: torch.Tensor) -> float:
-    """exp(entropy) of how often each expert is picked, per layer, averaged: E when popularity is
-    uniform, fewer when a few experts take most tokens. mask [layers, T, E]."""
-    counts = mask.float().sum(-2)
-    p = counts / counts.sum(-1, keepdim=True).clamp_min(1)
-    entropy = -(p * p.clamp_min(1e-30).log()).sum(-1)
-    return entropy.exp().mean().item()
 
 
 # Twin of step_bytes() in notebooks/06_does_eagle3_pay_on_moe.ipynb: change both.

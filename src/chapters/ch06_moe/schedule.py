@@ -1,26 +1,15 @@
 """What to do when the answer depends on the batch: a k for each batch size, written as vLLM's
-schedule, and adaptive speculation replayed on measured per-step acceptance (notebook 06).
+schedule, and adaptive speculation replayed on measured per-step acceptance (notebook 06, section
+6, says why a schedule needs its k = 0 ranges).
 
-**vLLM's schedule.** `num_speculative_tokens_per_batch_size` (SpeculativeConfig) is a list of
-inclusive (first batch, last batch, k) ranges; the first must start at 1, ranges may not
-overlap, k may be 0 (that batch size decodes plainly), and each k is capped at the static
-`num_speculative_tokens`, which must itself be > 0. Batch sizes in a gap take the k of the range
-before; **batch sizes above the last range take the last range's k** (vLLM's
-`build_dynamic_sd_schedule_lookup`, v1/spec_decode/dynamic/utils.py, the same file in the pinned
-and the GPU test vLLM; `dense_lookup` calls it). So a schedule whose large batches should decode
-plainly must say so with a k = 0 range: dropping those ranges makes them speculate with the last
-k listed. "Batch size" is every request scheduled in the step, prefill chunks included. On vLLM's
-V1 model runner a schedule downgrades CUDA graphs to PIECEWISE ("Dynamic speculative decoding
-changes the target verification length at runtime", config/vllm.py), and vLLM issue #49548
-reports throughput collapsing under concurrency at the threshold (k flips as prefills join).
+`num_speculative_tokens_per_batch_size` is a list of inclusive (first batch, last batch, k)
+ranges starting at 1; batch sizes in a gap take the range before's k, and above the last range
+the last range's k (vLLM's `build_dynamic_sd_schedule_lookup`, which `dense_lookup` calls).
 
-**The replay.** A trace is the number of drafts the verifier accepted at each step of real
-requests drafted with k_max tokens (vLLM's per-request `detailed` metrics record it). A chain of
-k < k_max drafts is the first k of the k_max chain, so that step would have accepted min(j, k):
-replaying a trace at any k, or under any rule that picks k per step, gives tokens per step, and
-the measured c(k, B) gives the step's cost in plain steps. Speed-up = tokens / cost. The
-replay keeps each step's acceptance as recorded; in a real run a different k changes where the
-next step starts, which the replay ignores.
+The replay: a trace is the drafts accepted at each verify step of requests drafted with k_max
+tokens. A chain of k < k_max drafts is the first k of that chain, so the step would have accepted
+min(j, k); the measured c(k, B) prices each step. Speed-up = tokens / cost. Where the next step
+starts stays as recorded, which a real run at another k would change.
 """
 
 from __future__ import annotations
@@ -126,7 +115,7 @@ def acceptance_traces(
 
 def iid_traces(alpha: float, requests: int, steps: int, k: int, seed: int = 0) -> list[list[int]]:
     """Traces of a drafter whose every draft is accepted with probability α, independently (the
-    model of `speedup.expected_tokens_per_step`): a weaker drafter than a measured one, on demand.
+    E[tokens per step] = 1 + α + … + α^k): a weaker drafter than a measured one, on demand.
     """
     rng = random.Random(seed)
     traces = []

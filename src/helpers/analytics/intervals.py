@@ -46,7 +46,6 @@ __all__ = [
     "ranking",
     "jackknife_ends",
     "tau_difference",
-    "spread",
 ]
 
 #: Two-sided coverage of every interval the workbook prints.
@@ -237,9 +236,3 @@ def ranking(intervals: Mapping[str, Interval]) -> str:
     else:
         verdict = "some neighbouring intervals overlap: only the separated steps are ordered"
     return " ".join(parts) + f" ({verdict})"
-
-
-def spread(values: Sequence[float]) -> dict[str, float]:
-    """Median, min and max of repeated measurements (what a throughput table reports)."""
-    v = np.asarray(values, dtype=float)
-    return {"median": float(np.median(v)), "min": float(v.min()), "max": float(v.max())}

@@ -1,15 +1,11 @@
-"""When does speculation pay? The speed-up model and the recorded H200 measurements (notebooks 01
+"""When does speculation pay? A speculative step emits τ tokens and costs c(k) plain steps, so
+the speed-up is τ / c(k): the recorded H200 MoE lab's c and published real-pair runs (notebooks 01
 and 06).
-
-Model (Leviathan et al. 2023, with EAGLE's per-token acceptance α assumed i.i.d.): a speculative
-step emits E[tokens/step] = (1 − α^{k+1}) / (1 − α) tokens (k + 1 when α = 1) and costs c(k) plain
-steps, so speedup(k, α) = E[tokens/step] / c(k). With vLLM's measured acceptance length τ in place
-of E[tokens/step], speculation pays exactly when τ > c(k).
 
 The H200 costs of the real Qwen3-30B-A3B shape are *recorded* measurements from another
 machine, never results of this run: the MoE lab (`LAB_FILE`, scripts/gpu_moe_lab.py: distinct
-prompts, concurrency 1-64) and an earlier single-sequence record (`_H200_FILE`), whose batch runs
-copied one prompt and are kept only as the contrast `one_prompt_batch` teaches from.
+prompts, concurrency 1-64). Notebook 06's chapter reads the rest of what it records
+(`chapters.ch06_moe.lab`).
 """
 
 from __future__ import annotations
@@ -27,87 +23,26 @@ from helpers.common.tables import K_COLUMN
 
 __all__ = [
     "published_points",
-    "load_h200",
-    "recorded_on",
-    "one_prompt_batch",
     "LAB_FILE",
     "trusted_rows",
     "lab_step_costs",
-    "literature",
-    "expected_tokens_per_step",
     "AS_LOADED",
-    "PEAK_HBM_TB_S",
     "peak_tb_s",
 ]
-
-_H200_FILE: Path = DATA_DIR / "measurements" / "h200-vllm-step-costs.json"
-_H200_SHAPE = "qwen3_30b_a3b_real_shape"
-
-
-# --------------------------------------------------------------------------- the model
-
-
-def expected_tokens_per_step(k: int, alpha: float) -> float:
-    """E[tokens per speculative step] = 1 + α + … + α^k = (1 − α^{k+1}) / (1 − α)."""
-    if not 0.0 <= alpha <= 1.0:
-        raise ValueError(f"alpha must be in [0, 1], got {alpha}")
-    if alpha == 1.0:
-        return float(k + 1)
-    return (1.0 - alpha ** (k + 1)) / (1.0 - alpha)
-
-
-# ------------------------------------------------------------------- the recorded H200 measurement
-
-
-def load_h200(path: Path = _H200_FILE) -> dict[str, Any]:
-    """The recorded H200 step-rate measurement with its provenance ('what', 'how')."""
-    record = json.loads(Path(path).read_text())
-    missing = {"what", "how", _H200_SHAPE} - set(record)
-    if missing:
-        raise ValueError(f"{path} lacks {sorted(missing)}: keep the provenance when copying it")
-    return record
-
-
-def recorded_on(record: dict[str, Any]) -> str:
-    """The date in a record's 'what' field (YYYY-MM-DD), or 'undated'."""
-    found = re.search(r"\d{4}-\d{2}-\d{2}", record.get("what", ""))
-    return found.group(0) if found else "undated"
-
-
-#: The block of the H200 record that batched copies of one prompt (its caveat says why it is kept).
-_ONE_PROMPT = "one_prompt_batch"
-
-
-def one_prompt_batch(record: dict[str, Any]) -> pd.DataFrame:
-    """The recorded batch runs of ONE prompt copied B times, as steps/s and c(k, B) per batch
-    size, with the bs1 run beside them: identical greedy sequences route to identical experts, so
-    these batches read one sequence's experts and look cheap (the contrast, not a batch cost)."""
-    block = record[_ONE_PROMPT]["steps_per_s"]
-    single = record[_H200_SHAPE]["steps_per_s"]
-    rows = []
-    for name, rates in block.items():
-        for batch, rate in {**{"bs1": single[name]["bs1"]}, **rates}.items():
-            rows.append({"run": name, "batch_size": int(batch[2:]), "steps_per_s": rate})
-    df = pd.DataFrame(rows)
-    plain = df[df.run == "plain"].set_index("batch_size").steps_per_s
-    df[K_COLUMN] = [0 if r == "plain" else int(r[1:]) for r in df.run]
-    df["relative_step_cost"] = df.batch_size.map(plain) / df.steps_per_s
-    return df.sort_values([K_COLUMN, "batch_size"], ignore_index=True)
-
 
 #: The MoE lab's recorded H200 run (scripts/gpu_moe_lab.py), with its provenance.
 LAB_FILE: Path = DATA_DIR / "measurements" / "h200-moe-lab.json"
 #: The routing label of the lab's rows measured on the weights as loaded (random), and of old
-#: records (chapters.ch06_moe.routing names its designs beside it).
+#: records (kit.moe_lab names its designs beside it).
 AS_LOADED = "random weights (as loaded)"
 #: Peak HBM bandwidth by GPU (TB/s), from the vendor's datasheet: NVIDIA H200 (HBM3e),
 #: https://www.nvidia.com/en-us/data-center/h200/ ("4.8TB/s" memory bandwidth).
-PEAK_HBM_TB_S: Mapping[str, float] = {"H200": 4.8}
+_PEAK_HBM_TB_S: Mapping[str, float] = {"H200": 4.8}
 
 
 def peak_tb_s(gpu: str) -> float | None:
     """The datasheet HBM bandwidth of a GPU named like 'NVIDIA H200' (None when not listed)."""
-    for name, tb_s in PEAK_HBM_TB_S.items():
+    for name, tb_s in _PEAK_HBM_TB_S.items():
         if re.search(rf"\b{name}\b", gpu):
             return tb_s
     return None
@@ -175,14 +110,3 @@ def published_points(path: Path = _PUBLISHED_FILE) -> pd.DataFrame:
             }
         )
     return pd.DataFrame(rows)
-
-
-#: Published work on speculation for MoE verifiers, and reported runs, with conditions and dates.
-_LITERATURE_FILE: Path = DATA_DIR / "published" / "moe-speculation.json"
-
-
-def literature(path: Path = _LITERATURE_FILE) -> pd.DataFrame:
-    """One row per published number: source, date, role (MoE method, reported speed-up, reported
-    slowdown, other drafter), conditions, the number, and whether it was read in the source."""
-    record = json.loads(Path(path).read_text())
-    return pd.DataFrame(record["records"])

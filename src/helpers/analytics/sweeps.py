@@ -21,18 +21,12 @@ import pandas as pd
 
 from helpers.analytics.intervals import (
     Interval,
-    position_intervals,
     ranking,
     tau_interval,
 )
 from helpers.common import vllm_names
 from helpers.common.counters import acceptance_stats
 from helpers.common.tables import (
-    CONDITIONAL_CI_HIGH,
-    CONDITIONAL_CI_LOW,
-    CONDITIONAL_RATE,
-    RATE_CI_HIGH,
-    RATE_CI_LOW,
     TAU_CI_HIGH,
     TAU_CI_LOW,
 )
@@ -44,8 +38,6 @@ __all__ = [
     "acceptance_table",
     "tau_ranking",
     "table_intervals",
-    "ACCEPTANCE_COLUMNS",
-    "per_position_table",
 ]
 
 #: Scalar statistics copied into the tables (the per-position list goes to its own long table).
@@ -58,10 +50,6 @@ _SCALAR_KEYS = (
 )
 #: The interval columns next to τ: 95 % interval over requests, and how many requests there were.
 _CI_KEYS = (TAU_CI_LOW, TAU_CI_HIGH, "n_requests")
-#: The columns of an acceptance table after its key: the statistics, then their interval.
-ACCEPTANCE_COLUMNS = (*_SCALAR_KEYS, *_CI_KEYS)
-#: The interval columns of per_position_table (from position_intervals).
-_POSITION_CI_COLUMNS = (RATE_CI_LOW, RATE_CI_HIGH, CONDITIONAL_CI_LOW, CONDITIONAL_CI_HIGH)
 
 
 def _acceptance_row(run: CategoryRun) -> dict[str, Any]:
@@ -77,30 +65,6 @@ def _acceptance_row(run: CategoryRun) -> dict[str, Any]:
 def acceptance_table(runs: Mapping[Any, CategoryRun], key: str) -> pd.DataFrame:
     """One row per experiment (key column first) with the scalar statistics and τ's interval."""
     return pd.DataFrame([{key: name, **_acceptance_row(r)} for name, r in runs.items()])
-
-
-def per_position_table(runs: Mapping[Any, CategoryRun], key: str) -> pd.DataFrame:
-    """Long table: one row per (experiment, draft position): vLLM's rate, the conditional rate,
-    CIs."""
-    frames = []
-    for name, run in runs.items():
-        if run.requests:
-            df = position_intervals(run.requests)
-        else:
-            rates = acceptance_stats(run.counters)[vllm_names.PER_POSITION_RATES]
-            before = [1.0, *rates[:-1]]
-            df = pd.DataFrame(
-                {
-                    "position": range(len(rates)),
-                    vllm_names.PER_POSITION_RATE: rates,
-                    CONDITIONAL_RATE: [r / b if b else np.nan for r, b in zip(rates, before)],
-                    # no per-request data, so no intervals: the same columns, empty
-                    **{c: np.nan for c in _POSITION_CI_COLUMNS},
-                }
-            )
-        frames.append(df.assign(**{key: name}))
-    df = pd.concat(frames, ignore_index=True)
-    return df[[key, *(c for c in df.columns if c != key)]]
 
 
 def tau_ranking(runs: Mapping[Any, CategoryRun]) -> str:

@@ -31,11 +31,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
 import torch
 
-from helpers.common import vllm_names
-from helpers.common.counters import SpecCounters, acceptance_stats
+from helpers.common.counters import SpecCounters
 from helpers.common.profiles import Profile
 from helpers.common.prompts import as_messages
 from helpers.common.threads import torch_threads
@@ -54,15 +52,7 @@ __all__ = [
     "accept_greedy",
     "accept_sampled",
     "speculative_generate",
-    "total_counters",
-    "agreement_table",
-    "reference_stats",
-    "label_table",
-    "rounds_table",
 ]
-
-#: How each output token was produced (the first one by the prefill step, before any draft).
-_LABELS: tuple[str, ...] = ("prefill", "accepted", "correction", "bonus")
 
 
 @dataclass(frozen=True)
@@ -244,61 +234,3 @@ def _generate_all(
             speculative_generate(pair, chat_prompt_ids(pair.tokenizer, p), k, max_tokens)
             for p in prompts
         ]
-
-
-def total_counters(outputs: Sequence[ReferenceOutput]) -> SpecCounters:
-    """The reference's counters summed over requests (comparable to a vLLM counter delta)."""
-    return sum((o.counters() for o in outputs), SpecCounters())
-
-
-def agreement_table(
-    outputs: Sequence[ReferenceOutput],
-    vllm_token_ids: Sequence[Sequence[int]],
-    vllm_counters: SpecCounters,
-) -> pd.DataFrame:
-    """Reference vs vLLM: identical requests and each counter side by side (a tidy table)."""
-    ref = total_counters(outputs)
-    same = sum(list(o.token_ids) == list(v) for o, v in zip(outputs, vllm_token_ids, strict=True))
-    rows = [
-        ("requests_token_identical", same, len(outputs)),
-        (vllm_names.NUM_DRAFTS, ref.num_drafts, vllm_counters.num_drafts),
-        (vllm_names.DRAFT_TOKENS, ref.num_draft_tokens, vllm_counters.num_draft_tokens),
-        (vllm_names.ACCEPTED_TOKENS, ref.num_accepted_tokens, vllm_counters.num_accepted_tokens),
-    ]
-    rows += [
-        (f"{vllm_names.ACCEPTED_TOKENS}_pos{i}", a, b)
-        for i, (a, b) in enumerate(zip(ref.accepted_per_pos, vllm_counters.accepted_per_pos))
-    ]
-    df = pd.DataFrame(rows, columns=["quantity", "reference", "vllm"])
-    df["difference"] = df.reference - df.vllm
-    return df
-
-
-def reference_stats(outputs: Sequence[ReferenceOutput]) -> dict[str, Any]:
-    """acceptance_stats of the reference's pooled counters (same keys as vLLM's)."""
-    return acceptance_stats(total_counters(outputs))
-
-
-def label_table(outputs: Sequence[ReferenceOutput]) -> pd.DataFrame:
-    """How many output tokens of each kind the reference produced, per request (tidy)."""
-    rows = [
-        {"request": i, "label": lab, "tokens": o.labels.count(lab)}
-        for i, o in enumerate(outputs)
-        for lab in _LABELS
-    ]
-    return pd.DataFrame(rows)
-
-
-def rounds_table(output: ReferenceOutput, tokenizer: Any) -> pd.DataFrame:
-    """One request's rounds: drafted tokens (as text), accepted count, emitted tokens."""
-    rows = [
-        {
-            "round": i,
-            "drafted": [tokenizer.decode([t]) for t in r.drafted],
-            "accepted": r.accepted,
-            "emitted": [tokenizer.decode([t]) for t in r.emitted],
-            "kind": r.labels[-1],
-        }
-        for i, r in enumerate(output.rounds)
-    ]
-    return pd.DataFrame(rows)

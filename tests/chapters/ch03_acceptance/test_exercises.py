@@ -18,6 +18,7 @@ from tests.support import needs_shipped
 def test_02_ex1_and_03_ex1_ex2_ex3_on_one_engine(tiny, monkeypatch: pytest.MonkeyPatch) -> None:
     """One engine at k=1: 02 ex. 1 (K=1), 03 ex. 1 (low temperatures), 03 ex. 2 (max_tokens=16)
     against the reference decoder, and 03 ex. 3 (the late accept rule) caught by the same check."""
+    from chapters.ch03_acceptance import reference
     from chapters.ch03_acceptance.experiments import _temperature_runs
     from helpers.common.counters import acceptance_stats
     from helpers.common.prompts import load_prompts
@@ -42,7 +43,7 @@ def test_02_ex1_and_03_ex1_ex2_ex3_on_one_engine(tiny, monkeypatch: pytest.Monke
     vllm_ids = [ids for run in runs.values() for ids in run.token_ids]
     pair = decode.load_pair(tiny)
     on_time = decode._generate_all(pair, flat, k, max_tokens)
-    agree = decode.agreement_table(on_time, vllm_ids, pooled(runs))
+    agree = reference.agreement_table(on_time, vllm_ids, pooled(runs))
     assert (agree.difference == 0).all(), agree.to_string()  # 03 ex. 2: still exact
 
     accept = decode.accept_greedy
@@ -52,7 +53,7 @@ def test_02_ex1_and_03_ex1_ex2_ex3_on_one_engine(tiny, monkeypatch: pytest.Monke
 
     monkeypatch.setattr(decode, "accept_greedy", late)
     shifted = decode._generate_all(pair, flat, k, max_tokens)
-    agree_late = decode.agreement_table(shifted, vllm_ids, pooled(runs))
+    agree_late = reference.agreement_table(shifted, vllm_ids, pooled(runs))
     assert (agree_late.difference != 0).any(), agree_late.to_string()
 
 

@@ -126,3 +126,11 @@ def test_table_intervals_rebuild_the_intervals_of_a_table() -> None:
     iv = sw.table_intervals(ex._acceptance_vs_k(RUNS), "num_speculative_tokens")
     assert set(iv) == {"1", "2", "3"} and iv["3"].n == 12
     assert iv["3"].low <= iv["3"].estimate <= iv["3"].high
+
+
+def test_per_position_table_without_per_request_metrics_has_empty_intervals() -> None:
+    run = CategoryRun([[1]], ["a"], 0.1, counters(3, 10, [9, 8, 7]))
+    pos = ex._per_position_table({"x": run}, "run")
+    assert pos.conditional_acceptance_rate.tolist() == pytest.approx([0.9, 8 / 9, 7 / 8])
+    # the same columns as with per-request data (vLLM 0.26 has none), so tables read alike
+    assert set(ex._POSITION_CI_COLUMNS) <= set(pos.columns) and pos.conditional_ci_low.isna().all()

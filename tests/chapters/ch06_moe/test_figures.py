@@ -30,25 +30,6 @@ def test_expert_union_figure_has_both_panels() -> None:
     assert all(len(ax.get_lines()) == 3 for ax in fig.axes)
 
 
-def test_lab_heat_maps_from_the_shipped_h200_lab() -> None:
-    import json
-
-    import pandas as pd
-
-    from helpers.common.paths import DATA_DIR
-
-    lab = json.loads((DATA_DIR / "measurements" / "h200-moe-lab.json").read_text())
-    # Provenance travels with the numbers: where, what stack, which command, which caveats.
-    assert {"gpu", "vllm", "machine", "command", "workbook", "caveats"} <= set(lab)
-    rows = pd.DataFrame(lab["rows"]).rename(columns={"k": "num_speculative_tokens"})
-    spec = rows[rows.num_speculative_tokens > 0].assign(speedup=1.0, model_speedup=1.0)
-    fig = ap._plot_lab_speedups(spec)
-    assert [ax.get_title() for ax in fig.axes[:2]] == [
-        "measured on the H200 (recorded)",
-        "bytes model, independent routing",
-    ]
-
-
 def test_the_answer_figure_has_the_band_and_the_map() -> None:
     from chapters.ch06_moe import lab
 

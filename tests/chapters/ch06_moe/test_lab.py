@@ -4,6 +4,8 @@ step reached, and a step model that recovers costs it was built from."""
 from __future__ import annotations
 
 import copy
+import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -11,11 +13,17 @@ import pytest
 
 from chapters.ch06_moe import lab, moe
 from helpers.analytics import speedup
+from helpers.common.paths import REPO_ROOT
 from helpers.common.tables import K_COLUMN
 
 
 def shipped() -> dict:
     return lab.load_lab()
+
+
+def test_the_shipped_lab_keeps_its_provenance() -> None:
+    # Provenance travels with the numbers: where, what stack, which command, which caveats.
+    assert {"gpu", "vllm", "machine", "command", "workbook", "caveats"} <= set(shipped())
 
 
 def test_load_lab_wants_provenance(tmp_path) -> None:
@@ -143,22 +151,6 @@ def test_speedup_by_concurrency_marks_rises() -> None:
     ]
 
 
-def test_readme_rows_have_one_row_per_recorded_k() -> None:
-    text = lab._readme_rows(shipped())
-    ks = sorted({r["k"] for r in shipped()["rows"] if r["k"]})
-    for k in ks:
-        assert f"\n| {k} | " in text
-    assert shipped()["gpu"] in text
-
-
-def test_routing_rows_list_every_design() -> None:
-    text = lab._routing_rows(routing_record())
-    assert f"| {lab.AS_LOADED} | 0.00 |" in text and "| rho 0.5 | 0.50 |" in text
-    assert "no routing designs" in lab._routing_rows(shipped()) or "| rho" in lab._routing_rows(
-        shipped()
-    )
-
-
 def test_answer_table_bands_the_measured_c() -> None:
     record = shipped()
     fit = lab.fit_step_model(lab.cells(record))
@@ -167,30 +159,6 @@ def test_answer_table_bands_the_measured_c() -> None:
     measured = speedup.lab_step_costs(record).groupby([K_COLUMN, "concurrency"]).measured_c.median()
     assert answer.set_index([K_COLUMN, "concurrency"]).c.tolist() == pytest.approx(
         measured.tolist()
-    )
-
-
-def _generated(marker: str) -> list[str]:
-    """docs/gpu.md's lines after a `<!-- generated: ... -->` marker, up to the next blank line."""
-    from helpers.common.paths import REPO_ROOT
-
-    lines = (REPO_ROOT / "docs" / "gpu.md").read_text().splitlines()
-    start = next(i for i, line in enumerate(lines) if marker in line) + 1
-    block = []
-    for line in lines[start:]:
-        if not line.strip():
-            break
-        block.append(line.strip())
-    return block
-
-
-def test_gpu_doc_tables_are_the_records() -> None:
-    """After a new lab run: `python -m chapters.ch06_moe.lab` and paste both tables into docs/gpu.md."""
-    record = shipped()
-    table = [line for line in lab._readme_rows(record).splitlines() if line.startswith("|")]
-    assert _generated("chapters.ch06_moe.lab (c(k, C)") == table
-    assert (
-        _generated("chapters.ch06_moe.lab (routing rows)") == lab._routing_rows(record).splitlines()
     )
 
 
@@ -271,3 +239,44 @@ def test_union_effect_separates_only_beyond_the_replicates() -> None:
     assert (effect.separate == (spread > effect.replicate_spread_ms)).all()
     only_loaded = [r for r in _old_rows() if r["routing"] == lab.AS_LOADED]
     assert lab.union_effect({**shipped(), "rows": only_loaded}, 3).empty
+
+
+SHARED_SOURCE = REPO_ROOT.parent / "shared" / "measurements" / "h200-vllm-step-costs.json"
+
+
+def test_h200_record_loads_with_provenance() -> None:
+    record = lab.load_h200()
+    assert record["what"].startswith("Decode step rates") and "H200" in record["what"]
+    assert "vllm" in record["how"]
+    assert lab.recorded_on(record) == "2026-11-30"
+    if SHARED_SOURCE.is_file():  # the copy in data/ holds the source's numbers, regrouped
+        assert rates_of(json.loads(SHARED_SOURCE.read_text())) == rates_of(record)
+
+
+def rates_of(record: dict) -> dict:
+    """Every recorded (run, batch) -> steps/s, wherever the record keeps it."""
+    out = {}
+    for block in (record[lab._H200_SHAPE], record.get(lab._ONE_PROMPT, {})):
+        for run, by_batch in block.get("steps_per_s", {}).items():
+            out |= {(run, b): v for b, v in by_batch.items()}
+    return out
+
+
+def test_the_one_prompt_batch_is_only_the_contrast() -> None:
+    record = lab.load_h200()
+    assert all(set(r) == {"bs1"} for r in record[lab._H200_SHAPE]["steps_per_s"].values())
+    assert "ONE" in record[lab._ONE_PROMPT]["caveat"] and "one_prompt_batch" in record["caveat"]
+    df = lab.one_prompt_batch(record)
+    assert set(df.batch_size) == {1, 8, 32}
+    plain = df[df.num_speculative_tokens == 0].set_index("batch_size").steps_per_s
+    assert plain[1] == record[lab._H200_SHAPE]["steps_per_s"]["plain"]["bs1"]
+    assert (df[df.num_speculative_tokens == 0].relative_step_cost == 1).all()
+    k3 = df[df.num_speculative_tokens == 3].set_index("batch_size")
+    assert k3.relative_step_cost[8] == pytest.approx(plain[8] / k3.steps_per_s[8])
+
+
+def test_h200_without_provenance_is_refused(tmp_path: Path) -> None:
+    bare = tmp_path / "bare.json"
+    bare.write_text(json.dumps({lab._H200_SHAPE: {}}))
+    with pytest.raises(ValueError, match="provenance"):
+        lab.load_h200(bare)

@@ -10,7 +10,6 @@ import torch
 
 from chapters.ch06_moe.moe import (
     BYTES_BF16,
-    _shipped_shapes,
     _window_union,
     batch_union,
     correlation,
@@ -25,7 +24,7 @@ from helpers.common import profiles
 from helpers.common.configs import read_config
 from helpers.common.paths import DATA_DIR
 from helpers.engine.pairing import _layer_config
-from tests.support import shape_named
+from tests.support import shape_named, shipped_shapes
 
 SHAPE_235B = "qwen3-235b-a22b-shape"
 
@@ -97,7 +96,7 @@ def test_with_drafter_reads_a_speculators_config() -> None:
 
 
 def test_shipped_shapes_are_the_shape_profiles_verifiers_with_their_drafters() -> None:
-    shapes = {s.name: s for s in _shipped_shapes()}
+    shapes = {s.name: s for s in shipped_shapes()}
     every = [profiles.load_profile(n) for n in profiles._available_profiles()]
     shape_profiles = [p for p in every if not p.has_weights]
     assert shape_profiles
@@ -118,33 +117,6 @@ def test_a_shape_is_read_from_its_folder_when_asked(tmp_path: Path) -> None:
     shape = shape_from_folder(folder)
     assert (shape.name, shape.layers, shape.draft_vocab) == ("seven-layers", 7, 0)
     assert shape_from_folder(folder, {"draft_vocab_size": 64}).draft_vocab == 64
-
-
-def test_vectorised_unions_agree_with_the_window_union() -> None:
-    from chapters.ch06_moe.moe import aligned_union, effective_experts, expert_mask, window_distinct
-
-    g = torch.Generator().manual_seed(0)
-    choices = torch.stack([torch.randperm(8, generator=g)[:2] for _ in range(3 * 20)])
-    choices = choices.view(3, 20, 2)  # 3 layers, 20 positions, top-2
-    mask = expert_mask(choices, 8)
-    assert mask.sum(-1).eq(2).all()
-    for n in (1, 2, 4):
-        assert window_distinct(mask, n).mean().item() == pytest.approx(_window_union(choices, n))
-    # two sequences at the same offsets read the union of both
-    other = expert_mask(torch.roll(choices, 1, dims=1), 8)
-    both = aligned_union([mask, other], 1)
-    assert window_distinct(mask, 1).mean().item() <= both <= 4
-    assert aligned_union([mask, mask], 3) == pytest.approx(window_distinct(mask, 3).mean().item())
-    assert effective_experts(expert_mask(torch.tensor([[[0, 1]] * 10]), 8)) == pytest.approx(2.0)
-    uniform = expert_mask(torch.arange(8).view(1, 4, 2), 8)
-    assert effective_experts(uniform) == pytest.approx(8.0)
-
-
-def test_measured_rho_is_the_correlation_of_the_mean_window_union() -> None:
-    from chapters.ch06_moe.moe import measured_rho
-
-    same = torch.tensor([[[0, 1]] * 10])
-    assert measured_rho([(same, 0)], 4, 8, 2) == pytest.approx(1.0)
 
 
 def test_a_decode_step_at_batch_one_reads_only_the_routed_experts() -> None:

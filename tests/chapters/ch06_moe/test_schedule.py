@@ -6,7 +6,6 @@ from __future__ import annotations
 import pytest
 
 from chapters.ch06_moe import schedule
-from helpers.analytics.speedup import expected_tokens_per_step
 
 #: c(k, B) with speculation losing at batch 16 only (a non-monotonic lab).
 COSTS = {
@@ -16,6 +15,16 @@ COSTS = {
     64: {1: 1.1, 3: 1.3, 5: 1.6},
 }
 ALPHA = 0.4
+
+
+def expected_tokens_per_step(k: int, alpha: float) -> float:
+    """E[tokens per speculative step] when every draft is accepted with probability α, i.i.d.
+    (Leviathan et al. 2023): 1 + α + … + α^k = (1 − α^{k+1}) / (1 − α)."""
+    if not 0.0 <= alpha <= 1.0:
+        raise ValueError(f"alpha must be in [0, 1], got {alpha}")
+    if alpha == 1.0:
+        return float(k + 1)
+    return (1.0 - alpha ** (k + 1)) / (1.0 - alpha)
 
 
 def taus(alpha: float = ALPHA) -> dict[int, float]:
@@ -133,3 +142,34 @@ def test_on_the_recorded_lab_plain_batches_get_k_zero() -> None:
         for b, by_k in costs.items():
             plain_wins = all(taus[k] / c < 1 for k, c in by_k.items())
             assert (lookup[b] == 0) == plain_wins, (alpha, b, lookup[b], taus, by_k)
+
+
+@pytest.mark.parametrize("k", [1, 3, 5])
+def test_alpha_zero_gives_one_token_per_step(k: int) -> None:
+    assert expected_tokens_per_step(k, 0.0) == 1.0
+
+
+@pytest.mark.parametrize("k", [1, 3, 5])
+def test_alpha_to_one_gives_k_plus_one_tokens_per_step(k: int) -> None:
+    assert expected_tokens_per_step(k, 1 - 1e-9) == pytest.approx(k + 1, rel=1e-6)
+
+
+def test_expected_tokens_is_the_geometric_sum() -> None:
+    for k in range(1, 6):
+        for a in (0.1, 0.5, 0.8):
+            assert expected_tokens_per_step(k, a) == pytest.approx(sum(a**i for i in range(k + 1)))
+
+
+def test_monotonic_pieces() -> None:
+    alphas = [i / 20 for i in range(21)]
+    for k in range(1, 6):
+        e = [expected_tokens_per_step(k, a) for a in alphas]
+        assert all(x < y for x, y in zip(e, e[1:])), "E[tokens/step] rises with α"
+    for a in (0.3, 0.8):
+        e = [expected_tokens_per_step(k, a) for k in range(1, 8)]
+        assert all(x < y for x, y in zip(e, e[1:])), "E[tokens/step] rises with k for α > 0"
+
+
+def test_alpha_out_of_range_rejected() -> None:
+    with pytest.raises(ValueError):
+        expected_tokens_per_step(3, 1.2)

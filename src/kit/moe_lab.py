@@ -1,4 +1,8 @@
-"""Routers by design for the MoE lab: gate weights that make a dummy-weight Qwen3-MoE route
+"""The H200 MoE lab's tools (`scripts/gpu_moe_lab.py`; notebook 06 reads its record): the routing
+designs its worker extension installs, the routing read back, and the tables of a record for
+docs/gpu.md (`python -m kit.moe_lab`).
+
+Routers by design for the MoE lab: gate weights that make a dummy-weight Qwen3-MoE route
 independently, correlated within a sequence, or with a skewed expert popularity, set in a
 running vLLM engine, and the routing read back from the tokens the engine produced.
 
@@ -35,14 +39,15 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import torch
 
-from chapters.ch06_moe import moe
+from chapters.ch06_moe import lab, moe
 from helpers.analytics import speedup
+from helpers.common.tables import K_COLUMN
 
 __all__ = [
     "Design",
@@ -53,6 +58,8 @@ __all__ = [
     "set_acceptance_length",
     "RoutingLab",
     "ROUTING_LAB",
+    "measured_rho",
+    "main",
 ]
 
 
@@ -75,6 +82,47 @@ class Design:
 
 
 AS_LOADED = Design(speedup.AS_LOADED, designed=False)
+
+
+def _expert_mask(choices: torch.Tensor, experts: int) -> torch.Tensor:
+    """Router choices [..., active] as a boolean mask [..., experts] of the experts picked."""
+    mask = torch.zeros(*choices.shape[:-1], experts, dtype=torch.bool, device=choices.device)
+    return mask.scatter_(-1, choices.long(), True)
+
+
+def _window_distinct(mask: torch.Tensor, n: int) -> torch.Tensor:
+    """Distinct experts of every window of n consecutive positions: mask [..., T, E] → [...,
+    T-n+1]."""
+    windows = mask.unfold(-2, n, 1)  # [..., T-n+1, E, n]
+    return windows.any(-1).sum(-1).float()
+
+
+def _aligned_union(masks: Sequence[torch.Tensor], n: int) -> float:
+    """Mean distinct experts per layer when sequences verify n positions each at the same offsets:
+    masks are [layers, T_i, E] per sequence, offsets run over the shortest; what one batched step
+    of len(masks) sequences reads."""
+    t = min(m.shape[-2] for m in masks)
+    if t < n:
+        return float("nan")
+    joint = torch.stack([m[..., :t, :] for m in masks]).any(0)
+    return _window_distinct(joint, n).mean().item()
+
+
+def _effective_experts(mask: torch.Tensor) -> float:
+    """exp(entropy) of how often each expert is picked, per layer, averaged: E when popularity is
+    uniform, fewer when a few experts take most tokens. mask [layers, T, E]."""
+    counts = mask.float().sum(-2)
+    p = counts / counts.sum(-1, keepdim=True).clamp_min(1)
+    entropy = -(p * p.clamp_min(1e-30).log()).sum(-1)
+    return entropy.exp().mean().item()
+
+
+def measured_rho(
+    choices: Sequence[tuple[torch.Tensor, int]], n: int, experts: int, active: int
+) -> float:
+    """ρ of a router at n positions, from the mean union of n consecutive answer positions."""
+    measured = moe.union_table(choices, [n], experts, active).measured_union.iloc[0]
+    return moe.correlation(float(measured), experts, active, n)
 
 
 @dataclass(frozen=True)
@@ -139,7 +187,7 @@ def zipf_bias(
     noise = torch.randn(4096, experts, generator=g)
     bias = torch.zeros(experts)
     for _ in range(rounds):
-        picked = moe.expert_mask((noise + bias).topk(active, dim=-1).indices, experts)
+        picked = _expert_mask((noise + bias).topk(active, dim=-1).indices, experts)
         measured = picked.float().mean(0).clamp_min(1e-4)
         bias += 0.5 * (target.log() - measured.log())
     return [round(b, 6) for b in bias.tolist()]
@@ -333,19 +381,19 @@ def routing_stats(
     """What the generated positions of a batch read: per n, the union of one sequence's n
     consecutive positions (`seq_union_<n>`) and of all sequences' at the same offsets
     (`batch_union_<n>`); ρ at each n; the effective number of experts (popularity)."""
-    masks = [moe.expert_mask(c[:, s:], experts) for c, s in zip(choices, starts)]
+    masks = [_expert_mask(c[:, s:], experts) for c, s in zip(choices, starts)]
     active = choices[0].shape[-1]
     stats: dict[str, float] = {
         "sequences": float(len(masks)),
         "positions": float(min(m.shape[1] for m in masks)),
-        "effective_experts": moe.effective_experts(torch.cat(masks, dim=1)),
+        "effective_experts": _effective_experts(torch.cat(masks, dim=1)),
     }
     for n in ns:
-        per_seq = [moe.window_distinct(m, n).mean().item() for m in masks if m.shape[1] >= n]
+        per_seq = [_window_distinct(m, n).mean().item() for m in masks if m.shape[1] >= n]
         one = sum(per_seq) / len(per_seq) if per_seq else float("nan")
         stats[f"seq_union_{n}"] = one
         stats[f"rho_{n}"] = moe.correlation(one, experts, active, n) if n > 1 else 0.0
-        stats[f"batch_union_{n}"] = moe.aligned_union(masks, n)
+        stats[f"batch_union_{n}"] = _aligned_union(masks, n)
     return stats
 
 
@@ -496,3 +544,53 @@ class RoutingLab:
 
 #: The dotted name vLLM loads RoutingLab by (`worker_extension_cls`).
 ROUTING_LAB = f"{__name__}.{RoutingLab.__qualname__}"
+
+
+def _readme_rows(record: Mapping[str, Any], ks: Sequence[int] = (1, 3, 5)) -> str:
+    """Markdown rows for the README: per k, the measured c at each concurrency, and the record's
+    date, GPU and vLLM (`python -m kit.moe_lab` prints them)."""
+    costs = speedup.lab_step_costs(record)
+    levels = sorted(costs.concurrency.unique())
+    head = "| k | " + " | ".join(f"c(k, {c})" for c in levels) + " |"
+    lines = [head, "|---|" + "---|" * len(levels)]
+    for k in ks:
+        by = costs[costs[K_COLUMN] == k].groupby("concurrency").measured_c.median()
+        if len(by):
+            lines.append(
+                f"| {k} | " + " | ".join(f"{by.get(c, float('nan')):.2f}" for c in levels) + " |"
+            )
+    when = lab.recorded_on(record)
+    lines.append(f"\n{when}, {record['gpu']}, vLLM {record.get('vllm', '?')}: {record['what']}")
+    return "\n".join(lines)
+
+
+def _routing_rows(record: Mapping[str, Any], k: int = 3) -> str:
+    """Markdown rows for the README: per routing design, ρ read back at 4 positions, effective
+    experts, and c(k, C) at each concurrency (a line saying so for a record without designs)."""
+    table = lab.routing_table(record, k)
+    if table.empty or table.routing.nunique() == 1:
+        return "(this record has no routing designs: random weights only)"
+    levels = sorted(table.concurrency.unique())
+    lines = [
+        "| routing | ρ (4 positions) | effective experts | "
+        + " | ".join(f"c({k}, {c})" for c in levels)
+        + " |",
+        "|---|---|---|" + "---|" * len(levels),
+    ]
+    for design, grp in table.groupby("routing", sort=False):
+        at = grp.set_index("concurrency")
+        first = at.iloc[0]
+        cs = " | ".join(f"{at.measured_c.get(c, float('nan')):.2f}" for c in levels)
+        lines.append(f"| {design} | {first.rho_4:.2f} | {first.effective_experts:.1f} | {cs} |")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    """Print the two tables of docs/gpu.md from the shipped record."""
+    record = lab.load_lab()
+    print(_readme_rows(record), "\n", _routing_rows(record), sep="\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
