@@ -63,13 +63,13 @@ def acceptance_row(k: int, runs: dict[str, CategoryRun]) -> dict[str, Any]:
     row: dict[str, Any] = {"k": k}
     for cat, run in runs.items():
         row[cat] = {
-            "tau": run.stats[vllm_names.TAU],
-            "per_position": run.stats[vllm_names.PER_POSITION_RATES],
+            "tau": run.stats[vllm_names.STATS.tau],
+            "per_position": run.stats[vllm_names.STATS.per_position_rates],
         }
     stats = acceptance_stats(pooled(runs))
     row["all"] = {
-        "tau": stats[vllm_names.TAU],
-        "per_position": stats[vllm_names.PER_POSITION_RATES],
+        "tau": stats[vllm_names.STATS.tau],
+        "per_position": stats[vllm_names.STATS.per_position_rates],
     }
     return row
 

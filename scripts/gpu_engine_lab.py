@@ -157,7 +157,7 @@ def measure(name: str, n_prompts: int, new_tokens: int, profile_first: bool) -> 
                 "output_tokens_per_s": round(tok_s, 1),
                 "bs1_output_tokens_per_s": round(bs1, 1),
                 "model_runner": last_runner(),
-                "tau": round(stats[vllm_names.TAU], 3) if k else None,
+                "tau": round(stats[vllm_names.STATS.tau], 3) if k else None,
                 "gpu_used_mib_after_start": used,
                 "gpu_used_mib_after_shutdown": gpu_used_mib(),
             }

@@ -19,7 +19,7 @@ from chapters.ch04_serving import bench, interactivity
 from chapters.ch06_moe import answer, lab
 from helpers.analytics.intervals import Interval, ranking
 from helpers.common.paths import NOTEBOOKS_DIR
-from helpers.common.tables import K_COLUMN
+from helpers.common.tables import COLUMNS
 
 #: Per notebook, the functions that state its outcomes (each called in a code cell).
 OUTCOME_CALLS: dict[str, set[str]] = {
@@ -47,7 +47,7 @@ def _throughput(tok_s: dict[int, float], spread: float) -> pd.DataFrame:
     """A sweep's throughput table: median tok/s per k with a min-max range of ± spread."""
     return pd.DataFrame(
         {
-            K_COLUMN: list(tok_s),
+            COLUMNS.k: list(tok_s),
             "output_tokens_per_s": list(tok_s.values()),
             "tokens_per_s_min": [v - spread for v in tok_s.values()],
             "tokens_per_s_max": [v + spread for v in tok_s.values()],
@@ -116,7 +116,7 @@ def _prediction(low: dict[int, float]) -> pd.DataFrame:
     return pd.DataFrame(
         {
             "concurrency": [1] * len(low),
-            K_COLUMN: list(low),
+            COLUMNS.k: list(low),
             "speedup": [v + 0.1 for v in low.values()],
             "speedup_low": list(low.values()),
             "speedup_high": [v + 0.2 for v in low.values()],

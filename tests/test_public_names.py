@@ -49,8 +49,11 @@ def defined_public(tree: ast.Module) -> set[str]:
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             names.add(node.name)
-        elif isinstance(node, ast.Assign):
-            names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+        elif isinstance(node, ast.Assign):  # `A = …` and `A, B = …, …`
+            targets = [
+                e for t in node.targets for e in (t.elts if isinstance(t, ast.Tuple) else [t])
+            ]
+            names |= {t.id for t in targets if isinstance(t, ast.Name)}
         elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
             names.add(node.target.id)
     return {n for n in names if not n.startswith("_") and n != "logger"}
@@ -164,6 +167,10 @@ def test_module_exports_what_others_use_and_nothing_else(path: Path) -> None:
         f"{where}: __all__ lists what is used outside {package}; add or drop "
         f"{sorted(set(declared) ^ face)}"
     )
+
+
+def test_a_tuple_assignment_defines_each_of_its_names() -> None:
+    assert defined_public(ast.parse("A, _B = 1, 2\nC = D = 3")) == {"A", "C", "D"}
 
 
 def test_the_usage_check_sees_a_module_alias_and_misses_a_stranger() -> None:

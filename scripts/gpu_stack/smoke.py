@@ -26,7 +26,7 @@ def main() -> int:
         started = time.perf_counter() - t0
         runner = llm.llm_engine.vllm_config.use_v2_model_runner
         run = runs.run_prompts(llm, chats, runs.sampling(64))
-    tau = run.stats[vllm_names.TAU]
+    tau = run.stats[vllm_names.STATS.tau]
     print(
         f"smoke: started in {started:.1f} s, model runner {'V2' if runner else 'V1'}, "
         f"τ {tau:.2f}, {len(run.requests)}/{len(chats)} requests with their own acceptance, "

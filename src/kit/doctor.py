@@ -400,7 +400,7 @@ def _engine_row(budget_s: float = _ENGINE_BUDGET_S) -> _Row:
             "instructor.",
         )
     total = time.perf_counter() - t0
-    tau = run.stats[vllm_names.TAU]
+    tau = run.stats[vllm_names.STATS.tau]
     found = (
         f"tiny pair + EAGLE-3 k={k}: {total:.1f} s (start {started:.1f} s, {run.output_tokens} "
         f"tokens in {run.seconds:.1f} s, tau {tau:.2f}, stop {total - started - run.seconds:.1f} s)"

@@ -47,7 +47,7 @@ import torch
 
 from chapters.ch06_moe import lab, moe
 from helpers.analytics import speedup
-from helpers.common.tables import K_COLUMN
+from helpers.common.tables import COLUMNS
 
 __all__ = [
     "Design",
@@ -554,7 +554,7 @@ def _readme_rows(record: Mapping[str, Any], ks: Sequence[int] = (1, 3, 5)) -> st
     head = "| k | " + " | ".join(f"c(k, {c})" for c in levels) + " |"
     lines = [head, "|---|" + "---|" * len(levels)]
     for k in ks:
-        by = costs[costs[K_COLUMN] == k].groupby("concurrency").measured_c.median()
+        by = costs[costs[COLUMNS.k] == k].groupby("concurrency").measured_c.median()
         if len(by):
             lines.append(
                 f"| {k} | " + " | ".join(f"{by.get(c, float('nan')):.2f}" for c in levels) + " |"

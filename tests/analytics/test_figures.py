@@ -6,8 +6,8 @@ import pandas as pd
 
 from helpers.analytics import figures
 from helpers.common.plots import new_figure
-from helpers.common.tables import TAU_CI_HIGH, TAU_CI_LOW
-from helpers.common.vllm_names import TAU
+from helpers.common.tables import COLUMNS
+from helpers.common.vllm_names import STATS
 
 
 def test_one_distinct_colour_per_k() -> None:
@@ -16,15 +16,27 @@ def test_one_distinct_colour_per_k() -> None:
 
 
 def test_error_bars_from_interval_columns_and_none_without_them() -> None:
-    table = pd.DataFrame({TAU: [2.0, 3.0], TAU_CI_LOW: [1.5, 3.2], TAU_CI_HIGH: [2.5, 3.5]})
-    low, high = figures.interval_yerr(table, TAU, TAU_CI_LOW, TAU_CI_HIGH)
+    table = pd.DataFrame(
+        {STATS.tau: [2.0, 3.0], COLUMNS.tau_ci_low: [1.5, 3.2], COLUMNS.tau_ci_high: [2.5, 3.5]}
+    )
+    low, high = figures.interval_yerr(table, STATS.tau, COLUMNS.tau_ci_low, COLUMNS.tau_ci_high)
     assert list(low) == [0.5, 0.0] and list(high) == [0.5, 0.5], "a bound past τ clips to 0"
-    assert figures.interval_yerr(table[[TAU]], TAU, TAU_CI_LOW, TAU_CI_HIGH) is None
+    assert (
+        figures.interval_yerr(
+            table[[STATS.tau]], STATS.tau, COLUMNS.tau_ci_low, COLUMNS.tau_ci_high
+        )
+        is None
+    )
 
 
 def test_tau_bars_draw_one_bar_per_row_under_the_ceiling() -> None:
     table = pd.DataFrame(
-        {"category": ["a", "b"], TAU: [2.0, 3.0], TAU_CI_LOW: [1.8, 2.9], TAU_CI_HIGH: [2.2, 3.1]}
+        {
+            "category": ["a", "b"],
+            STATS.tau: [2.0, 3.0],
+            COLUMNS.tau_ci_low: [1.8, 2.9],
+            COLUMNS.tau_ci_high: [2.2, 3.1],
+        }
     )
     _, (ax,) = new_figure(1)
     figures.tau_bars(ax, table, "category", 3)

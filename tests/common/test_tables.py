@@ -6,11 +6,11 @@ import pandas as pd
 
 from helpers.common import vllm_names
 from helpers.common.paths import BUILD_DIR
-from helpers.common.tables import K_COLUMN, save_table
+from helpers.common.tables import COLUMNS, save_table
 
 
 def test_save_table_writes_build_tables_csv() -> None:
-    df = pd.DataFrame({K_COLUMN: [1, 3], vllm_names.TAU: [1.9, 3.6]})
+    df = pd.DataFrame({COLUMNS.k: [1, 3], vllm_names.STATS.tau: [1.9, 3.6]})
     path = save_table(df, "test_tables_roundtrip")
     try:
         assert path == BUILD_DIR / "tables" / "test_tables_roundtrip.csv"
@@ -28,11 +28,13 @@ def test_the_interval_columns_are_named_here_once() -> None:
 
     written = position_intervals([RequestAcceptance((1, 2, 1), 6), RequestAcceptance((2, 1, 1), 6)])
     named = {
-        tables.RATE_CI_LOW,
-        tables.RATE_CI_HIGH,
-        tables.CONDITIONAL_RATE,
-        tables.CONDITIONAL_CI_LOW,
-        tables.CONDITIONAL_CI_HIGH,
+        tables.COLUMNS.rate_ci_low,
+        tables.COLUMNS.rate_ci_high,
+        tables.COLUMNS.conditional_rate,
+        tables.COLUMNS.conditional_ci_low,
+        tables.COLUMNS.conditional_ci_high,
     }
     assert named <= set(written.columns)
-    assert len(named | {tables.TAU_CI_LOW, tables.TAU_CI_HIGH, K_COLUMN}) == 8  # all distinct
+    assert (
+        len(named | {tables.COLUMNS.tau_ci_low, tables.COLUMNS.tau_ci_high, COLUMNS.k}) == 8
+    )  # all distinct

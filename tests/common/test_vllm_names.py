@@ -26,12 +26,12 @@ QUOTED_IN: dict[str, str] = {
     vllm_names.METRICS.position: "v1/spec_decode/metrics.py",
     vllm_names.METRIC_PREFIX: "v1/metrics/reader.py",
     vllm_names.METRICS.counter_suffix: "v1/metrics/reader.py",
-    vllm_names.NUM_DRAFTS: "benchmarks/serve.py",
-    vllm_names.DRAFT_TOKENS: "benchmarks/serve.py",
-    vllm_names.ACCEPTED_TOKENS: "benchmarks/serve.py",
-    vllm_names.TAU: "benchmarks/serve.py",
-    vllm_names.ACCEPTANCE_RATE: "benchmarks/serve.py",
-    vllm_names.PER_POSITION_RATES: "benchmarks/serve.py",
+    vllm_names.STATS.num_drafts: "benchmarks/serve.py",
+    vllm_names.STATS.draft_tokens: "benchmarks/serve.py",
+    vllm_names.STATS.accepted_tokens: "benchmarks/serve.py",
+    vllm_names.STATS.tau: "benchmarks/serve.py",
+    vllm_names.STATS.acceptance_rate: "benchmarks/serve.py",
+    vllm_names.STATS.per_position_rates: "benchmarks/serve.py",
     vllm_names.METRICS.prefix_cache_queries: "v1/metrics/loggers.py",
     vllm_names.METRICS.prefix_cache_hits: "v1/metrics/loggers.py",
     vllm_names.METRICS.num_preemptions: "v1/metrics/loggers.py",
@@ -45,10 +45,10 @@ QUOTED_IN: dict[str, str] = {
 #: Names the GPU stack's older vLLM lacks (per-request acceptance, the block-drop switch): (name,
 #: file, how the file spells it), checked in the installed vLLM.
 PER_REQUEST_IN: tuple[tuple[str, str, str], ...] = (
-    (vllm_names.PER_REQUEST_METRICS_ARG, "engine/arg_utils.py", r"\b{}\s*:"),
-    (vllm_names.PER_REQUEST_METRICS_ARG, "config/observability.py", r"\b{}\s*:"),
-    (vllm_names.PER_REQUEST_SUMMARY, "config/observability.py", r'Literal\[[^\]]*"{}"'),
-    (vllm_names.OUTPUT_METRICS_ATTR, "outputs.py", r"\b{}\s*:"),
+    (vllm_names.PER_REQUEST.arg, "engine/arg_utils.py", r"\b{}\s*:"),
+    (vllm_names.PER_REQUEST.arg, "config/observability.py", r"\b{}\s*:"),
+    (vllm_names.PER_REQUEST.summary, "config/observability.py", r'Literal\[[^\]]*"{}"'),
+    (vllm_names.PER_REQUEST.output_attr, "outputs.py", r"\b{}\s*:"),
     (
         vllm_names.RESPONSE_KEYS.metrics,
         "entrypoints/openai/chat_completion/protocol.py",
@@ -62,9 +62,9 @@ PER_REQUEST_IN: tuple[tuple[str, str, str], ...] = (
     (vllm_names.RESPONSE_KEYS.histogram, "v1/metrics/stats.py", r'"{}"'),
     (vllm_names.RESPONSE_KEYS.num_draft_tokens, "v1/metrics/stats.py", r'"{}"'),
     (vllm_names.DISABLE_EAGLE_BLOCK_DROP, "config/speculative.py", r"\b{}\s*:"),
-    (vllm_names.PER_REQUEST_DETAILED, "config/observability.py", r'Literal\[[^\]]*"{}"'),
-    (vllm_names.PER_STEP_ACCEPTED, "v1/metrics/stats.py", r"\b{}\s*:"),
-    (vllm_names.PER_STEP_DRAFTED, "v1/metrics/stats.py", r"\b{}\s*:"),
+    (vllm_names.PER_REQUEST.detailed, "config/observability.py", r'Literal\[[^\]]*"{}"'),
+    (vllm_names.PER_REQUEST.per_step_accepted, "v1/metrics/stats.py", r"\b{}\s*:"),
+    (vllm_names.PER_REQUEST.per_step_drafted, "v1/metrics/stats.py", r"\b{}\s*:"),
 )
 #: What monitoring.PROMQL and TAU_ALERT read before they were built from vllm_names.
 PROMQL_BEFORE = {
@@ -123,7 +123,7 @@ def test_metric_names_share_the_prefixes() -> None:
         vllm_names.METRICS.exported(vllm_names.METRICS.num_drafts)
         == "vllm:spec_decode_num_drafts_total"
     )
-    assert vllm_names.PER_POSITION_RATE + "s" == vllm_names.PER_POSITION_RATES
+    assert vllm_names.STATS.per_position_rate + "s" == vllm_names.STATS.per_position_rates
 
 
 def test_promql_built_from_the_names_is_what_observability_had() -> None:
@@ -150,7 +150,7 @@ def spellings(tree: ast.AST) -> list[str]:
             if id(node) not in docstrings and "spec_decode" in node.value:
                 found.append(f"line {node.lineno}: {node.value!r}")
         elif isinstance(node, ast.Attribute) and node.attr.startswith("spec_decode_"):
-            if node.attr != vllm_names.OUTPUT_METRICS_ATTR:  # vLLM's attribute, read as one
+            if node.attr != vllm_names.PER_REQUEST.output_attr:  # vLLM's attribute, read as one
                 found.append(f"line {node.lineno}: .{node.attr}")
     return found
 
@@ -186,4 +186,4 @@ def test_no_notebook_code_cell_spells_vllms_names(path: Path) -> None:
         if cell.cell_type == "code"
         for hit in spellings(ast.parse(cell.source))
     ]
-    assert not found, f"{path.name} spells vLLM names (use vllm_names.TAU etc.): {found}"
+    assert not found, f"{path.name} spells vLLM names (use vllm_names.STATS.tau etc.): {found}"

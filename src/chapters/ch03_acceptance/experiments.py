@@ -42,14 +42,7 @@ from helpers.common.ci import ci_scaled
 from helpers.common.counters import Meter, SpecCounters, acceptance_stats
 from helpers.common.profiles import Profile
 from helpers.common.prompts import CATEGORIES, interleaved, load_prompts
-from helpers.common.tables import (
-    CONDITIONAL_CI_HIGH,
-    CONDITIONAL_CI_LOW,
-    CONDITIONAL_RATE,
-    K_COLUMN,
-    RATE_CI_HIGH,
-    RATE_CI_LOW,
-)
+from helpers.common.tables import COLUMNS
 from helpers.engine.lifecycle import engine_kwargs, open_engine
 from helpers.engine.runs import (
     CategoryRun,
@@ -115,13 +108,18 @@ def _pooled_by_k(runs_by_k: Mapping[int, Mapping[str, CategoryRun]]) -> dict[int
 
 def _acceptance_vs_k(runs_by_k: Mapping[int, Mapping[str, CategoryRun]]) -> pd.DataFrame:
     """τ and acceptance per k (T = 0, categories pooled), with intervals and the k + 1 ceiling."""
-    df = acceptance_table(_pooled_by_k(runs_by_k), K_COLUMN)
-    df["acceptance_length_ceiling"] = df[K_COLUMN] + 1
+    df = acceptance_table(_pooled_by_k(runs_by_k), COLUMNS.k)
+    df["acceptance_length_ceiling"] = df[COLUMNS.k] + 1
     return df
 
 
 #: The interval columns of a per-position table (from position_intervals).
-_POSITION_CI_COLUMNS = (RATE_CI_LOW, RATE_CI_HIGH, CONDITIONAL_CI_LOW, CONDITIONAL_CI_HIGH)
+_POSITION_CI_COLUMNS = (
+    COLUMNS.rate_ci_low,
+    COLUMNS.rate_ci_high,
+    COLUMNS.conditional_ci_low,
+    COLUMNS.conditional_ci_high,
+)
 
 
 def _per_position_table(runs: Mapping[Any, CategoryRun], key: str) -> pd.DataFrame:
@@ -132,13 +130,15 @@ def _per_position_table(runs: Mapping[Any, CategoryRun], key: str) -> pd.DataFra
         if run.requests:
             df = position_intervals(run.requests)
         else:
-            rates = acceptance_stats(run.counters)[vllm_names.PER_POSITION_RATES]
+            rates = acceptance_stats(run.counters)[vllm_names.STATS.per_position_rates]
             before = [1.0, *rates[:-1]]
             df = pd.DataFrame(
                 {
                     "position": range(len(rates)),
-                    vllm_names.PER_POSITION_RATE: rates,
-                    CONDITIONAL_RATE: [r / b if b else np.nan for r, b in zip(rates, before)],
+                    vllm_names.STATS.per_position_rate: rates,
+                    COLUMNS.conditional_rate: [
+                        r / b if b else np.nan for r, b in zip(rates, before)
+                    ],
                     # no per-request data, so no intervals: the same columns, empty
                     **{c: np.nan for c in _POSITION_CI_COLUMNS},
                 }
@@ -150,14 +150,14 @@ def _per_position_table(runs: Mapping[Any, CategoryRun], key: str) -> pd.DataFra
 
 def _per_position_vs_k(runs_by_k: Mapping[int, Mapping[str, CategoryRun]]) -> pd.DataFrame:
     """Per-position and conditional acceptance rates for every k (long table, with intervals)."""
-    return _per_position_table(_pooled_by_k(runs_by_k), K_COLUMN)
+    return _per_position_table(_pooled_by_k(runs_by_k), COLUMNS.k)
 
 
 def _acceptance_by_category(runs_by_k: Mapping[int, Mapping[str, CategoryRun]]) -> pd.DataFrame:
     """τ per task category for every k (T = 0), with intervals."""
     frames = [acceptance_table(runs, "category") for runs in runs_by_k.values()]
     for k, frame in zip(runs_by_k, frames):
-        frame.insert(0, K_COLUMN, k)
+        frame.insert(0, COLUMNS.k, k)
     return pd.concat(frames, ignore_index=True)
 
 
@@ -174,7 +174,7 @@ def _temperature_runs(
 def _acceptance_vs_temperature(runs: Mapping[float, CategoryRun], k: int) -> pd.DataFrame:
     """τ and acceptance per temperature at one k, with intervals."""
     df = acceptance_table(runs, "temperature")
-    df.insert(1, K_COLUMN, k)
+    df.insert(1, COLUMNS.k, k)
     return df
 
 
@@ -205,8 +205,8 @@ def _metered_throughput(
         row[f"{prefix}tokens_per_s_min"] = min(rates)
         row[f"{prefix}tokens_per_s_max"] = max(rates)
         row[f"{prefix}mean_answer_tokens"] = tokens / (repeats * len(prompts))
-        tau = acceptance_stats(total)[vllm_names.TAU] or 1.0
-        row[vllm_names.TAU if label == "forced" else "natural_acceptance_length"] = tau
+        tau = acceptance_stats(total)[vllm_names.STATS.tau] or 1.0
+        row[vllm_names.STATS.tau if label == "forced" else "natural_acceptance_length"] = tau
     return row
 
 
@@ -217,8 +217,8 @@ def _throughput_vs_k(rows: Mapping[int, dict[str, Any]]) -> pd.DataFrame:
     the repeats. A plain step emits 1 token and a speculative step τ tokens, so the cost of a
     speculative step relative to a plain one, as vLLM ran it here, is τ / speed-up.
     """
-    df = pd.DataFrame([{K_COLUMN: k, **row} for k, row in sorted(rows.items())])
-    plain = df.loc[df[K_COLUMN] == 0].iloc[0]
+    df = pd.DataFrame([{COLUMNS.k: k, **row} for k, row in sorted(rows.items())])
+    plain = df.loc[df[COLUMNS.k] == 0].iloc[0]
     for prefix in ("", "natural_"):
         rate = df[f"{prefix}output_tokens_per_s"]
         df[f"{prefix}speedup_vs_plain"] = rate / plain[f"{prefix}output_tokens_per_s"]
@@ -229,7 +229,7 @@ def _throughput_vs_k(rows: Mapping[int, dict[str, Any]]) -> pd.DataFrame:
             df[f"{prefix}speedup_max"] = (
                 df[f"{prefix}tokens_per_s_max"] / plain[f"{prefix}tokens_per_s_min"]
             )
-    df["implied_relative_step_cost"] = df[vllm_names.TAU] / df.speedup_vs_plain
+    df["implied_relative_step_cost"] = df[vllm_names.STATS.tau] / df.speedup_vs_plain
     return df
 
 
@@ -313,7 +313,9 @@ def acceptance_sweep(profile: Profile, plan: _SweepPlan, verbose: bool = True) -
             profile, k, lambda llm: run_categories(llm, prompts, greedy)
         )
         if verbose:
-            tau = acceptance_stats(merge_runs(list(runs[k].values())).counters)[vllm_names.TAU]
+            tau = acceptance_stats(merge_runs(list(runs[k].values())).counters)[
+                vllm_names.STATS.tau
+            ]
             print(f"k={k}: engine + runs {seconds[f'k={k}']:.0f} s, τ = {tau:.2f}")
     return _AcceptanceSweep(
         plan,
@@ -362,7 +364,7 @@ def throughput_sweep(profile: Profile, plan: _SweepPlan, verbose: bool = True) -
 
 def _best_k(throughput_df: pd.DataFrame) -> int:
     """The k with the highest median output tokens/s (0 when plain decoding wins)."""
-    return int(throughput_df.loc[throughput_df.output_tokens_per_s.idxmax(), K_COLUMN])
+    return int(throughput_df.loc[throughput_df.output_tokens_per_s.idxmax(), COLUMNS.k])
 
 
 def best_k_sentence(throughput_df: pd.DataFrame) -> str:
@@ -371,7 +373,7 @@ def best_k_sentence(throughput_df: pd.DataFrame) -> str:
     first, second = df.iloc[0], df.iloc[1]
 
     def name(row: pd.Series) -> str:
-        k = int(row[K_COLUMN])
+        k = int(row[COLUMNS.k])
         return "plain" if k == 0 else f"k={k}"
 
     def rng(row: pd.Series) -> str:

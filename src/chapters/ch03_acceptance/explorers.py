@@ -14,7 +14,7 @@ from helpers.analytics.figures import interval_yerr
 from helpers.common import vllm_names
 from helpers.common.counters import acceptance_stats
 from helpers.common.plots import PALETTE, new_figure
-from helpers.common.tables import K_COLUMN, TAU_CI_HIGH, TAU_CI_LOW
+from helpers.common.tables import COLUMNS
 from helpers.eagle3.decode import ReferencePair, chat_prompt_ids, speculative_generate
 
 __all__ = [
@@ -35,18 +35,25 @@ def acceptance_long_table(
     frames = [
         by_category.assign(temperature=0.0, task=by_category.category),
         by_k.assign(temperature=0.0, task="all"),
-        by_temperature.assign(**{K_COLUMN: main_k}, task="all"),
+        by_temperature.assign(**{COLUMNS.k: main_k}, task="all"),
     ]
-    keep = [K_COLUMN, "temperature", "task", vllm_names.TAU, TAU_CI_LOW, TAU_CI_HIGH]
+    keep = [
+        COLUMNS.k,
+        "temperature",
+        "task",
+        vllm_names.STATS.tau,
+        COLUMNS.tau_ci_low,
+        COLUMNS.tau_ci_high,
+    ]
     df = pd.concat([f[[c for c in keep if c in f.columns]] for f in frames], ignore_index=True)
-    df[K_COLUMN] = df[K_COLUMN].astype(int)
+    df[COLUMNS.k] = df[COLUMNS.k].astype(int)
     df["temperature"] = df.temperature.astype(float)
-    return df.drop_duplicates([K_COLUMN, "temperature", "task"], keep="last")
+    return df.drop_duplicates([COLUMNS.k, "temperature", "task"], keep="last")
 
 
 def _acceptance_state(table: pd.DataFrame, k: int, temperature: float, task: str) -> ExplorerState:
     """τ of one (k, temperature, task) of the run, if it was measured, with the tasks beside it."""
-    hit = table[(table[K_COLUMN] == k) & (table.temperature == temperature) & (table.task == task)]
+    hit = table[(table[COLUMNS.k] == k) & (table.temperature == temperature) & (table.task == task)]
     values: dict[str, Any] = {
         "k": k,
         "temperature": temperature,
@@ -56,12 +63,14 @@ def _acceptance_state(table: pd.DataFrame, k: int, temperature: float, task: str
     if len(hit):
         row = hit.iloc[0]
         values.update(
-            tau=float(row[vllm_names.TAU]), low=row.get(TAU_CI_LOW), high=row.get(TAU_CI_HIGH)
+            tau=float(row[vllm_names.STATS.tau]),
+            low=row.get(COLUMNS.tau_ci_low),
+            high=row.get(COLUMNS.tau_ci_high),
         )
         summary = (
-            f"k={k}, T={temperature}, {task}: τ {row[vllm_names.TAU]:.2f} "
-            f"[{row.get(TAU_CI_LOW, float('nan')):.2f}, "
-            f"{row.get(TAU_CI_HIGH, float('nan')):.2f}] (ceiling {k + 1})"
+            f"k={k}, T={temperature}, {task}: τ {row[vllm_names.STATS.tau]:.2f} "
+            f"[{row.get(COLUMNS.tau_ci_low, float('nan')):.2f}, "
+            f"{row.get(COLUMNS.tau_ci_high, float('nan')):.2f}] (ceiling {k + 1})"
         )
     else:
         summary = (
@@ -69,19 +78,23 @@ def _acceptance_state(table: pd.DataFrame, k: int, temperature: float, task: str
             f"T = 0, temperatures at the main k over all tasks)"
         )
     fig, (ax,) = new_figure(width=6.0, height=3.0)
-    same = table[(table.temperature == temperature) & (table.task == task)].sort_values(K_COLUMN)
+    same = table[(table.temperature == temperature) & (table.task == task)].sort_values(COLUMNS.k)
     if len(same):
         ax.errorbar(
-            same[K_COLUMN],
-            same[vllm_names.TAU],
-            yerr=interval_yerr(same, vllm_names.TAU, TAU_CI_LOW, TAU_CI_HIGH),
+            same[COLUMNS.k],
+            same[vllm_names.STATS.tau],
+            yerr=interval_yerr(same, vllm_names.STATS.tau, COLUMNS.tau_ci_low, COLUMNS.tau_ci_high),
             fmt="o-",
             capsize=3,
             color=PALETTE["spec"],
             label=f"{task}, T={temperature}",
         )
         ax.plot(
-            same[K_COLUMN], same[K_COLUMN] + 1, "--", color=PALETTE["plain"], label="ceiling k + 1"
+            same[COLUMNS.k],
+            same[COLUMNS.k] + 1,
+            "--",
+            color=PALETTE["plain"],
+            label="ceiling k + 1",
         )
     if len(hit):
         ax.scatter([k], [values["tau"]], color="black", zorder=4, label="your selection")
@@ -94,7 +107,7 @@ def acceptance_explorer(table: pd.DataFrame, k: int, temperature: float = 0.0) -
     """Browse the run's τ by k, temperature and task (no engine restarts: the run's own table)."""
     import ipywidgets as w
 
-    ks = sorted(table[K_COLUMN].unique().tolist())
+    ks = sorted(table[COLUMNS.k].unique().tolist())
     temps = sorted(table.temperature.unique().tolist())
     tasks = sorted(table.task.unique().tolist(), key=lambda t: (t != "all", t))
     controls = {
@@ -112,7 +125,7 @@ def _prompt_state(pair: ReferencePair, prompt: str, k: int, max_tokens: int) -> 
     """Greedy draft-and-verify from scratch on the learner's prompt, tokens coloured by origin."""
     out = speculative_generate(pair, chat_prompt_ids(pair.tokenizer, prompt), k, max_tokens)
     counters = out.counters()
-    tau = acceptance_stats(counters)[vllm_names.TAU] if counters.num_drafts else float("nan")
+    tau = acceptance_stats(counters)[vllm_names.STATS.tau] if counters.num_drafts else float("nan")
     values = {
         "k": k,
         "tokens": len(out.token_ids),

@@ -15,14 +15,7 @@ from matplotlib.patches import Patch, Rectangle
 from helpers.analytics.figures import interval_yerr, k_colors, tau_bars
 from helpers.common import vllm_names
 from helpers.common.plots import PALETTE, new_figure
-from helpers.common.tables import (
-    CONDITIONAL_CI_HIGH,
-    CONDITIONAL_CI_LOW,
-    CONDITIONAL_RATE,
-    K_COLUMN,
-    TAU_CI_HIGH,
-    TAU_CI_LOW,
-)
+from helpers.common.tables import COLUMNS
 
 __all__ = [
     "plot_k_sweep",
@@ -56,22 +49,22 @@ def plot_k_sweep(by_k: pd.DataFrame, per_position: pd.DataFrame) -> Figure:
     position."""
     fig, (ax, bx) = new_figure(2, width=5.2)
     ax.plot(
-        by_k[K_COLUMN],
+        by_k[COLUMNS.k],
         by_k.acceptance_length_ceiling,
         "--",
         color=PALETTE["plain"],
         label="ceiling k + 1",
     )
     ax.errorbar(
-        by_k[K_COLUMN],
-        by_k[vllm_names.TAU],
-        yerr=interval_yerr(by_k, vllm_names.TAU, TAU_CI_LOW, TAU_CI_HIGH),
+        by_k[COLUMNS.k],
+        by_k[vllm_names.STATS.tau],
+        yerr=interval_yerr(by_k, vllm_names.STATS.tau, COLUMNS.tau_ci_low, COLUMNS.tau_ci_high),
         fmt="o-",
         capsize=3,
         color=PALETTE["spec"],
         label="measured τ, 95 % interval (T = 0)",
     )
-    for k, tau in zip(by_k[K_COLUMN], by_k[vllm_names.TAU]):
+    for k, tau in zip(by_k[COLUMNS.k], by_k[vllm_names.STATS.tau]):
         ax.annotate(
             f"{tau:.2f}",
             (k, tau),
@@ -84,15 +77,20 @@ def plot_k_sweep(by_k: pd.DataFrame, per_position: pd.DataFrame) -> Figure:
         xlabel="k (num_speculative_tokens)",
         ylabel="acceptance length τ",
         title="τ vs k",
-        xticks=list(by_k[K_COLUMN]),
+        xticks=list(by_k[COLUMNS.k]),
     )
     ax.legend()
-    colors = k_colors(sorted(per_position[K_COLUMN].unique()))
-    for i, (k, grp) in enumerate(per_position.groupby(K_COLUMN)):
+    colors = k_colors(sorted(per_position[COLUMNS.k].unique()))
+    for i, (k, grp) in enumerate(per_position.groupby(COLUMNS.k)):
         bx.errorbar(
             grp.position + 1 + 0.04 * (i - len(colors) / 2),
-            grp[CONDITIONAL_RATE],
-            yerr=interval_yerr(grp, CONDITIONAL_RATE, CONDITIONAL_CI_LOW, CONDITIONAL_CI_HIGH),
+            grp[COLUMNS.conditional_rate],
+            yerr=interval_yerr(
+                grp,
+                COLUMNS.conditional_rate,
+                COLUMNS.conditional_ci_low,
+                COLUMNS.conditional_ci_high,
+            ),
             fmt="o-",
             capsize=2,
             color=colors[k],
@@ -114,16 +112,18 @@ def plot_category_temperature(
 ) -> Figure:
     """Left: τ per task category at k. Right: τ vs temperature at k."""
     fig, (ax, bx) = new_figure(2, width=5.2)
-    tau_bars(ax, by_category[by_category[K_COLUMN] == k], "category", k)
+    tau_bars(ax, by_category[by_category[COLUMNS.k] == k], "category", k)
     bx.errorbar(
         by_temperature.temperature,
-        by_temperature[vllm_names.TAU],
-        yerr=interval_yerr(by_temperature, vllm_names.TAU, TAU_CI_LOW, TAU_CI_HIGH),
+        by_temperature[vllm_names.STATS.tau],
+        yerr=interval_yerr(
+            by_temperature, vllm_names.STATS.tau, COLUMNS.tau_ci_low, COLUMNS.tau_ci_high
+        ),
         fmt="o-",
         capsize=3,
         color=PALETTE["spec"],
     )
-    for t, tau in zip(by_temperature.temperature, by_temperature[vllm_names.TAU]):
+    for t, tau in zip(by_temperature.temperature, by_temperature[vllm_names.STATS.tau]):
         bx.annotate(
             f"{tau:.2f}",
             (t, tau),

@@ -109,12 +109,12 @@ def measure(runs: Mapping[str, Any], k: int) -> pd.DataFrame:
         stats = run.stats
         tau = intervals.tau_interval(run.requests) if run.requests else None
         per = intervals.position_intervals(run.requests) if run.requests else None
-        rates = list(stats[vllm_names.PER_POSITION_RATES])[:k]
+        rates = list(stats[vllm_names.STATS.per_position_rates])[:k]
         row: dict[str, Any] = {
             "subset": subset,
             "prompts": len(run.token_ids),
             "output_tokens": run.output_tokens,
-            "acceptance_length": stats[vllm_names.TAU],
+            "acceptance_length": stats[vllm_names.STATS.tau],
             "al_low": tau.low if tau else float("nan"),
             "al_high": tau.high if tau else float("nan"),
         }

@@ -39,12 +39,16 @@ def agreement_table(
     same = sum(list(o.token_ids) == list(v) for o, v in zip(outputs, vllm_token_ids, strict=True))
     rows = [
         ("requests_token_identical", same, len(outputs)),
-        (vllm_names.NUM_DRAFTS, ref.num_drafts, vllm_counters.num_drafts),
-        (vllm_names.DRAFT_TOKENS, ref.num_draft_tokens, vllm_counters.num_draft_tokens),
-        (vllm_names.ACCEPTED_TOKENS, ref.num_accepted_tokens, vllm_counters.num_accepted_tokens),
+        (vllm_names.STATS.num_drafts, ref.num_drafts, vllm_counters.num_drafts),
+        (vllm_names.STATS.draft_tokens, ref.num_draft_tokens, vllm_counters.num_draft_tokens),
+        (
+            vllm_names.STATS.accepted_tokens,
+            ref.num_accepted_tokens,
+            vllm_counters.num_accepted_tokens,
+        ),
     ]
     rows += [
-        (f"{vllm_names.ACCEPTED_TOKENS}_pos{i}", a, b)
+        (f"{vllm_names.STATS.accepted_tokens}_pos{i}", a, b)
         for i, (a, b) in enumerate(zip(ref.accepted_per_pos, vllm_counters.accepted_per_pos))
     ]
     df = pd.DataFrame(rows, columns=["quantity", "reference", "vllm"])

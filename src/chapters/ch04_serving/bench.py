@@ -136,7 +136,9 @@ class _LevelRun:
             "median_tpot_ms": float(np.median(tpot)) if len(tpot) else math.nan,
             **server,
             "chunks_per_request": sum(r.chunks for r in res) / len(res) if res else math.nan,
-            "acceptance_length": stats[vllm_names.TAU] if self.counters.num_drafts else math.nan,
+            "acceptance_length": stats[vllm_names.STATS.tau]
+            if self.counters.num_drafts
+            else math.nan,
             "prompt_tokens": prompt_tokens,
             "prefix_cache_queries": self.engine.prefix_cache_queries,
             "prefix_cache_hits": self.engine.prefix_cache_hits,
@@ -311,8 +313,8 @@ def counters_frame(runs: Sequence[_LevelRun]) -> pd.DataFrame:
     rows = []
     for concurrency, deltas in sorted(by_level.items()):
         stats = acceptance_stats(sum(deltas, SpecCounters()))
-        per_pos = stats.pop(vllm_names.PER_POSITION_RATES)
-        taus = [acceptance_stats(d)[vllm_names.TAU] for d in deltas]
+        per_pos = stats.pop(vllm_names.STATS.per_position_rates)
+        taus = [acceptance_stats(d)[vllm_names.STATS.tau] for d in deltas]
         rows.append(
             {
                 "concurrency": concurrency,

@@ -159,12 +159,12 @@ def dashboard(samples: list[_Sample], window: float) -> pd.DataFrame:
         stats = acceptance_stats(delta)  # vLLM's formulas, as everywhere in the workbook
         row = {
             "t": now.t,
-            "acceptance_length": stats[vllm_names.TAU],
-            "acceptance_rate": stats[vllm_names.ACCEPTANCE_RATE] / 100,
+            "acceptance_length": stats[vllm_names.STATS.tau],
+            "acceptance_rate": stats[vllm_names.STATS.acceptance_rate] / 100,
             "accepted_tokens_per_s": delta.num_accepted_tokens / span,
             "drafts_per_s": delta.num_drafts / span,
         }
-        rates = stats[vllm_names.PER_POSITION_RATES]
+        rates = stats[vllm_names.STATS.per_position_rates]
         row |= {f"position_{j + 1}": r for j, r in enumerate(rates)}
         rows.append(row)
     return pd.DataFrame(rows)

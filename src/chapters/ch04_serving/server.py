@@ -49,7 +49,7 @@ from helpers.common.envinfo import has_gpu
 from helpers.common.notebook import at_terminate
 from helpers.common.paths import BUILD_DIR, LOGS_DIR, REPO_ROOT, build_path, local_dir
 from helpers.common.profiles import Profile, resolve_k
-from helpers.common.vllm_names import PER_REQUEST_METRICS_ARG, PER_REQUEST_SUMMARY
+from helpers.common.vllm_names import PER_REQUEST
 from helpers.engine import compat
 from helpers.engine.lifecycle import (
     ENGINE_ENV,
@@ -186,10 +186,10 @@ def _engine_flags(profile: Profile, gpu: bool | None = None, **overrides: Any) -
 def per_request_flags() -> tuple[list[str], list[str]]:
     """`--per-request-spec-decode-metrics summary` where this vLLM has it (every response then
     carries its request's acceptance), else no flag and one line saying what is lost."""
-    if compat.supports(PER_REQUEST_METRICS_ARG):
-        return _flag(PER_REQUEST_METRICS_ARG, PER_REQUEST_SUMMARY), []
-    lost = compat.FEATURES[PER_REQUEST_METRICS_ARG].lost
-    return [], [f"this vLLM has no {PER_REQUEST_METRICS_ARG}: {lost}"]
+    if compat.supports(PER_REQUEST.arg):
+        return _flag(PER_REQUEST.arg, PER_REQUEST.summary), []
+    lost = compat.FEATURES[PER_REQUEST.arg].lost
+    return [], [f"this vLLM has no {PER_REQUEST.arg}: {lost}"]
 
 
 def launch_command(

@@ -260,13 +260,13 @@ def evaluate_tau(
     stats = acceptance_stats(pooled(runs))
     return _TauResult(
         label=label or Path(drafter_dir).name,
-        tau=stats[vllm_names.TAU],
-        per_position=list(stats[vllm_names.PER_POSITION_RATES]),
-        drafts=stats[vllm_names.NUM_DRAFTS],
-        accepted=stats[vllm_names.ACCEPTED_TOKENS],
+        tau=stats[vllm_names.STATS.tau],
+        per_position=list(stats[vllm_names.STATS.per_position_rates]),
+        drafts=stats[vllm_names.STATS.num_drafts],
+        accepted=stats[vllm_names.STATS.accepted_tokens],
         output_tokens=sum(r.output_tokens for r in runs.values()),
         seconds=time.perf_counter() - t0,
-        by_category={c: r.stats[vllm_names.TAU] for c, r in runs.items()},
+        by_category={c: r.stats[vllm_names.STATS.tau] for c, r in runs.items()},
         runs=runs,
     )
 

@@ -24,7 +24,7 @@ import pandas as pd
 
 from chapters.ch06_moe import schedule
 from helpers.common.paths import DATA_DIR
-from helpers.common.tables import K_COLUMN
+from helpers.common.tables import COLUMNS
 
 __all__ = [
     "published_taus",
@@ -63,7 +63,7 @@ def published_taus(architecture: str, path: Path = _TAU_FILE) -> pd.DataFrame:
             rows.append(
                 {
                     "source": r["id"],
-                    K_COLUMN: k,
+                    COLUMNS.k: k,
                     "tau": tau,
                     "from": "per-position rates" if per else "τ at its own k",
                     "conditions": f"{r['verifier']} + {r['drafter']}; {r['dataset']}; "
@@ -86,17 +86,17 @@ def k0_cost(concurrency: int, path: Path = _K0_FILE) -> float:
 def predict(costs: pd.DataFrame, taus: pd.DataFrame) -> pd.DataFrame:
     """Per concurrency and k: τ and its band over sources, c and its band, and the predicted
     speed-up τ / c with its band; k = 0 rows priced by `k0_cost`."""
-    by_k = taus.groupby(K_COLUMN).tau.agg(["median", "min", "max", "count"])
+    by_k = taus.groupby(COLUMNS.k).tau.agg(["median", "min", "max", "count"])
     rows = []
     for r in costs.itertuples():
-        k = getattr(r, K_COLUMN)
+        k = getattr(r, COLUMNS.k)
         if k not in by_k.index:
             continue
         t = by_k.loc[k]
         rows.append(
             {
                 "concurrency": r.concurrency,
-                K_COLUMN: k,
+                COLUMNS.k: k,
                 "tau": t["median"],
                 "tau_low": t["min"],
                 "tau_high": t["max"],
@@ -112,11 +112,11 @@ def predict(costs: pd.DataFrame, taus: pd.DataFrame) -> pd.DataFrame:
     for conc in sorted(costs.concurrency.unique()):
         price = 1.0 / k0_cost(int(conc))
         rows.append(
-            {"concurrency": conc, K_COLUMN: 0, "tau": 1.0, "tau_low": 1.0, "tau_high": 1.0}
+            {"concurrency": conc, COLUMNS.k: 0, "tau": 1.0, "tau_low": 1.0, "tau_high": 1.0}
             | {"sources": 0, "c": 1 / price, "c_low": 1 / price, "c_high": 1 / price}
             | {"speedup": price, "speedup_low": price, "speedup_high": price}
         )
-    return pd.DataFrame(rows).sort_values(["concurrency", K_COLUMN], ignore_index=True)
+    return pd.DataFrame(rows).sort_values(["concurrency", COLUMNS.k], ignore_index=True)
 
 
 def best_by_concurrency(prediction: pd.DataFrame, tie: float = _TIE) -> dict[int, int]:
@@ -125,7 +125,7 @@ def best_by_concurrency(prediction: pd.DataFrame, tie: float = _TIE) -> dict[int
     best = {}
     for conc, grp in prediction.groupby("concurrency"):
         floor = grp.speedup_low.max() * (1 - tie)
-        best[int(conc)] = int(grp[grp.speedup_low >= floor][K_COLUMN].min())
+        best[int(conc)] = int(grp[grp.speedup_low >= floor][COLUMNS.k].min())
     return best
 
 
@@ -192,11 +192,13 @@ def measure(
             rows.append(
                 {
                     "concurrency": c,
-                    K_COLUMN: k,
-                    "tau": stats[vllm_names.TAU],
-                    "per_position": [round(x, 3) for x in stats[vllm_names.PER_POSITION_RATES]],
+                    COLUMNS.k: k,
+                    "tau": stats[vllm_names.STATS.tau],
+                    "per_position": [
+                        round(x, 3) for x in stats[vllm_names.STATS.per_position_rates]
+                    ],
                     "speedup": speedup,
-                    "c": stats[vllm_names.TAU] / speedup,
+                    "c": stats[vllm_names.STATS.tau] / speedup,
                 }
             )
     return pd.DataFrame(rows)
@@ -209,7 +211,7 @@ def summary_lines(
     then the `--speculative-config` to paste."""
     out = []
     for conc, k in best.items():
-        row = prediction[(prediction.concurrency == conc) & (prediction[K_COLUMN] == k)].iloc[0]
+        row = prediction[(prediction.concurrency == conc) & (prediction[COLUMNS.k] == k)].iloc[0]
         out.append(
             f"C = {conc}: best k {k}, predicted {row.speedup:.2f}x "
             f"[{row.speedup_low:.2f}, {row.speedup_high:.2f}] (PREDICTED, not measured)"

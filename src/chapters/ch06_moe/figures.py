@@ -13,9 +13,7 @@ from matplotlib.figure import Figure
 
 from helpers.analytics.figures import k_colors
 from helpers.common.plots import PALETTE, new_figure
-from helpers.common.tables import (
-    K_COLUMN,
-)
+from helpers.common.tables import COLUMNS
 
 __all__ = [
     "plot_expert_union",
@@ -70,10 +68,10 @@ def plot_answer(answer: pd.DataFrame, k: int, title: str) -> Figure:
     speed-up τ / c(k, C) at one k over τ and C, break-even where the black line is, and where it
     moves across the band (dashed)."""
     fig, (ax, bx) = new_figure(2, width=5.4, height=4.0)
-    ks = sorted(answer[K_COLUMN].unique())
+    ks = sorted(answer[COLUMNS.k].unique())
     colors = k_colors(ks)
     for kk in ks:
-        at = answer[answer[K_COLUMN] == kk].sort_values("concurrency")
+        at = answer[answer[COLUMNS.k] == kk].sort_values("concurrency")
         ax.fill_between(at.concurrency, at.c_low, at.c_high, color=colors[kk], alpha=0.2)
         ax.plot(at.concurrency, at.c, "o-", color=colors[kk], label=f"k = {kk}")
     ax.set_xscale("log", base=2)
@@ -84,7 +82,7 @@ def plot_answer(answer: pd.DataFrame, k: int, title: str) -> Figure:
         title=f"measured c, band: {source}",
     )
     ax.legend(fontsize=8)
-    at = answer[answer[K_COLUMN] == k].sort_values("concurrency")
+    at = answer[answer[COLUMNS.k] == k].sort_values("concurrency")
     taus = np.linspace(1.0, k + 1.0, 41)
     conc = at.concurrency.to_numpy(float)
     grid = taus[:, None] / at.c.to_numpy()[None, :]

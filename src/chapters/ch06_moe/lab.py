@@ -30,7 +30,7 @@ from chapters.ch06_moe import moe
 from helpers.analytics import speedup
 from helpers.common.configs import read_config
 from helpers.common.paths import DATA_DIR, REPO_ROOT
-from helpers.common.tables import K_COLUMN
+from helpers.common.tables import COLUMNS
 
 __all__ = [
     "AS_LOADED",
@@ -94,12 +94,12 @@ def cells(record: Mapping[str, Any]) -> pd.DataFrame:
     time, the union its step read, its bytes, and the bandwidth that makes: one row per (k, τ,
     concurrency, routing)."""
     shape, context = lab_shape(record), lab_context(record)
-    df = pd.DataFrame(speedup.trusted_rows(record)).rename(columns={"k": K_COLUMN})
+    df = pd.DataFrame(speedup.trusted_rows(record)).rename(columns={"k": COLUMNS.k})
     if "routing" not in df:
         df["routing"] = AS_LOADED
     if "step_ms" not in df:
         df["step_ms"] = 1e3 / df.steps_per_s
-    df["positions"] = df[K_COLUMN] + 1
+    df["positions"] = df[COLUMNS.k] + 1
     measured, source = [], []
     for _, r in df.iterrows():
         key = f"batch_union_{int(r.positions)}"
@@ -114,7 +114,7 @@ def cells(record: Mapping[str, Any]) -> pd.DataFrame:
     df["union"], df["union_source"] = measured, source
     df["gb_per_step"] = [
         moe.step_bytes(shape, c, u, context, drafter_steps=k) / 1e9
-        for c, u, k in zip(df.concurrency, df.union, df[K_COLUMN])
+        for c, u, k in zip(df.concurrency, df.union, df[COLUMNS.k])
     ]
     df["achieved_tb_s"] = df.gb_per_step / df.step_ms  # GB/ms = TB/s
     df["tokens"] = df.concurrency * df.positions
@@ -125,7 +125,7 @@ def plain_bandwidth(record: Mapping[str, Any]) -> pd.DataFrame:
     """Plain decoding per concurrency: the union a step read, its bytes, the bandwidth reached and
     its share of the GPU's datasheet peak (NaN for a GPU `speedup.peak_tb_s` does not list)."""
     df = cells(record)
-    df = df[(df[K_COLUMN] == 0) & (df.routing == AS_LOADED)].copy()
+    df = df[(df[COLUMNS.k] == 0) & (df.routing == AS_LOADED)].copy()
     peak = speedup.peak_tb_s(record["gpu"])
     df["peak_tb_s"] = peak if peak is not None else float("nan")
     df["share_of_peak"] = df.achieved_tb_s / df.peak_tb_s
@@ -182,7 +182,7 @@ def _design_matrix(table: pd.DataFrame) -> np.ndarray:
     return np.column_stack(
         [
             np.ones(len(table)),
-            table[K_COLUMN].to_numpy(float),
+            table[COLUMNS.k].to_numpy(float),
             table.gb_per_step.to_numpy(float),
             table.tokens.to_numpy(float),
         ]
@@ -218,8 +218,8 @@ def routing_table(record: Mapping[str, Any], k: int) -> pd.DataFrame:
     """Per routing design and concurrency: ρ and the effective experts read back, the plain and
     speculative unions, and the measured c(k, C) (empty for a record without designs)."""
     df = cells(record)
-    plain = df[df[K_COLUMN] == 0].set_index(["routing", "concurrency"])
-    spec = df[df[K_COLUMN] == k]
+    plain = df[df[COLUMNS.k] == 0].set_index(["routing", "concurrency"])
+    spec = df[df[COLUMNS.k] == k]
     rows = []
     for (design, conc), grp in spec.groupby(["routing", "concurrency"], sort=False):
         if (design, conc) not in plain.index:
@@ -248,13 +248,13 @@ def c_table(record: Mapping[str, Any]) -> pd.DataFrame:
     plain's first and last blocks where the record has both)."""
     df = cells(record)
     df = df[df.routing == AS_LOADED]
-    plain = df[df[K_COLUMN] == 0].groupby("concurrency").step_ms.agg(["min", "max", "median"])
+    plain = df[df[COLUMNS.k] == 0].groupby("concurrency").step_ms.agg(["min", "max", "median"])
     rows = []
-    for (k, conc), grp in df[df[K_COLUMN] > 0].groupby([K_COLUMN, "concurrency"]):
+    for (k, conc), grp in df[df[COLUMNS.k] > 0].groupby([COLUMNS.k, "concurrency"]):
         p = plain.loc[conc]
         rows.append(
             {
-                K_COLUMN: int(k),
+                COLUMNS.k: int(k),
                 "concurrency": int(conc),
                 "c": float(grp.step_ms.median() / p["median"]),
                 "c_low": float(grp.step_ms.min() / p["max"]),
@@ -271,7 +271,7 @@ def union_effect(record: Mapping[str, Any], k: int) -> pd.DataFrame:
     replicates; `separate` where the designs' step times spread wider than the replicates, so the
     union read moved the step there (a record without designs gives an empty table)."""
     df = cells(record)
-    spec = df[df[K_COLUMN] == k]
+    spec = df[df[COLUMNS.k] == k]
     if spec.routing.nunique() < 2:
         return pd.DataFrame()
     rows = []
@@ -323,7 +323,7 @@ def shape_verdict(table: pd.DataFrame, x: str, est: str, low: str, high: str) ->
 def speedup_by_concurrency(lab: pd.DataFrame, k: int, tau: float) -> pd.DataFrame:
     """One (k, τ) row of `speedup.lab_step_costs` per concurrency: speed-up, c, and whether it
     rose from the concurrency before (what makes a curve non-monotonic)."""
-    at = lab[(lab[K_COLUMN] == k) & (lab.tau_target == tau)].sort_values("concurrency")
+    at = lab[(lab[COLUMNS.k] == k) & (lab.tau_target == tau)].sort_values("concurrency")
     out = at[["concurrency", "tau", "measured_c", "speedup"]].reset_index(drop=True)
     out["rose"] = out.speedup.diff() > 0
     return out
@@ -347,9 +347,9 @@ def answer_table(record: Mapping[str, Any], fit: _StepFit, rho: float) -> pd.Dat
     real router's is unknown), laid on the measured c."""
     costs = speedup.lab_step_costs(record)
     shape, context = lab_shape(record), lab_context(record)
-    by_k = {k: routing_table(record, k) for k in costs[K_COLUMN].unique()}
+    by_k = {k: routing_table(record, k) for k in costs[COLUMNS.k].unique()}
     rows = []
-    for (k, conc), grp in costs.groupby([K_COLUMN, "concurrency"]):
+    for (k, conc), grp in costs.groupby([COLUMNS.k, "concurrency"]):
         c = float(grp.measured_c.median())
         designs = by_k[k]
         at = designs[designs.concurrency == conc].measured_c if len(designs) else []
@@ -360,7 +360,7 @@ def answer_table(record: Mapping[str, Any], fit: _StepFit, rho: float) -> pd.Dat
             moved = c + ends[1] - ends[0]
             low, high = min(c, moved), max(c, moved)
             source = f"fitted model, rho 0 to {rho:.2f}"
-        rows.append({K_COLUMN: k, "concurrency": conc, "c": c, "c_low": low, "c_high": high})
+        rows.append({COLUMNS.k: k, "concurrency": conc, "c": c, "c_low": low, "c_high": high})
         rows[-1]["band_source"] = source
     return pd.DataFrame(rows)
 
@@ -396,6 +396,6 @@ def one_prompt_batch(record: dict[str, Any]) -> pd.DataFrame:
             rows.append({"run": name, "batch_size": int(batch[2:]), "steps_per_s": rate})
     df = pd.DataFrame(rows)
     plain = df[df.run == "plain"].set_index("batch_size").steps_per_s
-    df[K_COLUMN] = [0 if r == "plain" else int(r[1:]) for r in df.run]
+    df[COLUMNS.k] = [0 if r == "plain" else int(r[1:]) for r in df.run]
     df["relative_step_cost"] = df.batch_size.map(plain) / df.steps_per_s
-    return df.sort_values([K_COLUMN, "batch_size"], ignore_index=True)
+    return df.sort_values([COLUMNS.k, "batch_size"], ignore_index=True)

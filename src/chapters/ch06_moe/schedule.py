@@ -24,7 +24,7 @@ import pandas as pd
 from helpers.common import vllm_names
 from helpers.common.counters import Meter, SpecCounters
 from helpers.common.prompts import as_messages
-from helpers.common.tables import K_COLUMN
+from helpers.common.tables import COLUMNS
 
 __all__ = [
     "best_k",
@@ -75,9 +75,9 @@ def dense_lookup(ranges: Sequence[Sequence[int]], max_batch: int, k: int) -> lis
 def _request_trace(output: Any, k: int) -> list[int] | None:
     """Drafts accepted at each verify step of a finished request that drafted all k (vLLM's
     `detailed` per-request metrics; steps cut short by max_tokens left out), else None."""
-    metrics = getattr(output, vllm_names.OUTPUT_METRICS_ATTR, None)
-    accepted = getattr(metrics, vllm_names.PER_STEP_ACCEPTED, None)
-    drafted = getattr(metrics, vllm_names.PER_STEP_DRAFTED, None)
+    metrics = getattr(output, vllm_names.PER_REQUEST.output_attr, None)
+    accepted = getattr(metrics, vllm_names.PER_REQUEST.per_step_accepted, None)
+    drafted = getattr(metrics, vllm_names.PER_REQUEST.per_step_drafted, None)
     if not accepted or drafted is None:
         return None
     return [a for a, d in zip(accepted, drafted) if d == k]
@@ -245,7 +245,7 @@ def replay_table(
                 row[f"k={k}"] = _replay_static(flat, k, by_k[k])
             lookup = dense_lookup(ranges[name], max(costs), max(ks))
             k_sched = lookup[batch]
-            row[f"{K_COLUMN} (schedule)"] = k_sched
+            row[f"{COLUMNS.k} (schedule)"] = k_sched
             plain = k0_cost(batch) if k0_cost else 1.0
             row["schedule"] = _replay_static(flat, k_sched, by_k[k_sched]) if k_sched else 1 / plain
             row["utility"], row["speculated_share"] = _replay_rule(reqs, by_k, probe_every)

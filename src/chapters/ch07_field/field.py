@@ -256,7 +256,7 @@ class _MethodSummary:
         out: dict[str, Any] = {"n_requests": self.requests}
         for name in ("tau", "tokens_per_forward", "coverage", "tokens_per_s"):
             iv = getattr(self, name)
-            key = vllm_names.TAU if name == "tau" else name
+            key = vllm_names.STATS.tau if name == "tau" else name
             out |= {key: iv.estimate, f"{name}_ci_low": iv.low, f"{name}_ci_high": iv.high}
         return out | {"decode_steps": self.decode_steps, "drafted_steps": self.drafted_steps}
 

@@ -239,7 +239,7 @@ def damage_table(
                 "condition": name,
                 "baseline": base_name,
                 "n_requests": len(run.token_ids),
-                vllm_names.TAU: tau.estimate,
+                vllm_names.STATS.tau: tau.estimate,
                 "tau_ci_low": tau.low,
                 "tau_ci_high": tau.high,
                 "baseline_tau": tau_base.estimate,
@@ -300,7 +300,13 @@ def plot_damage(table: pd.DataFrame, k: int) -> Figure:
     y = np.arange(len(rows))
     bars = {
         "its baseline": (0.2, "baseline_tau", "baseline_ci_low", "baseline_ci_high", "plain"),
-        "with the mismatch": (-0.2, vllm_names.TAU, "tau_ci_low", "tau_ci_high", "correction"),
+        "with the mismatch": (
+            -0.2,
+            vllm_names.STATS.tau,
+            "tau_ci_low",
+            "tau_ci_high",
+            "correction",
+        ),
     }
     for label, (offset, value, low, high, color) in bars.items():
         xerr = interval_yerr(rows, value, low, high)  # the same lengths, drawn sideways
@@ -342,7 +348,7 @@ def load_cases(path: Path = _DOCTOR_FILE) -> list[dict[str, Any]]:
 def measured_text(row: Mapping[str, Any]) -> str:
     """'τ 3.62 → 1.05, damage 2.57 [2.40, 2.71]: lowers τ' for one damage_table row."""
     return (
-        f"τ {row['baseline_tau']:.2f} → {row[vllm_names.TAU]:.2f}, damage {damage_of(row)}: "
+        f"τ {row['baseline_tau']:.2f} → {row[vllm_names.STATS.tau]:.2f}, damage {damage_of(row)}: "
         f"{row['verdict']}"
     )
 
@@ -428,12 +434,12 @@ def context_table(
         row: dict[str, Any] = {
             "history_tokens": asked,
             "prompt_tokens": float(np.mean(lengths[asked])),
-            vllm_names.TAU: tau.estimate,
+            vllm_names.STATS.tau: tau.estimate,
             "tau_ci_low": tau.low,
             "tau_ci_high": tau.high,
             "requests": tau.n,
         }
-        for i, rate in enumerate(run.stats[vllm_names.PER_POSITION_RATES]):
+        for i, rate in enumerate(run.stats[vllm_names.STATS.per_position_rates]):
             row[f"pos_{i}"] = rate
             row[f"pos_{i}_low"] = float(per.rate_ci_low[i]) if per is not None else math.nan
             row[f"pos_{i}_high"] = float(per.rate_ci_high[i]) if per is not None else math.nan
@@ -454,8 +460,8 @@ def plot_context(table: pd.DataFrame, trained: int, published: pd.DataFrame, sou
     fig, (ax, bx) = new_figure(2, width=5.2)
     ax.errorbar(
         table.prompt_tokens,
-        table[vllm_names.TAU],
-        yerr=interval_yerr(table, vllm_names.TAU, "tau_ci_low", "tau_ci_high"),
+        table[vllm_names.STATS.tau],
+        yerr=interval_yerr(table, vllm_names.STATS.tau, "tau_ci_low", "tau_ci_high"),
         marker="o",
         capsize=3,
         color=PALETTE["spec"],
@@ -478,7 +484,7 @@ def plot_context(table: pd.DataFrame, trained: int, published: pd.DataFrame, sou
 def _run_interval(run: CategoryRun) -> Interval:
     """τ of a run from vLLM's counters, with its 95 % interval over requests (NaN ends without
     per-request acceptance)."""
-    tau = acceptance_stats(run.counters)[vllm_names.TAU]
+    tau = acceptance_stats(run.counters)[vllm_names.STATS.tau]
     if not run.requests:
         return _nan_interval(tau, len(run.token_ids))
     ends = tau_interval(run.requests)

@@ -20,7 +20,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from helpers.common.plots import PALETTE, new_figure
-from helpers.common.tables import K_COLUMN
+from helpers.common.tables import COLUMNS
 
 __all__ = [
     "Explorer",
@@ -28,7 +28,7 @@ __all__ = [
     "speedup_explorer",
 ]
 
-CSS_EXPLORER, CSS_CONTROL, CSS_RESULT = (
+_CSS_EXPLORER, _CSS_CONTROL, _CSS_RESULT = (
     "workbook-explorer",
     "workbook-explorer-control",
     "workbook-explorer-result",
@@ -58,15 +58,15 @@ class Explorer:
     def __post_init__(self) -> None:
         import ipywidgets as w
 
-        self.result = w.HTML().add_class(CSS_RESULT)
+        self.result = w.HTML().add_class(_CSS_RESULT)
         self.view = w.Output()
         for name, control in self.controls.items():
-            control.add_class(CSS_CONTROL)
+            control.add_class(_CSS_CONTROL)
             control.observe(lambda change, name=name: self._changed(name), "value")
         self.widget = w.VBox(
             [w.HTML(f"<b>{html.escape(self.title)}</b>"), *self.controls.values(), self.result]
             + [self.view]
-        ).add_class(CSS_EXPLORER)
+        ).add_class(_CSS_EXPLORER)
         self.refresh()
 
     def values(self) -> dict[str, Any]:
@@ -131,7 +131,7 @@ def _speedup_state(
     ax.plot(taus, [t / c for t in taus], color=PALETTE["spec"], label=f"τ / c, c = {c:.2f}")
     recorded = ""
     if lab is not None:
-        at = lab[(lab[K_COLUMN] == k) & (lab.concurrency == batch)]
+        at = lab[(lab[COLUMNS.k] == k) & (lab.concurrency == batch)]
         if len(at):
             rc = float(at.measured_c.median())
             values["recorded_c"] = rc

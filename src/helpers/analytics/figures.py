@@ -11,10 +11,7 @@ import pandas as pd
 
 from helpers.common import vllm_names
 from helpers.common.plots import PALETTE
-from helpers.common.tables import (
-    TAU_CI_HIGH,
-    TAU_CI_LOW,
-)
+from helpers.common.tables import COLUMNS
 
 __all__ = [
     "tau_bars",
@@ -40,8 +37,8 @@ def tau_bars(ax: Any, table: pd.DataFrame, key: str, k: int) -> None:
     """τ per row of an acceptance table as bars with 95 % intervals, under the ceiling k + 1."""
     bars = ax.bar(
         table[key].astype(str),
-        table[vllm_names.TAU],
-        yerr=interval_yerr(table, vllm_names.TAU, TAU_CI_LOW, TAU_CI_HIGH),
+        table[vllm_names.STATS.tau],
+        yerr=interval_yerr(table, vllm_names.STATS.tau, COLUMNS.tau_ci_low, COLUMNS.tau_ci_high),
         capsize=4,
         color=PALETTE["spec"],
     )

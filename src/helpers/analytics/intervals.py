@@ -29,13 +29,7 @@ import pandas as pd
 
 from helpers.common import vllm_names
 from helpers.common.counters import RequestAcceptance
-from helpers.common.tables import (
-    CONDITIONAL_CI_HIGH,
-    CONDITIONAL_CI_LOW,
-    CONDITIONAL_RATE,
-    RATE_CI_HIGH,
-    RATE_CI_LOW,
-)
+from helpers.common.tables import COLUMNS
 
 __all__ = [
     "METHOD",
@@ -208,12 +202,12 @@ def position_intervals(requests: Sequence[RequestAcceptance]) -> pd.DataFrame:
     return pd.DataFrame(
         {
             "position": range(len(rates)),
-            vllm_names.PER_POSITION_RATE: [i.estimate for i in rates],
-            RATE_CI_LOW: [i.low for i in rates],
-            RATE_CI_HIGH: [i.high for i in rates],
-            CONDITIONAL_RATE: [i.estimate for i in cond],
-            CONDITIONAL_CI_LOW: [i.low for i in cond],
-            CONDITIONAL_CI_HIGH: [i.high for i in cond],
+            vllm_names.STATS.per_position_rate: [i.estimate for i in rates],
+            COLUMNS.rate_ci_low: [i.low for i in rates],
+            COLUMNS.rate_ci_high: [i.high for i in rates],
+            COLUMNS.conditional_rate: [i.estimate for i in cond],
+            COLUMNS.conditional_ci_low: [i.low for i in cond],
+            COLUMNS.conditional_ci_high: [i.high for i in cond],
         }
     )
 

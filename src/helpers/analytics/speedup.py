@@ -19,7 +19,7 @@ from typing import Any
 import pandas as pd
 
 from helpers.common.paths import DATA_DIR
-from helpers.common.tables import K_COLUMN
+from helpers.common.tables import COLUMNS
 
 __all__ = [
     "published_points",
@@ -78,11 +78,11 @@ def lab_step_costs(record: Mapping[str, Any]) -> pd.DataFrame:
     """The MoE lab's speculative rows with their speed-up and measured c(k, C) over plain decoding
     at the same concurrency (the median of plain's cells there), for the routing as loaded, over
     `trusted_rows` only (`chapters.ch06_moe.lab.routing_table` reads the designs)."""
-    rows = pd.DataFrame(trusted_rows(record)).rename(columns={"k": K_COLUMN})
+    rows = pd.DataFrame(trusted_rows(record)).rename(columns={"k": COLUMNS.k})
     if "routing" in rows:
         rows = rows[rows.routing == AS_LOADED]
-    plain = rows[rows[K_COLUMN] == 0].groupby("concurrency")[["tok_s", "steps_per_s"]].median()
-    lab = rows[rows[K_COLUMN] > 0].copy()
+    plain = rows[rows[COLUMNS.k] == 0].groupby("concurrency")[["tok_s", "steps_per_s"]].median()
+    lab = rows[rows[COLUMNS.k] > 0].copy()
     lab["speedup"] = lab.tok_s / lab.concurrency.map(plain.tok_s)
     lab["measured_c"] = lab.concurrency.map(plain.steps_per_s) / lab.steps_per_s
     return lab.reset_index(drop=True)

@@ -26,10 +26,7 @@ from helpers.analytics.intervals import (
 )
 from helpers.common import vllm_names
 from helpers.common.counters import acceptance_stats
-from helpers.common.tables import (
-    TAU_CI_HIGH,
-    TAU_CI_LOW,
-)
+from helpers.common.tables import COLUMNS
 from helpers.engine.runs import (
     CategoryRun,
 )
@@ -42,14 +39,14 @@ __all__ = [
 
 #: Scalar statistics copied into the tables (the per-position list goes to its own long table).
 _SCALAR_KEYS = (
-    vllm_names.NUM_DRAFTS,
-    vllm_names.DRAFT_TOKENS,
-    vllm_names.ACCEPTED_TOKENS,
-    vllm_names.TAU,
-    vllm_names.ACCEPTANCE_RATE,
+    vllm_names.STATS.num_drafts,
+    vllm_names.STATS.draft_tokens,
+    vllm_names.STATS.accepted_tokens,
+    vllm_names.STATS.tau,
+    vllm_names.STATS.acceptance_rate,
 )
 #: The interval columns next to τ: 95 % interval over requests, and how many requests there were.
-_CI_KEYS = (TAU_CI_LOW, TAU_CI_HIGH, "n_requests")
+_CI_KEYS = (COLUMNS.tau_ci_low, COLUMNS.tau_ci_high, "n_requests")
 
 
 def _acceptance_row(run: CategoryRun) -> dict[str, Any]:
@@ -58,8 +55,18 @@ def _acceptance_row(run: CategoryRun) -> dict[str, Any]:
     row = {key: stats[key] for key in _SCALAR_KEYS}
     if run.requests:
         tau = tau_interval(run.requests)
-        return {**row, TAU_CI_LOW: tau.low, TAU_CI_HIGH: tau.high, "n_requests": tau.n}
-    return {**row, TAU_CI_LOW: np.nan, TAU_CI_HIGH: np.nan, "n_requests": len(run.token_ids)}
+        return {
+            **row,
+            COLUMNS.tau_ci_low: tau.low,
+            COLUMNS.tau_ci_high: tau.high,
+            "n_requests": tau.n,
+        }
+    return {
+        **row,
+        COLUMNS.tau_ci_low: np.nan,
+        COLUMNS.tau_ci_high: np.nan,
+        "n_requests": len(run.token_ids),
+    }
 
 
 def acceptance_table(runs: Mapping[Any, CategoryRun], key: str) -> pd.DataFrame:
@@ -77,9 +84,9 @@ def tau_ranking(runs: Mapping[Any, CategoryRun]) -> str:
 def table_intervals(
     df: pd.DataFrame,
     key: str,
-    value: str = vllm_names.TAU,
-    low: str = TAU_CI_LOW,
-    high: str = TAU_CI_HIGH,
+    value: str = vllm_names.STATS.tau,
+    low: str = COLUMNS.tau_ci_low,
+    high: str = COLUMNS.tau_ci_high,
 ) -> dict[str, Interval]:
     """The intervals of a saved table by its key column (NaN ends where vLLM kept no requests)."""
     return {

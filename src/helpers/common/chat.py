@@ -10,6 +10,9 @@ from transformers import PreTrainedTokenizerBase
 from helpers.common.prompts import Messages, as_messages
 
 __all__ = [
+    "ENDOFTEXT",
+    "IM_START",
+    "IM_END",
     "GENERATION_PROMPT",
     "render",
     "double_templated",

@@ -88,14 +88,16 @@ def acceptance_stats(c: SpecCounters) -> dict[str, Any]:
     """The statistics `vllm bench serve` reports, computed from a counter delta."""
     drafts = c.num_drafts
     return {
-        vllm_names.NUM_DRAFTS: drafts,
-        vllm_names.DRAFT_TOKENS: c.num_draft_tokens,
-        vllm_names.ACCEPTED_TOKENS: c.num_accepted_tokens,
-        vllm_names.TAU: 1 + c.num_accepted_tokens / drafts if drafts else 0.0,
-        vllm_names.ACCEPTANCE_RATE: 100 * c.num_accepted_tokens / c.num_draft_tokens
+        vllm_names.STATS.num_drafts: drafts,
+        vllm_names.STATS.draft_tokens: c.num_draft_tokens,
+        vllm_names.STATS.accepted_tokens: c.num_accepted_tokens,
+        vllm_names.STATS.tau: 1 + c.num_accepted_tokens / drafts if drafts else 0.0,
+        vllm_names.STATS.acceptance_rate: 100 * c.num_accepted_tokens / c.num_draft_tokens
         if c.num_draft_tokens
         else 0.0,
-        vllm_names.PER_POSITION_RATES: [a / drafts for a in c.accepted_per_pos] if drafts else [],
+        vllm_names.STATS.per_position_rates: [a / drafts for a in c.accepted_per_pos]
+        if drafts
+        else [],
     }
 
 
@@ -139,10 +141,12 @@ class RequestAcceptance:
 
 def request_acceptance(output: Any) -> RequestAcceptance | None:
     """A vLLM CompletionOutput's per-request metrics (None when the engine did not record them)."""
-    metrics = getattr(output, vllm_names.OUTPUT_METRICS_ATTR, None)
+    metrics = getattr(output, vllm_names.PER_REQUEST.output_attr, None)
     if metrics is None:
         return None
-    steps = tuple(int(n) for n in getattr(metrics, vllm_names.PER_STEP_DRAFTED, None) or ())
+    steps = tuple(
+        int(n) for n in getattr(metrics, vllm_names.PER_REQUEST.per_step_drafted, None) or ()
+    )
     return RequestAcceptance(tuple(metrics.histogram), int(metrics.num_draft_tokens), steps)
 
 

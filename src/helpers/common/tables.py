@@ -2,11 +2,12 @@
 
 The workbook's own columns are the k column and the ends of its 95 % intervals over requests
 (helpers.analytics.intervals); the other columns are vLLM's result keys
-(`helpers.common.vllm_names`, τ's is `vllm_names.TAU`).
+(`helpers.common.vllm_names.STATS`, τ's is `STATS.tau`).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -14,29 +15,30 @@ import pandas as pd
 from helpers.common.paths import build_path
 
 __all__ = [
-    "K_COLUMN",
-    "TAU_CI_LOW",
-    "TAU_CI_HIGH",
-    "RATE_CI_LOW",
-    "RATE_CI_HIGH",
-    "CONDITIONAL_RATE",
-    "CONDITIONAL_CI_LOW",
-    "CONDITIONAL_CI_HIGH",
+    "COLUMNS",
     "save_table",
 ]
 
-#: The column that holds k in every table (vLLM's own key).
-K_COLUMN = "num_speculative_tokens"
-#: The ends of τ's interval (its estimate is vLLM's `vllm_names.TAU`).
-TAU_CI_LOW = "tau_ci_low"
-TAU_CI_HIGH = "tau_ci_high"
-#: The ends of a draft position's acceptance-rate interval (vLLM's rate, per position).
-RATE_CI_LOW = "rate_ci_low"
-RATE_CI_HIGH = "rate_ci_high"
-#: Acceptance at a position given every position before it was accepted, and its interval.
-CONDITIONAL_RATE = "conditional_acceptance_rate"
-CONDITIONAL_CI_LOW = "conditional_ci_low"
-CONDITIONAL_CI_HIGH = "conditional_ci_high"
+
+@dataclass(frozen=True)
+class _Columns:
+    """The workbook's own column names (vLLM's result keys are `vllm_names.STATS`)."""
+
+    #: The column that holds k in every table (vLLM's own key).
+    k: str = "num_speculative_tokens"
+    #: The ends of τ's interval (its estimate is vLLM's `vllm_names.STATS.tau`).
+    tau_ci_low: str = "tau_ci_low"
+    tau_ci_high: str = "tau_ci_high"
+    #: The ends of a draft position's acceptance-rate interval (vLLM's rate, per position).
+    rate_ci_low: str = "rate_ci_low"
+    rate_ci_high: str = "rate_ci_high"
+    #: Acceptance at a position given every position before it was accepted, and its interval.
+    conditional_rate: str = "conditional_acceptance_rate"
+    conditional_ci_low: str = "conditional_ci_low"
+    conditional_ci_high: str = "conditional_ci_high"
+
+
+COLUMNS = _Columns()
 
 
 def save_table(df: pd.DataFrame, name: str) -> Path:

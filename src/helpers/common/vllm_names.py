@@ -9,8 +9,8 @@ Prometheus counters keep their base name in `LLM.get_metrics()` (`v1/metrics/rea
 the samples on a server's `/metrics` carry the `_total` suffix prometheus_client appends
 (`METRICS.exported`); a server's metrics are one object, `METRICS`, and the keys of a response's
 acceptance another, `RESPONSE_KEYS`. Result keys are those of the JSON `vllm bench serve` writes,
-which the workbook's tables reuse as column names, so `TAU` is the one spelling of τ's column
-everywhere.
+which the workbook's tables reuse as column names (`STATS`), so `STATS.tau` is the one spelling of
+τ's column everywhere.
 """
 
 from __future__ import annotations
@@ -21,22 +21,11 @@ __all__ = [
     "SPEC_DECODE_METRICS_FILE",
     "SPEC_DECODE_PREFIX",
     "METRICS",
-    "NUM_DRAFTS",
-    "DRAFT_TOKENS",
-    "ACCEPTED_TOKENS",
-    "TAU",
-    "ACCEPTANCE_RATE",
-    "PER_POSITION_RATES",
-    "PER_POSITION_RATE",
-    "PER_REQUEST_METRICS_ARG",
-    "PER_REQUEST_SUMMARY",
-    "PER_REQUEST_DETAILED",
-    "OUTPUT_METRICS_ATTR",
+    "STATS",
+    "PER_REQUEST",
     "RESPONSE_KEYS",
     "V2_SPECULATOR_MODULE",
     "DISABLE_EAGLE_BLOCK_DROP",
-    "PER_STEP_ACCEPTED",
-    "PER_STEP_DRAFTED",
 ]
 
 # ------------------------------------------------ Prometheus metrics (v1/spec_decode/metrics.py)
@@ -99,31 +88,55 @@ METRICS = _ServerMetrics()
 
 # ----------------------------------------- result keys and table columns (benchmarks/serve.py)
 
-#: Drafts in the measured span (vLLM's `num_drafts`).
-NUM_DRAFTS = "spec_decode_num_drafts"
-#: Draft tokens in the measured span.
-DRAFT_TOKENS = "spec_decode_draft_tokens"
-#: Accepted draft tokens in the measured span.
-ACCEPTED_TOKENS = "spec_decode_accepted_tokens"
-#: τ, the mean acceptance length: 1 + accepted / drafts (tokens per verify step, bonus included).
-TAU = "spec_decode_acceptance_length"
-#: Acceptance rate in percent: 100 · accepted / draft tokens.
-ACCEPTANCE_RATE = "spec_decode_acceptance_rate"
-#: The list of per-position rates: accepted at position i / drafts.
-PER_POSITION_RATES = "spec_decode_per_position_acceptance_rates"
-#: The workbook's long tables hold one of those rates per row, under the singular (not vLLM's key).
-PER_POSITION_RATE = "spec_decode_per_position_acceptance_rate"
+
+@dataclass(frozen=True)
+class _StatKeys:
+    """The acceptance statistics' keys: vLLM's result keys, the workbook's column names."""
+
+    #: Drafts in the measured span (vLLM's `num_drafts`).
+    num_drafts: str = "spec_decode_num_drafts"
+    #: Draft tokens in the measured span.
+    draft_tokens: str = "spec_decode_draft_tokens"
+    #: Accepted draft tokens in the measured span.
+    accepted_tokens: str = "spec_decode_accepted_tokens"
+    #: τ, the mean acceptance length: 1 + accepted / drafts (tokens per verify step, bonus
+    #: included).
+    tau: str = "spec_decode_acceptance_length"
+    #: Acceptance rate in percent: 100 · accepted / draft tokens.
+    acceptance_rate: str = "spec_decode_acceptance_rate"
+    #: The list of per-position rates: accepted at position i / drafts.
+    per_position_rates: str = "spec_decode_per_position_acceptance_rates"
+    #: The workbook's long tables hold one of those rates per row, under the singular (not vLLM's).
+    per_position_rate: str = "spec_decode_per_position_acceptance_rate"
+
+
+#: `STATS.tau` is τ's one spelling, in every result and table.
+STATS = _StatKeys()
 
 # --------------------- per-request acceptance (some vLLMs lack it: helpers.engine.compat.FEATURES)
 
-#: Engine argument (EngineArgs, engine/arg_utils.py; ObservabilityConfig, config/observability.py).
-PER_REQUEST_METRICS_ARG = "per_request_spec_decode_metrics"
-#: Its value that records each request's histogram of verify steps by accepted drafts.
-PER_REQUEST_SUMMARY = "summary"
-#: Its value that also records every verify step in order (`PER_STEP_ACCEPTED`, `PER_STEP_DRAFTED`).
-PER_REQUEST_DETAILED = "detailed"
-#: Where a finished CompletionOutput carries that record (outputs.py).
-OUTPUT_METRICS_ATTR = "spec_decode_metrics"
+
+@dataclass(frozen=True)
+class _PerRequest:
+    """The per-request acceptance switch, its values, and where a finished request carries it."""
+
+    #: Engine argument (EngineArgs, engine/arg_utils.py; ObservabilityConfig,
+    #: config/observability.py).
+    arg: str = "per_request_spec_decode_metrics"
+    #: Its value that records each request's histogram of verify steps by accepted drafts.
+    summary: str = "summary"
+    #: Its value that also records every verify step in order (`per_step_*` below).
+    detailed: str = "detailed"
+    #: Where a finished CompletionOutput carries that record (outputs.py).
+    output_attr: str = "spec_decode_metrics"
+    #: The record's drafts accepted at each verify step, in order (RequestSpecDecodeMetrics,
+    #: v1/metrics/stats.py), with `detailed` only.
+    per_step_accepted: str = "per_step_accepted"
+    #: The record's drafts proposed at each verify step, in order.
+    per_step_drafted: str = "per_step_drafted"
+
+
+PER_REQUEST = _PerRequest()
 
 # ----------- per-request acceptance in a server's response (entrypoints/generate/base/protocol.py)
 
@@ -154,8 +167,3 @@ V2_SPECULATOR_MODULE = "vllm.v1.worker.gpu.spec_decode.autoregressive.speculator
 
 #: `speculative_config` key that keeps the last matched prefix-cache block for EAGLE drafters.
 DISABLE_EAGLE_BLOCK_DROP = "disable_eagle_block_drop"
-#: The record's drafts accepted at each verify step, in order (RequestSpecDecodeMetrics,
-#: v1/metrics/stats.py), with `PER_REQUEST_DETAILED` only.
-PER_STEP_ACCEPTED = "per_step_accepted"
-#: The record's drafts proposed at each verify step, in order.
-PER_STEP_DRAFTED = "per_step_drafted"

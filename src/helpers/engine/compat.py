@@ -73,8 +73,8 @@ class _Quirk:
 
 
 FEATURES: Mapping[str, _Feature] = {
-    vllm_names.PER_REQUEST_METRICS_ARG: _Feature(
-        f"the engine argument `{vllm_names.PER_REQUEST_METRICS_ARG}`: each finished request's "
+    vllm_names.PER_REQUEST.arg: _Feature(
+        f"the engine argument `{vllm_names.PER_REQUEST.arg}`: each finished request's "
         "acceptance "
         "histogram (`CompletionOutput` carries it; a server started with the same flag returns it "
         "in every response's `metrics.speculative_decoding` and in the final streaming usage "
@@ -175,7 +175,7 @@ QUIRKS: Mapping[str, _Quirk] = {
 }
 
 #: Engine arguments the workbook passes that some vLLMs lack (keys of FEATURES): dropped there.
-_OPTIONAL_ENGINE_ARGS: tuple[str, ...] = (vllm_names.PER_REQUEST_METRICS_ARG,)
+_OPTIONAL_ENGINE_ARGS: tuple[str, ...] = (vllm_names.PER_REQUEST.arg,)
 
 
 def _field_in_source(relpath: str, name: str) -> Callable[[], bool]:
@@ -217,9 +217,7 @@ def _vllm_cli() -> bool:
 
 
 _PROBES: Mapping[str, Callable[[], bool]] = {
-    vllm_names.PER_REQUEST_METRICS_ARG: _field_in_source(
-        "engine/arg_utils.py", vllm_names.PER_REQUEST_METRICS_ARG
-    ),
+    vllm_names.PER_REQUEST.arg: _field_in_source("engine/arg_utils.py", vllm_names.PER_REQUEST.arg),
     vllm_names.DISABLE_EAGLE_BLOCK_DROP: _field_in_source(
         "config/speculative.py", vllm_names.DISABLE_EAGLE_BLOCK_DROP
     ),

@@ -81,7 +81,7 @@ ENGINE_ENV = {"VLLM_USE_FLASHINFER_SAMPLER": "0"}
 
 #: Per-request acceptance histograms: what the intervals over requests rest on (a vLLM without them
 #: drops the argument at start, see `compat.dropped_args`).
-_PER_REQUEST_METRICS = {vllm_names.PER_REQUEST_METRICS_ARG: vllm_names.PER_REQUEST_SUMMARY}
+_PER_REQUEST_METRICS = {vllm_names.PER_REQUEST.arg: vllm_names.PER_REQUEST.summary}
 
 #: One JSON line per engine or server start: when, which model and k, seconds, the model runner.
 _JOURNAL_NAME = "engine-starts.jsonl"

@@ -32,7 +32,7 @@ def _merge_keeps_records(add: Any) -> bool:
     if getattr(add, _FIX_MARK, False):
         return True
     try:
-        return vllm_names.OUTPUT_METRICS_ATTR in inspect.getsource(add)
+        return vllm_names.PER_REQUEST.output_attr in inspect.getsource(add)
     except (OSError, TypeError):
         return False
 
@@ -46,7 +46,7 @@ def patch_stream_records() -> bool:
     from vllm.outputs import CompletionOutput, RequestOutput
 
     fields = inspect.signature(CompletionOutput).parameters
-    if vllm_names.OUTPUT_METRICS_ATTR not in fields or _merge_keeps_records(RequestOutput.add):
+    if vllm_names.PER_REQUEST.output_attr not in fields or _merge_keeps_records(RequestOutput.add):
         return False
     original = RequestOutput.add
 
@@ -54,14 +54,14 @@ def patch_stream_records() -> bool:
     def add(self: Any, next_output: Any, aggregate: bool) -> None:
         """vLLM's merge, then each completion's record from the newer output where it has one."""
         records = {
-            c.index: getattr(c, vllm_names.OUTPUT_METRICS_ATTR)
+            c.index: getattr(c, vllm_names.PER_REQUEST.output_attr)
             for c in next_output.outputs
-            if getattr(c, vllm_names.OUTPUT_METRICS_ATTR, None) is not None
+            if getattr(c, vllm_names.PER_REQUEST.output_attr, None) is not None
         }
         original(self, next_output, aggregate)
         for completion in self.outputs:
             if completion.index in records:
-                setattr(completion, vllm_names.OUTPUT_METRICS_ATTR, records[completion.index])
+                setattr(completion, vllm_names.PER_REQUEST.output_attr, records[completion.index])
 
     setattr(add, _FIX_MARK, True)
     RequestOutput.add = add

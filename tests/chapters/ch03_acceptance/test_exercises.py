@@ -62,7 +62,7 @@ def test_02_ex1_and_03_ex1_ex2_ex3_on_one_engine(tiny, monkeypatch: pytest.Monke
 
 def test_03_ex4_implied_step_cost_column() -> None:
     from chapters.ch03_acceptance.experiments import _throughput_vs_k
-    from helpers.common.tables import K_COLUMN
+    from helpers.common.tables import COLUMNS
 
     rows = {
         0: {"output_tokens_per_s": 10.0, "natural_output_tokens_per_s": 10.0,
@@ -70,9 +70,9 @@ def test_03_ex4_implied_step_cost_column() -> None:
         3: {"output_tokens_per_s": 15.0, "natural_output_tokens_per_s": 14.0,
             "spec_decode_acceptance_length": 3.0},
     }  # fmt: skip
-    cols = [K_COLUMN, "spec_decode_acceptance_length", "speedup_vs_plain",
+    cols = [COLUMNS.k, "spec_decode_acceptance_length", "speedup_vs_plain",
             "implied_relative_step_cost"]  # fmt: skip
-    table = _throughput_vs_k(rows)[cols].set_index(K_COLUMN)
+    table = _throughput_vs_k(rows)[cols].set_index(COLUMNS.k)
     assert table.implied_relative_step_cost[3] == pytest.approx(3.0 / 1.5)
 
 

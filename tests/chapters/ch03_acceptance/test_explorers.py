@@ -13,18 +13,18 @@ from chapters.ch03_acceptance.explorers import (
     acceptance_long_table,
 )
 from helpers.common.profiles import load_profile
-from helpers.common.tables import K_COLUMN
-from helpers.common.vllm_names import TAU
+from helpers.common.tables import COLUMNS
+from helpers.common.vllm_names import STATS
 from helpers.eagle3.decode import load_pair
 
 
 def sweep_tables() -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    row = {TAU: 2.0, "tau_ci_low": 1.9, "tau_ci_high": 2.1}
-    by_cat = pd.DataFrame([{K_COLUMN: k, "category": c, **row} for k in (1, 3) for c in "ab"])
-    by_k = pd.DataFrame([{K_COLUMN: k, **row} for k in (1, 3)])
+    row = {STATS.tau: 2.0, "tau_ci_low": 1.9, "tau_ci_high": 2.1}
+    by_cat = pd.DataFrame([{COLUMNS.k: k, "category": c, **row} for k in (1, 3) for c in "ab"])
+    by_k = pd.DataFrame([{COLUMNS.k: k, **row} for k in (1, 3)])
     by_t = pd.DataFrame(
         [
-            {"temperature": t, TAU: 3 - t, "tau_ci_low": 2.9 - t, "tau_ci_high": 3.1 - t}
+            {"temperature": t, STATS.tau: 3 - t, "tau_ci_low": 2.9 - t, "tau_ci_high": 3.1 - t}
             for t in (0.0, 0.7)
         ]
     )

@@ -90,7 +90,7 @@ def test_acceptance_cells_fall_back_to_the_counters(
     for cell_id in ("c29", "c30", "n02", "n03"):  # section 6: τ per level, natural length
         exec(cell(cell_id), ns)
     out = capsys.readouterr().out
-    assert compat.label(vllm_names.PER_REQUEST_METRICS_ARG) in out
+    assert compat.label(vllm_names.PER_REQUEST.arg) in out
     # nothing to reconcile, and it says so
     assert (ns["reconciled"].equal == "not available in this vLLM").all()
     tau = ns["taus"][4]

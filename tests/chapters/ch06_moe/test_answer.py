@@ -11,7 +11,7 @@ import pytest
 
 from chapters.ch06_moe import answer, lab
 from helpers.common.paths import DATA_DIR
-from helpers.common.tables import K_COLUMN
+from helpers.common.tables import COLUMNS
 
 
 def test_published_chains_give_tau_at_every_k_they_cover() -> None:
@@ -21,9 +21,9 @@ def test_published_chains_give_tau_at_every_k_they_cover() -> None:
         for r in json.loads((DATA_DIR / "published" / "real-pair-tau.json").read_text())["records"]
     }
     per = record["speculators-610"]["per_position"]
-    spec = taus[taus.source == "speculators-610"].set_index(K_COLUMN).tau
+    spec = taus[taus.source == "speculators-610"].set_index(COLUMNS.k).tau
     assert spec[3] == pytest.approx(1 + sum(per[:3])) and sorted(spec.index) == [1, 2, 3, 4, 5]
-    assert taus[taus.source == "specforge-339"][K_COLUMN].tolist() == [3]
+    assert taus[taus.source == "specforge-339"][COLUMNS.k].tolist() == [3]
     assert "angelslim-163" not in set(taus.source), "a tree's τ is no chain's"
     assert answer.published_taus("Qwen3-235B-A22B").empty or "nebius-235b" not in set(taus.source)
 
@@ -43,15 +43,15 @@ def _costs() -> pd.DataFrame:
         (64, 1, 1.05, 1.0, 1.1),
         (64, 3, 1.12, 1.1, 1.15),
     ]
-    return pd.DataFrame(rows, columns=["concurrency", K_COLUMN, "c", "c_low", "c_high"])
+    return pd.DataFrame(rows, columns=["concurrency", COLUMNS.k, "c", "c_low", "c_high"])
 
 
 def _taus() -> pd.DataFrame:
-    return pd.DataFrame({"source": ["a", "a", "b"], K_COLUMN: [1, 3, 3], "tau": [1.6, 2.0, 1.8]})
+    return pd.DataFrame({"source": ["a", "a", "b"], COLUMNS.k: [1, 3, 3], "tau": [1.6, 2.0, 1.8]})
 
 
 def test_the_prediction_bands_tau_over_c() -> None:
-    p = answer.predict(_costs(), _taus()).set_index(["concurrency", K_COLUMN])
+    p = answer.predict(_costs(), _taus()).set_index(["concurrency", COLUMNS.k])
     row = p.loc[(1, 3)]
     assert row.speedup == pytest.approx(1.9 / 1.8)
     assert (row.speedup_low, row.speedup_high) == pytest.approx((1.8 / 1.9, 2.0 / 1.7))
@@ -63,7 +63,7 @@ def test_best_k_takes_the_smaller_of_tied_candidates() -> None:
     best = answer.best_by_concurrency(p)
     # C = 1: k = 1's low end 1.6 / 1.5 beats k = 3's 1.8 / 1.9; C = 64: k = 3's 1.8 / 1.15 wins
     assert best == {1: 1, 64: 3}
-    tied = p.assign(speedup_low=p.speedup_low.where(p[K_COLUMN] != 3, 1.6 / 1.5 * 0.995))
+    tied = p.assign(speedup_low=p.speedup_low.where(p[COLUMNS.k] != 3, 1.6 / 1.5 * 0.995))
     assert answer.best_by_concurrency(tied)[1] == 1
     assert answer.best_by_concurrency(p, tie=0.5)[64] == 0, "a wide tie falls back to the smallest"
 

@@ -33,11 +33,11 @@ def _lab_costs() -> dict[int, dict[int, float]]:
     """Notebook 06 section 6's costs[C][k]: the recorded lab's c(k, C), median over the trusted cells."""
     from chapters.ch06_moe import lab
     from helpers.analytics import speedup
-    from helpers.common.tables import K_COLUMN
+    from helpers.common.tables import COLUMNS
 
     table = speedup.lab_step_costs(lab.load_lab())
     by = table.pivot_table(
-        index=K_COLUMN, columns="concurrency", values="measured_c", aggfunc="median"
+        index=COLUMNS.k, columns="concurrency", values="measured_c", aggfunc="median"
     )
     return {int(b): {int(k): float(v) for k, v in by[b].dropna().items()} for b in by.columns}
 

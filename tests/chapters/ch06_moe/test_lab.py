@@ -14,7 +14,7 @@ import pytest
 from chapters.ch06_moe import lab, moe
 from helpers.analytics import speedup
 from helpers.common.paths import REPO_ROOT
-from helpers.common.tables import K_COLUMN
+from helpers.common.tables import COLUMNS
 
 
 def shipped() -> dict:
@@ -39,13 +39,13 @@ def test_cells_of_a_record_without_routing_use_the_independent_union() -> None:
     assert len(df) == len(speedup.trusted_rows(record))
     if "routing" not in record["rows"][0]:
         assert (df.union_source == "independent (expected)").all()
-        plain = df[df[K_COLUMN] == 0].set_index("concurrency")
+        plain = df[df[COLUMNS.k] == 0].set_index("concurrency")
         assert plain.union[4] == pytest.approx(moe.independent_union(128, 8, 4))
     assert (df.achieved_tb_s == df.gb_per_step / df.step_ms).all()
     shape, context = lab.lab_shape(record), lab.lab_context(record)
     row = df.iloc[-1]
     assert row.gb_per_step == pytest.approx(
-        moe.step_bytes(shape, row.concurrency, row.union, context, row[K_COLUMN]) / 1e9
+        moe.step_bytes(shape, row.concurrency, row.union, context, row[COLUMNS.k]) / 1e9
     )
 
 
@@ -65,7 +65,7 @@ def synthetic(coef: dict[str, float]) -> pd.DataFrame:
             t += c * (k + 1) * coef["per_token_ms"]
             rows.append(
                 {
-                    K_COLUMN: k,
+                    COLUMNS.k: k,
                     "concurrency": c,
                     "gb_per_step": gb,
                     "tokens": c * (k + 1),
@@ -88,7 +88,7 @@ def test_fit_keeps_every_cost_non_negative() -> None:
     coef = {"fixed_ms": 2.0, "per_draft_ms": 0.0, "ms_per_gb": 0.25, "per_token_ms": 0.0}
     table = synthetic(coef)
     table["step_ms"] *= np.where(
-        table[K_COLUMN] > 0, 0.9, 1.0
+        table[COLUMNS.k] > 0, 0.9, 1.0
     )  # drafts that look cheaper than free
     fit = lab.fit_step_model(table)
     assert all(v >= 0 for v in fit.coefficients.values())
@@ -143,7 +143,7 @@ def test_routing_table_sets_designs_side_by_side() -> None:
 
 def test_speedup_by_concurrency_marks_rises() -> None:
     lab_table = speedup.lab_step_costs(shipped())
-    k, tau = 3, lab_table[lab_table[K_COLUMN] == 3].tau_target.iloc[0]
+    k, tau = 3, lab_table[lab_table[COLUMNS.k] == 3].tau_target.iloc[0]
     table = lab.speedup_by_concurrency(lab_table, k, tau)
     assert list(table.concurrency) == sorted(table.concurrency)
     assert table.rose.tolist() == [False] + [
@@ -156,8 +156,10 @@ def test_answer_table_bands_the_measured_c() -> None:
     fit = lab.fit_step_model(lab.cells(record))
     answer = lab.answer_table(record, fit, 0.4)
     assert (answer.c_low <= answer.c).all() and (answer.c <= answer.c_high).all()
-    measured = speedup.lab_step_costs(record).groupby([K_COLUMN, "concurrency"]).measured_c.median()
-    assert answer.set_index([K_COLUMN, "concurrency"]).c.tolist() == pytest.approx(
+    measured = (
+        speedup.lab_step_costs(record).groupby([COLUMNS.k, "concurrency"]).measured_c.median()
+    )
+    assert answer.set_index([COLUMNS.k, "concurrency"]).c.tolist() == pytest.approx(
         measured.tolist()
     )
 
@@ -200,8 +202,8 @@ def test_a_new_record_keeps_the_cells_that_read_back_their_label() -> None:
 
 def test_c_table_is_the_median_of_the_cells_and_their_range() -> None:
     record = copy.deepcopy(shipped())
-    table = lab.c_table(record).set_index([K_COLUMN, "concurrency"])
-    costs = speedup.lab_step_costs(record).groupby([K_COLUMN, "concurrency"]).measured_c
+    table = lab.c_table(record).set_index([COLUMNS.k, "concurrency"])
+    costs = speedup.lab_step_costs(record).groupby([COLUMNS.k, "concurrency"]).measured_c
     assert table.c.to_numpy() == pytest.approx(costs.median().to_numpy())
     assert (table.c_low <= table.c).all() and (table.c <= table.c_high).all()
 

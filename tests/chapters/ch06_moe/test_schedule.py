@@ -109,9 +109,12 @@ def test_request_trace_reads_full_length_steps_only() -> None:
     from helpers.common import vllm_names
 
     metrics = types.SimpleNamespace(
-        **{vllm_names.PER_STEP_ACCEPTED: [5, 1, 0, 2], vllm_names.PER_STEP_DRAFTED: [5, 5, 5, 2]}
+        **{
+            vllm_names.PER_REQUEST.per_step_accepted: [5, 1, 0, 2],
+            vllm_names.PER_REQUEST.per_step_drafted: [5, 5, 5, 2],
+        }
     )
-    output = types.SimpleNamespace(**{vllm_names.OUTPUT_METRICS_ATTR: metrics})
+    output = types.SimpleNamespace(**{vllm_names.PER_REQUEST.output_attr: metrics})
     assert schedule._request_trace(output, 5) == [5, 1, 0]
     assert schedule._request_trace(types.SimpleNamespace(), 5) is None
 

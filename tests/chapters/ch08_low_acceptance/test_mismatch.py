@@ -124,7 +124,7 @@ def test_tokens_lost_to_a_stop_string_do_not_count_as_steps() -> None:
 def test_damage_is_the_difference_of_taus_with_a_paired_interval() -> None:
     base, cond = run_of(GOOD), run_of(BAD)
     d = mismatch._damage_interval(base, cond)
-    tau_base, tau_cond = (r.stats[vllm_names.TAU] for r in (base, cond))
+    tau_base, tau_cond = (r.stats[vllm_names.STATS.tau] for r in (base, cond))
     assert d.estimate == pytest.approx(tau_base - tau_cond)
     assert d.low < d.estimate < d.high and d.low > 0
     same = mismatch._damage_interval(base, run_of(GOOD))
@@ -332,8 +332,8 @@ def test_context_table_reads_tau_and_rates_per_length() -> None:
     runs = {0: run([(0, 0, 1, 7), (0, 1, 1, 6)]), 512: run([(5, 2, 1, 0), (4, 3, 1, 0)])}
     table = mismatch.context_table(runs, {0: [40, 44], 512: [520, 530]})
     assert list(table.history_tokens) == [0, 512] and list(table.prompt_tokens) == [42, 525]
-    assert table[vllm_names.TAU].iloc[0] > table[vllm_names.TAU].iloc[1]
-    assert (table.tau_ci_low <= table[vllm_names.TAU]).all() and "pos_2_high" in table
+    assert table[vllm_names.STATS.tau].iloc[0] > table[vllm_names.STATS.tau].iloc[1]
+    assert (table.tau_ci_low <= table[vllm_names.STATS.tau]).all() and "pos_2_high" in table
 
 
 def test_the_published_context_curve_carries_its_source() -> None:
