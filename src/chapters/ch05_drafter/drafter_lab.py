@@ -19,10 +19,10 @@ from matplotlib.figure import Figure
 from safetensors import safe_open
 from transformers import PreTrainedModel, PreTrainedTokenizerBase, Qwen3MoeForCausalLM
 
-from helpers.analytics.intervals import Interval, position_intervals, tau_interval
+from helpers.analytics.intervals import Interval, position_intervals, tau_difference, tau_interval
 from helpers.common import vllm_names
 from helpers.common.ci import ci_scaled
-from helpers.common.counters import acceptance_stats
+from helpers.common.counters import RequestAcceptance, acceptance_stats
 from helpers.common.paths import DATA_DIR
 from helpers.common.plots import PALETTE, new_figure
 from helpers.common.profiles import Profile
@@ -43,6 +43,7 @@ __all__ = [
     "CheckpointSaver",
     "eagle3_shape_table",
     "evaluate_tau",
+    "tau_gain",
     "tau_table",
     "plot_learning_curve",
     "compare_verifiers",
@@ -230,10 +231,23 @@ class _TauResult:
     runs: dict[str, CategoryRun] = field(default_factory=dict, repr=False)
 
     @cached_property
+    def requests(self) -> list[RequestAcceptance]:
+        """vLLM's per-request acceptance, category by category in prompt order."""
+        return [q for r in self.runs.values() for q in r.requests]
+
+    @cached_property
     def interval(self) -> Interval | None:
         """τ with its 95 % interval over requests (None without per-request metrics)."""
-        requests = [q for r in self.runs.values() for q in r.requests]
-        return tau_interval(requests) if requests else None
+        return tau_interval(self.requests) if self.requests else None
+
+
+def tau_gain(before: _TauResult, after: _TauResult) -> Interval | None:
+    """τ(after) − τ(before) with its 95 % interval, paired over the prompts both answered (None
+    without per-request metrics)."""
+    if not before.requests or not after.requests:
+        return None
+    paired = len(before.requests) == len(after.requests)
+    return tau_difference(after.requests, before.requests, after.tau - before.tau, paired)
 
 
 def evaluate_tau(

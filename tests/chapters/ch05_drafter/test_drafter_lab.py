@@ -156,6 +156,30 @@ def test_tau_table_shows_intervals_when_vllm_kept_requests() -> None:
     )
 
 
+def test_tau_gain_is_paired_over_the_prompts_both_answered() -> None:
+    from helpers.common.counters import RequestAcceptance, acceptance_stats, counters_of
+    from helpers.common.vllm_names import STATS
+    from helpers.engine.runs import CategoryRun
+
+    def result(hists: list[tuple[int, ...]]) -> _TauResult:
+        reqs = [RequestAcceptance(h, 3 * sum(h)) for h in hists]
+        run = CategoryRun(
+            [[1]] * len(reqs), ["a"] * len(reqs), 1.0, counters_of(reqs), requests=reqs
+        )
+        tau = acceptance_stats(counters_of(reqs))[STATS.tau]
+        return _TauResult("x", tau, [], 1, 1, 1, 1.0, runs={"code": run})
+
+    before = result([(9, 1, 0, 0), (8, 2, 0, 0), (10, 0, 0, 0), (7, 3, 0, 0)])
+    after = result([(2, 3, 3, 2), (1, 3, 3, 3), (3, 3, 2, 2), (2, 2, 3, 3)])
+    gain = drafter_lab.tau_gain(before, after)
+    assert gain is not None and gain.n == 4
+    assert gain.estimate == pytest.approx(after.tau - before.tau)
+    assert 0 < gain.low < gain.estimate < gain.high
+    worse = drafter_lab.tau_gain(after, before)
+    assert worse is not None and worse.high < 0  # the same gain, the other way round
+    assert drafter_lab.tau_gain(_result("a", 2.0), after) is None  # no per-request record
+
+
 def test_speculators_scores_the_shipped_drafter_as_the_workbook_does() -> None:
     """speculators' own forward (its training-time test, teacher forcing) gives the workbook's
     draft_chain logits at every step, with the verifier's embeddings in place, and its KL loss
