@@ -37,6 +37,7 @@ themselves (`moelab_readback`), so the lab can refuse a cell whose routing is no
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import math
 from collections.abc import Mapping, Sequence
@@ -585,8 +586,12 @@ def _routing_rows(record: Mapping[str, Any], k: int = 3) -> str:
     return "\n".join(lines)
 
 
-def main() -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     """Print the two tables of docs/gpu.md from the shipped record."""
+    argparse.ArgumentParser(
+        prog="python -m kit.moe_lab",
+        description="Print docs/gpu.md's two MoE-lab tables from the shipped H200 record.",
+    ).parse_args(argv)  # no options: anything given is one usage line and exit 2
     record = lab.load_lab()
     print(_readme_rows(record), "\n", _routing_rows(record), sep="\n")
     return 0

@@ -222,3 +222,12 @@ def test_gpu_doc_tables_are_the_records() -> None:
     table = [line for line in moe_lab._readme_rows(record).splitlines() if line.startswith("|")]
     assert _generated("kit.moe_lab (c(k, C)") == table
     assert _generated("kit.moe_lab (routing rows)") == moe_lab._routing_rows(record).splitlines()
+
+
+def test_the_command_line_refuses_an_argument_in_one_line(capsys: pytest.CaptureFixture) -> None:
+    with pytest.raises(SystemExit) as done:
+        moe_lab.main(["--bogus"])
+    assert done.value.code == 2
+    assert (
+        capsys.readouterr().err.strip().splitlines()[-1].endswith("unrecognized arguments: --bogus")
+    )
