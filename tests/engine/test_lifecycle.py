@@ -29,7 +29,7 @@ from helpers.engine.lifecycle import (
 )
 from helpers.engine.pairing import PairingError
 from helpers.engine.runs import NEAR_TIE_MARGIN, lossless_check, pooled, run_categories, sampling
-from kit.qwen_tokenizer import MODEL_VOCAB_SIZE, PADDED_DIR
+from kit.qwen_tokenizer import _MODEL_VOCAB_SIZE, PADDED_DIR
 from kit.tiny_recipe import local_profile
 
 
@@ -216,7 +216,7 @@ def mini_shape(tmp_path: Path, qwen3_built: None) -> Profile:
     """A shape profile at the tiny's size with Qwen3's full vocabulary: config.json files, no
     weights, and the shape profile's own tokenizer (Qwen3's, padded to 151,936 ids)."""
     verifier, drafter = tmp_path / "verifier", tmp_path / "drafter"
-    tiny, vocab = load_profile("tiny"), MODEL_VOCAB_SIZE
+    tiny, vocab = load_profile("tiny"), _MODEL_VOCAB_SIZE
     for source, folder in ((tiny.verifier_path(), verifier), (tiny.drafter_path(), drafter)):
         config = read_config(source)
         if "transformer_layer_config" in config:  # the speculators drafter
