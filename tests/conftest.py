@@ -47,9 +47,9 @@ def recipe_configs() -> tuple[Any, dict]:
     """The tiny pair's verifier config (a Qwen3MoeConfig) and drafter config.json as the recipe
     (kit.tiny_recipe) writes them into data/: computed by its code, never copied."""
     from helpers.eagle3.train import drafter_shape_for
-    from helpers.tiny import verifier
     from kit import tiny_recipe as recipe
     from kit import tiny_tokenizer as tokenizer
+    from kit import tiny_verifier as verifier
 
     cfg = recipe.RecipeConfig()
     config = verifier._verifier_config(_VocabularyOnly(tokenizer._VOCAB_SIZE))
