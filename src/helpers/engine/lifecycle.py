@@ -10,7 +10,7 @@ An engine on one device (a CPU, or one GPU) runs inside the calling Python proce
 
 A shut-down engine says so: any use of its `LLM` object afterwards raises EngineShutDownError
 in one line instead of an AttributeError from deep inside vLLM. When the kernel gets SIGTERM
-(see helpers.common.notebook.handle_sigterm), engine processes of this process are ended too.
+(see helpers.common.notebook.setup_notebook), engine processes of this process are ended too.
 """
 
 from __future__ import annotations
