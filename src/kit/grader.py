@@ -197,30 +197,10 @@ def _draft_step(f: SimpleNamespace, tiny: _TinyPair) -> None:
     )
 
 
-def _permutation_test(
-    a: Sequence[Any], b: Sequence[Any], permutations: int = 2000, seed: int = 0
-) -> tuple[float, float]:
-    """TVD of samples a vs b and its permutation p-value (+1 correction, never exactly 0)."""
-    import numpy as np
-
-    labels = {x: i for i, x in enumerate(sorted(set(a) | set(b), key=repr))}
-    pooled = np.array([labels[x] for x in (*a, *b)])
-    k, n_a = len(labels), len(a)
-
-    def distance(idx: np.ndarray) -> float:
-        pa = np.bincount(idx[:n_a], minlength=k) / n_a
-        pb = np.bincount(idx[n_a:], minlength=k) / (len(idx) - n_a)
-        return 0.5 * float(np.abs(pa - pb).sum())
-
-    observed = distance(pooled)
-    rng = np.random.default_rng(seed)
-    hits = sum(distance(rng.permutation(pooled)) >= observed - 1e-12 for _ in range(permutations))
-    return observed, (hits + 1) / (permutations + 1)
-
-
 def _accept_sampled(f: SimpleNamespace, _tiny: _TinyPair) -> None:
     import torch
 
+    from helpers.analytics.permutation import permutation_test
     from helpers.eagle3 import decode
     from kit.sampler import vllm_rounds
 
@@ -240,7 +220,7 @@ def _accept_sampled(f: SimpleNamespace, _tiny: _TinyPair) -> None:
         and all(len(r.emitted) == r.accepted + 1 for r in ours),
         "emit the accepted drafts, then exactly one token (a replacement or the bonus)",
     )
-    tvd, p = _permutation_test(vllm_rounds([0, 1], probs, 3000), [r.emitted for r in ours])
+    tvd, p = permutation_test(vllm_rounds([0, 1], probs, 3000), [r.emitted for r in ours])
     _check(
         p >= 0.001,
         f"your rounds differ from vLLM's rejection sampler (TVD {tvd:.3f}, p {p:.4f}): accept "
@@ -249,7 +229,7 @@ def _accept_sampled(f: SimpleNamespace, _tiny: _TinyPair) -> None:
     )
     q = torch.tensor([[0.7, 0.1, 0.1, 0.1], [0.1, 0.7, 0.1, 0.1]])
     ours_q = [f.accept_sampled([0, 1], probs, q, g).emitted for _ in range(3000)]
-    tvd, p = _permutation_test(vllm_rounds([0, 1], probs, 3000, draft_probs=q, seed=1), ours_q)
+    tvd, p = permutation_test(vllm_rounds([0, 1], probs, 3000, draft_probs=q, seed=1), ours_q)
     _check(
         p >= 0.001,
         f"with draft probabilities q your rounds differ from vLLM's (TVD {tvd:.3f}, p {p:.4f}): "

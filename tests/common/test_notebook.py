@@ -126,7 +126,7 @@ def test_sigterm_chains_to_the_handler_it_replaced(tmp_path: Path) -> None:
         "from helpers.common import notebook\n"
         "signal.signal(signal.SIGTERM, lambda *_: (open('previous', 'w').write('x'), sys.exit(5)))\n"
         "notebook.at_terminate(lambda: open('hook', 'w').write('x'))\n"
-        "notebook.handle_sigterm()\n"
+        "notebook._handle_sigterm()\n"
         "open('ready', 'w').write('x')\n"
         "time.sleep(60)\n"
     )
@@ -153,7 +153,7 @@ def test_handle_sigterm_needs_the_main_thread() -> None:
     from helpers.common import notebook
 
     results = []
-    thread = threading.Thread(target=lambda: results.append(notebook.handle_sigterm()))
+    thread = threading.Thread(target=lambda: results.append(notebook._handle_sigterm()))
     thread.start()
     thread.join()
     assert results == [False]

@@ -29,6 +29,7 @@ from helpers.engine.lifecycle import (
 )
 from helpers.engine.pairing import PairingError
 from helpers.engine.runs import NEAR_TIE_MARGIN, lossless_check, pooled, run_categories, sampling
+from kit.qwen_tokenizer import _MODEL_VOCAB_SIZE, PADDED_DIR
 from kit.tiny_recipe import local_profile
 
 
@@ -68,7 +69,7 @@ def test_gpu_defaults_by_model_size_and_overrides_win() -> None:
 @pytest.mark.usefixtures("qwen3_built")
 def test_shape_profile_gets_real_model_defaults_and_random_weights() -> None:
     shape = engine_kwargs(load_profile("qwen3-30b-a3b-shape"), k=3, gpu=True)
-    assert shape["tokenizer"] == str(qwen_tokenizer.PADDED_DIR), "Qwen3's own, padded"
+    assert shape["tokenizer"] == str(PADDED_DIR), "Qwen3's own, padded"
     assert shape["load_format"] == "dummy" and shape["dtype"] == "auto"
     assert "enforce_eager" not in shape, "a real shape keeps CUDA graphs"
     # A fixed KV cache and a start-up share that lets two such engines share one 141 GB GPU.
@@ -215,7 +216,7 @@ def mini_shape(tmp_path: Path, qwen3_built: None) -> Profile:
     """A shape profile at the tiny's size with Qwen3's full vocabulary: config.json files, no
     weights, and the shape profile's own tokenizer (Qwen3's, padded to 151,936 ids)."""
     verifier, drafter = tmp_path / "verifier", tmp_path / "drafter"
-    tiny, vocab = load_profile("tiny"), qwen_tokenizer.MODEL_VOCAB_SIZE
+    tiny, vocab = load_profile("tiny"), _MODEL_VOCAB_SIZE
     for source, folder in ((tiny.verifier_path(), verifier), (tiny.drafter_path(), drafter)):
         config = read_config(source)
         if "transformer_layer_config" in config:  # the speculators drafter
@@ -294,7 +295,7 @@ def test_235b_shape_engine_arguments_on_four_gpus(monkeypatch: pytest.MonkeyPatc
     assert kwargs["tensor_parallel_size"] == 4 and kwargs["load_format"] == "dummy"
     assert kwargs["dtype"] == "auto" and "enforce_eager" not in kwargs, "bf16, CUDA graphs"
     assert kwargs["kv_cache_memory_bytes"] == 4 * 1024**3, "per GPU in vLLM"
-    assert kwargs["tokenizer"] == str(qwen_tokenizer.PADDED_DIR)
+    assert kwargs["tokenizer"] == str(PADDED_DIR)
     spec = kwargs["speculative_config"]
     assert (
         spec["model"].endswith("data/shapes/qwen3-235b-a22b-eagle3") and spec["method"] == "eagle3"

@@ -25,7 +25,7 @@ def test_cpu_expand_fix_in_process() -> None:
     fix.patch_cpu_expand_kernel()
     assert fix._cpu_expand_kernel_ok()
     assert not fix.patch_cpu_expand_kernel()  # idempotent
-    assert fix.ExpandKernelCheck().workbook_cpu_expand_ok()
+    assert fix._ExpandKernelCheck().workbook_cpu_expand_ok()
 
 
 # --------------------------------------------------------------------------- in a real engine at T > 0

@@ -26,6 +26,7 @@ from helpers.common.counters import SpecCounters
 from helpers.common.paths import REPO_ROOT
 from helpers.engine.runs import CategoryRun
 from kit import doctor
+from kit import qwen_tokenizer as kit_qwen_tokenizer
 from kit.doctor import _OK, _PROBLEM, _SKIPPED, _Row
 from tests.support import load_script, run_module
 
@@ -229,7 +230,7 @@ def test_venv_stage_in_this_venv() -> None:
     assert done.returncode == 0, done.stderr[-2000:]
     built = all(
         qwen_tokenizer.status(f) is None
-        for f in (qwen_tokenizer.TOKENIZER_DIR, qwen_tokenizer.PADDED_DIR)
+        for f in (qwen_tokenizer.TOKENIZER_DIR, kit_qwen_tokenizer.PADDED_DIR)
     )
     tokenizer = ("tokenizer", _OK if built else _PROBLEM)
     assert [(r.check, r.status) for r in rows] == [

@@ -24,6 +24,7 @@ from helpers.common import paths
 from helpers.common.envinfo import GpuInfo
 from helpers.common.paths import DATA_DIR, REPO_ROOT
 from helpers.common.profiles import Profile, load_profile
+from helpers.engine import compat
 from kit import preflight
 from tests.support import run_module
 
@@ -108,6 +109,12 @@ def test_timeout_token_and_triggers(workflow: dict) -> None:
 
 
 # --------------------------------------------------------------------------- the serve command
+
+
+def test_a_quirk_says_where_it_was_seen() -> None:
+    for name in compat.QUIRKS:
+        assert preflight._seen(name).startswith("with vLLM "), name
+    assert preflight._seen("flashinfer") in preflight._FLASHINFER_WARNING
 
 
 def test_serve_command_is_the_documented_one() -> None:

@@ -329,7 +329,7 @@ def test_profile_and_module_agree_on_the_padded_folder() -> None:
 
     shape = load_profile("qwen3-30b-a3b-shape")
     assert REPO_ROOT / shape.tokenizer == qt.PADDED_DIR
-    assert read_config(shape.verifier_path())["vocab_size"] == qt.MODEL_VOCAB_SIZE
+    assert read_config(shape.verifier_path())["vocab_size"] == qt._MODEL_VOCAB_SIZE
 
 
 # ------------------------------------------------------------------ the real folders
@@ -371,7 +371,7 @@ def test_real_tokenizer_loads_offline_with_the_published_ids(
     # Qwen's tokenization note (github.com/QwenLM/Qwen/blob/main/tokenization_note.md):
     assert tok('print("<|endoftext|>")')["input_ids"] == [1350, 445, 151643, 899]
     padded = AutoTokenizer.from_pretrained(qt.PADDED_DIR)
-    assert len(padded) == qt.MODEL_VOCAB_SIZE and padded.decode([151_700]) == "<x151700>"
+    assert len(padded) == qt._MODEL_VOCAB_SIZE and padded.decode([151_700]) == "<x151700>"
     assert [padded.convert_tokens_to_ids(t) for _, t, _ in hq._QWEN3_ADDED_TOKENS] == list(
         range(151_643, 151_669)
     )

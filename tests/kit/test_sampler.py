@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from kit.grader import _permutation_test
+from helpers.analytics.permutation import permutation_test
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("vllm")
@@ -31,9 +31,9 @@ def test_the_reference_rule_and_vllms_sampler_agree_in_distribution() -> None:
     probs = torch.tensor(PROBS)
     g = torch.Generator().manual_seed(0)
     ours = [accept_sampled([0, 1], probs, generator=g).emitted for _ in range(3000)]
-    assert _permutation_test(vllm_rounds([0, 1], probs, 3000), ours)[1] >= 0.001
+    assert permutation_test(vllm_rounds([0, 1], probs, 3000), ours)[1] >= 0.001
     q = torch.tensor([[0.7, 0.1, 0.1, 0.1], [0.1, 0.7, 0.1, 0.1]])
     ours_q = [accept_sampled([0, 1], probs, q, g).emitted for _ in range(3000)]
     theirs_q = vllm_rounds([0, 1], probs, 3000, draft_probs=q, seed=1)
-    assert _permutation_test(theirs_q, ours_q)[1] >= 0.001
-    assert _permutation_test(theirs_q, ours)[1] < 0.001  # the test tells q from no q
+    assert permutation_test(theirs_q, ours_q)[1] >= 0.001
+    assert permutation_test(theirs_q, ours)[1] < 0.001  # the test tells q from no q

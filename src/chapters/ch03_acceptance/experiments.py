@@ -20,8 +20,8 @@ equal in distribution, not token for token.
 
 On a CPU without Triton, vLLM's CPU build gets T > 0 speculative decoding wrong (vLLM issue
 #55005, `helpers.engine.compat.QUIRKS["cpu_expand_kernel"]`); the workbook's vLLM plugin fixes it
-in every vLLM process (`helpers.engine.vllm_issue_55005`), and the main-k engine loads
-`ExpandKernelCheck` as a worker extension so `temperature_sweep` can ask the worker process itself
+in every vLLM process (`helpers.engine.vllm_issue_55005`), and the main-k engine loads its
+`EXPAND_KERNEL_CHECK` worker extension so `temperature_sweep` can ask the worker process itself
 whether the fix is in place.
 """
 
@@ -285,7 +285,7 @@ class _TemperatureSweep:
 def _with_engine(profile: Profile, k: int, work: Callable[[Any], Any]) -> tuple[Any, float]:
     """Start an engine with k drafts (0: plain), run work(llm), shut down; return (result, seconds).
 
-    Speculative engines load ExpandKernelCheck, so the worker can report on the vLLM #55005 fix.
+    Speculative engines load EXPAND_KERNEL_CHECK, so the worker can report on the vLLM #55005 fix.
     """
     t0 = time.perf_counter()
     extra = {"worker_extension_cls": EXPAND_KERNEL_CHECK} if k else {}

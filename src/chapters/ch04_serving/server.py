@@ -54,7 +54,6 @@ from helpers.engine import compat
 from helpers.engine.lifecycle import (
     ENGINE_ENV,
     IN_PROCESS_ENV,
-    V2_LOG_LINE,
     engine_kwargs,
     journal_start,
     speculative_config,
@@ -93,6 +92,8 @@ _BOOT_ID_FILE = Path("/proc/sys/kernel/random/boot_id")
 #: once, not at the timeout.
 _START_TIMEOUT = 900.0
 _STOP_GRACE = 15.0
+#: What vLLM logs once per process when its GPU worker runs Model Runner V2 (gpu_worker.py).
+_V2_LOG_LINE = "Using V2 Model Runner"
 #: Seconds between SIGTERM and SIGKILL when the kernel itself is being terminated: Jupyter sends
 #: SIGTERM 2.5 s after asking a kernel to shut down and SIGKILL 2.5 s later.
 _TERMINATE_GRACE = 1.5
@@ -640,7 +641,7 @@ class VllmServer:
                 "model": self.argv[2] if len(self.argv) > 2 else None,
                 "seconds": round(self.startup_seconds, 2),
                 # vLLM logs it once in a GPU worker that runs V2; a GPU worker without it ran V1.
-                "model_runner": ("V2" if V2_LOG_LINE in log_text else "V1") if has_gpu() else None,
+                "model_runner": ("V2" if _V2_LOG_LINE in log_text else "V1") if has_gpu() else None,
             }
         )
         return self

@@ -5,9 +5,10 @@ At T > 0 speculative decoding is lossless in distribution, not token for token: 
 differs. The check compares two samples of tokens drawn at the same position with and without the
 drafter. TVD = ½ Σ |p − q| of the two empirical distributions; the permutation test pools both
 samples, reshuffles which draw belongs to which side many times, and reports how often a
-reshuffled TVD is at least the observed one. A small p-value says the samples differ by more than
-sampling noise would explain; a test that cannot reject a known difference has no power, so the
-notebook also runs it on a deliberately different sampler.
+reshuffled TVD is at least the observed one (`helpers.analytics.permutation`, which the grader's
+check of notebook 03's rejection-sampling exercise reads too). A small p-value says the samples
+differ by more than sampling noise would explain; a test that cannot reject a known difference has
+no power, so the notebook also runs it on a deliberately different sampler.
 
 A speculative step decides the tokens at positions 1..k + 1 of a request (position 0 comes from the
 prefill, before any draft exists), so `position_tests` compares each of them, and a verdict
@@ -23,8 +24,7 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
+from helpers.analytics.permutation import permutation_test
 from helpers.common.counters import SpecCounters
 from helpers.common.prompts import as_messages
 
@@ -63,20 +63,9 @@ class _TestResult:
 def _permutation_test(
     a: Sequence[Hashable], b: Sequence[Hashable], permutations: int = 2000, seed: int = 0
 ) -> _TestResult:
-    """TVD of a vs b and its permutation p-value (with the +1 correction, never exactly 0)."""
-    labels = {x: i for i, x in enumerate(sorted(set(a) | set(b), key=repr))}
-    pooled = np.array([labels[x] for x in (*a, *b)])
-    k, n_a = len(labels), len(a)
-
-    def distance(idx: np.ndarray) -> float:
-        pa = np.bincount(idx[:n_a], minlength=k) / n_a
-        pb = np.bincount(idx[n_a:], minlength=k) / (len(idx) - n_a)
-        return 0.5 * float(np.abs(pa - pb).sum())
-
-    observed = distance(pooled)
-    rng = np.random.default_rng(seed)
-    hits = sum(distance(rng.permutation(pooled)) >= observed - 1e-12 for _ in range(permutations))
-    return _TestResult(observed, (hits + 1) / (permutations + 1), n_a, len(b))
+    """The trunk's permutation test of a vs b, as a verdict with its sample sizes."""
+    tvd, p_value = permutation_test(a, b, permutations, seed)
+    return _TestResult(tvd, p_value, len(a), len(b))
 
 
 #: Draws of one side: [prompt][sample] -> the generated token ids of that sample.

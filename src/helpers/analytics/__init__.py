@@ -1,7 +1,9 @@
 """Analytics two or more notebooks share: the sweeps over k, temperature and task with intervals
 over requests (`sweeps`, `intervals`), published real-pair τ next to the toy's (`calibration`), the
 speed-up model with the recorded H200 and published measurements (`speedup`), figures, and the
-explorers' widget plumbing with the speed-up model's explorer (`explorers`). Each notebook's own
+explorers' widget plumbing with the speed-up model's explorer (`explorers`), and the permutation
+test of two samples (`permutation`: notebook 07's losslessness test, the grader's check of notebook
+03's rejection-sampling exercise). Each notebook's own
 analyses live in its chapter (`chapters.chNN_*`).
 """
 
@@ -10,6 +12,7 @@ __all__ = [
     "explorers",
     "figures",
     "intervals",
+    "permutation",
     "speedup",
     "sweeps",
 ]

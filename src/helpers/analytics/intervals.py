@@ -34,7 +34,6 @@ from helpers.common.tables import COLUMNS
 __all__ = [
     "METHOD",
     "Interval",
-    "interval",
     "tau_interval",
     "position_intervals",
     "ranking",
@@ -151,7 +150,7 @@ def _conditional_rates_of(hist: np.ndarray) -> np.ndarray:
         return rates / before
 
 
-def interval(
+def _interval(
     requests: Sequence[RequestAcceptance],
     statistic: Callable[[np.ndarray], np.ndarray],
     bounds: tuple[float, float] = (-math.inf, math.inf),
@@ -168,7 +167,7 @@ def interval(
 def tau_interval(requests: Sequence[RequestAcceptance]) -> Interval:
     """τ of the pooled requests with its 95 % interval (within 1 .. k + 1)."""
     k = _histogram_matrix(requests).shape[1] - 1
-    return interval(requests, _tau_of, (1.0, k + 1.0))[0]
+    return _interval(requests, _tau_of, (1.0, k + 1.0))[0]
 
 
 def tau_difference(
@@ -197,8 +196,8 @@ def tau_difference(
 
 def position_intervals(requests: Sequence[RequestAcceptance]) -> pd.DataFrame:
     """Per draft position: vLLM's rate and the conditional rate, each with its 95 % interval."""
-    rates = interval(requests, _position_rates_of, (0.0, 1.0))
-    cond = interval(requests, _conditional_rates_of, (0.0, 1.0))
+    rates = _interval(requests, _position_rates_of, (0.0, 1.0))
+    cond = _interval(requests, _conditional_rates_of, (0.0, 1.0))
     return pd.DataFrame(
         {
             "position": range(len(rates)),

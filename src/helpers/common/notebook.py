@@ -18,7 +18,6 @@ from helpers.common.paths import LOGS_DIR
 
 __all__ = [
     "at_terminate",
-    "handle_sigterm",
     "setup_notebook",
 ]
 
@@ -74,8 +73,9 @@ _previous_sigterm: Any = signal.SIG_DFL
 
 
 def at_terminate(func: Callable[[], None]) -> Callable[[], None]:
-    """Run `func` when this process gets SIGTERM (after `handle_sigterm`): the servers and engine
-    processes it started, which its exit hooks would stop but SIGTERM skips. Last in, first run."""
+    """Run `func` when this process gets SIGTERM (once setup_notebook handles it): the servers and
+    engine processes it started, which its exit hooks would stop but SIGTERM skips. Last in, first
+    run."""
     if func not in _terminate_hooks:
         _terminate_hooks.append(func)
     return func
@@ -95,7 +95,7 @@ def _on_sigterm(signum: int, frame: FrameType | None) -> None:
         os.kill(os.getpid(), signal.SIGTERM)
 
 
-def handle_sigterm() -> bool:
+def _handle_sigterm() -> bool:
     """Install `on_sigterm` for this process (once; it chains to the handler it replaces).
     Jupyter ends a kernel with SIGTERM when it does not stop within 2.5 s of a shutdown request,
     and SIGKILL 2.5 s later. False when it cannot be installed (not the main thread)."""
@@ -112,8 +112,8 @@ def handle_sigterm() -> bool:
 def setup_notebook(verbose: bool = True) -> dict[str, str]:
     """Set NOTEBOOK_ENV for this kernel and its children (values already set are kept), send vLLM's
     log to build/logs/vllm.log (errors still show), stop this kernel's servers and engine processes
-    on SIGTERM (`handle_sigterm`); print what it set."""
-    handle_sigterm()
+    on SIGTERM (`_handle_sigterm`); print what it set."""
+    _handle_sigterm()
     applied = {}
     threads = {"OMP_NUM_THREADS": str(min(envinfo.cpu_cores(), _MAX_CPU_THREADS))}
     for name, value in (_NOTEBOOK_ENV | threads).items():

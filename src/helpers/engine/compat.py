@@ -8,7 +8,7 @@ does instead.
 
 * `FEATURES`: what one vLLM has and another lacks; `supports(name)` probes the installed vLLM for
   those a probe can find, and `dropped_args` drops the engine arguments it lacks;
-* `QUIRKS`: what one vLLM does that the workbook works around; `seen(name)` says where.
+* `QUIRKS`: what one vLLM does that the workbook works around, and where it was seen.
 
 Other modules ask here and never name a vLLM version themselves (tests/test_vllm_versions.py).
 """
@@ -31,7 +31,6 @@ __all__ = [
     "QUIRKS",
     "supports",
     "label",
-    "seen",
 ]
 
 #: The vLLM a learner installs (requirements/*.txt pin it; tests/engine/test_compat.py checks that).
@@ -252,12 +251,6 @@ def label(name: str) -> str:
     """One line: the feature, the versions read with and without it, and what is lost without it."""
     f = FEATURES[name]
     return f"{name}: in {', '.join(f.has)}; not in {', '.join(f.lacks)}; without it: {f.lost}"
-
-
-def seen(name: str) -> str:
-    """Where a quirk was seen and what it does: 'with vLLM <version> <what>'."""
-    q = QUIRKS[name]
-    return f"with {' and '.join(q.seen_in)} {q.what}"
 
 
 def dropped_args(kwargs: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:

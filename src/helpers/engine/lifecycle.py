@@ -10,7 +10,7 @@ An engine on one device (a CPU, or one GPU) runs inside the calling Python proce
 
 A shut-down engine says so: any use of its `LLM` object afterwards raises EngineShutDownError
 in one line instead of an AttributeError from deep inside vLLM. When the kernel gets SIGTERM
-(see helpers.common.notebook.handle_sigterm), engine processes of this process are ended too.
+(see helpers.common.notebook.setup_notebook), engine processes of this process are ended too.
 """
 
 from __future__ import annotations
@@ -38,7 +38,6 @@ __all__ = [
     "ENGINE_PROCESS_ENV",
     "ENGINE_ENV",
     "SMALL_GPU_GRAPHS",
-    "V2_LOG_LINE",
     "device_defaults",
     "speculative_config",
     "engine_kwargs",
@@ -85,8 +84,6 @@ _PER_REQUEST_METRICS = {vllm_names.PER_REQUEST.arg: vllm_names.PER_REQUEST.summa
 
 #: One JSON line per engine or server start: when, which model and k, seconds, the model runner.
 _JOURNAL_NAME = "engine-starts.jsonl"
-#: What vLLM logs once per process when its GPU worker runs Model Runner V2 (gpu_worker.py).
-V2_LOG_LINE = "Using V2 Model Runner"
 
 _current: Any = None
 

@@ -8,8 +8,8 @@ at every T > 0 request, so speculative outputs at T > 0 are garbage or crash.
 The workbook's `vllm.general_plugins` entry point (`helpers.engine.plugin:register`) calls
 `patch_cpu_expand_kernel()` in every vLLM process, so in-process engines and `vllm serve` alike
 are fixed; it does nothing on a GPU (Triton present) or on a vLLM whose kernel is already right.
-`ExpandKernelCheck`, loaded by name as a `worker_extension_cls`, lets a notebook ask the worker
-process itself whether the kernel it runs is correct.
+The worker extension that `EXPAND_KERNEL_CHECK` names, loaded by name as a `worker_extension_cls`,
+lets a notebook ask the worker process itself whether the kernel it runs is correct.
 """
 
 from __future__ import annotations
@@ -20,12 +20,9 @@ from helpers.engine import compat
 
 __all__ = [
     "EXPAND_KERNEL_CHECK",
-    "ExpandKernelCheck",
 ]
 
 _KERNEL_NAME = "vllm.v1.sample.rejection_sampler.expand_kernel"
-#: `worker_extension_cls` for vLLM: the worker imports this class by name.
-EXPAND_KERNEL_CHECK = "helpers.engine.vllm_issue_55005.ExpandKernelCheck"
 
 
 def _fixed_expand_kernel(
@@ -100,7 +97,7 @@ def _cpu_expand_kernel_ok() -> bool:
     return torch.allclose(got, torch.tensor([0.3, 0.3, 0.7]))
 
 
-class ExpandKernelCheck:
+class _ExpandKernelCheck:
     """vLLM worker extension: reports from inside the worker whether the expand kernel is
     correct."""
 
@@ -124,3 +121,7 @@ class ExpandKernelCheck:
             per_request, cu, len(temperatures) * drafts, replace_from=-1, replace_to=1
         )
         return [round(float(t), 6) for t in expanded]
+
+
+#: `worker_extension_cls` for vLLM: the worker imports this class by name.
+EXPAND_KERNEL_CHECK = f"{__name__}.{_ExpandKernelCheck.__qualname__}"

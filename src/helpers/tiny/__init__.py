@@ -1,6 +1,6 @@
-"""The embedded tiny pair: its chat corpus, tokenizer, verifier, the recipe that trains both
-models into data/, the recipe of its DFlash drafter, notebook 05's drafter lab, and the model cards
-rendered from measurements.
+"""The embedded tiny pair as notebooks use it: its chat corpus, the verifier's encoded exchanges,
+and notebook 05's drafter lab. The recipes that train the pair into data/ are the kit's
+(kit.tiny_recipe, kit.tiny_tokenizer, kit.tiny_verifier, kit.dflash_recipe).
 """
 
 __all__ = ["corpus", "lab", "verifier"]

@@ -24,6 +24,7 @@ from helpers.common import qwen_tokenizer
 from helpers.common.chat import double_templated, render
 from helpers.common.profiles import load_profile
 from helpers.common.prompts import as_messages, load_prompts
+from kit.qwen_tokenizer import _MODEL_VOCAB_SIZE
 
 MSGS = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi there"}]
 
@@ -65,7 +66,7 @@ def test_shape_profile_encodes_prompts_with_qwens_tokenizer() -> None:
     loaded = load_tokenizer(load_profile("qwen3-30b-a3b-shape"))
     tok = loaded.tokenizer
     assert "Qwen3's own tokenizer, padded" in loaded.note and "\n" not in loaded.note
-    assert len(tok) == qwen_tokenizer.MODEL_VOCAB_SIZE
+    assert len(tok) == _MODEL_VOCAB_SIZE
     ids = tok.apply_chat_template(as_messages("What is EAGLE-3?"), add_generation_prompt=True)
     ids = list(ids["input_ids"])
     assert ids[0] == IM_START_ID and 151_645 in ids  # <|im_start|> … <|im_end|>
