@@ -18,7 +18,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 __all__ = [
-    "SPEC_DECODE_METRICS_FILE",
     "SPEC_DECODE_PREFIX",
     "METRICS",
     "STATS",
@@ -30,8 +29,6 @@ __all__ = [
 
 # ------------------------------------------------ Prometheus metrics (v1/spec_decode/metrics.py)
 
-#: The module that defines the spec-decode counters and the figures vLLM logs from them.
-SPEC_DECODE_METRICS_FILE = "vllm/v1/spec_decode/metrics.py"
 #: Every vLLM metric name starts so (v1/metrics/reader.py keeps only these).
 METRIC_PREFIX = "vllm:"
 #: The spec-decode counters' common prefix (SpecDecodingProm).
