@@ -7,25 +7,20 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import nbformat
 import pandas as pd
 import pytest
 
 from chapters.ch03_acceptance import harness
 from helpers.common import counters
 from helpers.common.counters import RequestAcceptance, counters_of
-from helpers.common.paths import NOTEBOOKS_DIR
+from tests.support import cell_definitions
 
-NOTEBOOK = NOTEBOOKS_DIR / "03_acceptance_analytics.ipynb"
+NOTEBOOK = "03_acceptance_analytics.ipynb"
 
 
 def cell_function(cell_id: str, name: str) -> Callable[..., Any]:
-    """The function `name` that the notebook cell with this id defines (the notebook's imports
-    it needs in its namespace)."""
-    nb = nbformat.read(str(NOTEBOOK), as_version=4)
-    source = next(c.source for c in nb.cells if c.get("id") == cell_id)
-    ns: dict[str, Any] = {"Sequence": Sequence, "pd": pd, "counters": counters}
-    exec(source, ns)
+    """The function `name` that notebook 03's cell with this id defines."""
+    ns = cell_definitions(NOTEBOOK, cell_id, Sequence=Sequence, pd=pd, counters=counters)
     return ns[name]
 
 
