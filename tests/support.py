@@ -1,7 +1,9 @@
-"""Shared by tests: import a script as a module, run a module as make does, a shipped MoE shape."""
+"""Shared by tests: import a script as a module, run a module as make does, a shipped MoE shape,
+the functions a notebook cell defines."""
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import subprocess
 import sys
@@ -103,3 +105,26 @@ needs_shipped = pytest.mark.skipif(
     not (DATA_DIR / "tiny-qwen3-moe-eagle3" / "model.safetensors").is_file(),
     reason="needs the shipped tiny pair",
 )
+
+
+def cell_definitions(notebook: str, cell_id: str, **namespace: Any) -> dict[str, Any]:
+    """What the notebook cell with this id defines (functions, classes, UPPER_CASE constants), run
+    as written in `namespace` (the notebook's imports and earlier names it needs); the cell's other
+    statements (prints, calls on the run's tables) are left out."""
+    import nbformat
+
+    from helpers.common.paths import NOTEBOOKS_DIR
+
+    nb = nbformat.read(str(NOTEBOOKS_DIR / notebook), as_version=4)
+    source = next(c.source for c in nb.cells if c.get("id") == cell_id)
+
+    def defines(node: ast.stmt) -> bool:
+        if isinstance(node, ast.Assign):
+            return all(isinstance(t, ast.Name) and t.id.isupper() for t in node.targets)
+        return isinstance(node, (ast.FunctionDef, ast.ClassDef))
+
+    body = [node for node in ast.parse(source).body if defines(node)]
+    exec(
+        compile(ast.Module(body=body, type_ignores=[]), f"{notebook}:{cell_id}", "exec"), namespace
+    )
+    return namespace

@@ -27,7 +27,7 @@ OUTCOME_CALLS: dict[str, set[str]] = {
     "03": {"intervals.ranking", "experiments.best_k_sentence", "calibration.calibration_sentence"},
     "04": {"intervals.ranking", "bench.crossing_statement", "interactivity.gain_statement"},
     "05": {"sweeps.tau_ranking"},
-    "06": {"lab.shape_verdict", "answer.best_by_concurrency", "answer.summary_lines"},
+    "06": {"lab.shape_verdict", "answer.summary_lines"},
     "07": {"intervals.ranking"},
 }
 
@@ -125,9 +125,13 @@ def _prediction(low: dict[int, float]) -> pd.DataFrame:
 
 
 def test_the_best_k_follows_the_prediction() -> None:
+    """Notebook 06 writes PR #49163's choice of k in a cell (pred1) and prints it through
+    answer.summary_lines."""
+    from tests.chapters.ch06_moe.test_notebook06_cells import best_by_concurrency
+
     for low, best in (({0: 1.0, 1: 1.3, 3: 1.6}, 3), ({0: 1.0, 1: 1.6, 3: 1.3}, 1)):
         prediction = _prediction(low)
-        chosen = answer.best_by_concurrency(prediction)
+        chosen = best_by_concurrency(prediction)
         assert chosen == {1: best}
         assert f"best k {best}," in answer.summary_lines(prediction, chosen, {})[0]
 

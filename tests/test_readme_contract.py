@@ -38,6 +38,11 @@ SHA256_CONTEXT = 40
 #: Other projects' revisions, which no rewording of this repository's history changes.
 OTHER_PROJECTS = {
     "3737e4137": "llama.cpp's build, as the published source names it (data/published/)",
+    # the commits each engine's acceptance definition was read at (acceptance-definitions.json)
+    "c05b95b": "vllm-project/speculators, its perf_utils.py",
+    "00df707": "sgl-project/sglang, its scheduler's metrics_reporter.py",
+    "9155cf0": "sgl-project/sglang, its spec_decoding_meta.py",
+    "a6b6b02": "sgl-project/SpecForge, its benchmarker utils.py",
     "0123456789abcdef0123456789abcdef01234567": "a made-up hub snapshot in a prefetch fixture",
 }
 LINK = re.compile(r"\]\(([^)\s]+)\)")

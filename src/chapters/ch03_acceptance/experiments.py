@@ -9,20 +9,11 @@ engine and one per k (tokens/s). Every table is tidy, uses vLLM's key names
 (`num_speculative_tokens`, `spec_decode_acceptance_length`, ... from `helpers.common.vllm_names`);
 each result's `tables()` names them for saving.
 
-Why acceptance falls with temperature: EAGLE-3 drafts in vLLM are greedy argmax proposals
-(`draft_sample_method="greedy"`, no draft probabilities). The rejection sampler then accepts a draft
-d with probability p_T(d), the verifier's temperature-T probability of d (q is one-hot, so
-min(1, p/q) = p), and on rejection samples from p_T with d removed. At T = 0 p is one-hot on the
-argmax, so a draft is accepted exactly when it equals the argmax and the output is bit-identical
-to plain greedy decoding; as T grows p_T(argmax) shrinks and so does acceptance. For T > 0 the
-output is still distributed as plain sampling, but the random stream differs, so it is only
-equal in distribution, not token for token.
-
-On a CPU without Triton, vLLM's CPU build gets T > 0 speculative decoding wrong (vLLM issue
-#55005, `helpers.engine.compat.QUIRKS["cpu_expand_kernel"]`); the workbook's vLLM plugin fixes it
-in every vLLM process (`helpers.engine.vllm_issue_55005`), and the main-k engine loads its
-`EXPAND_KERNEL_CHECK` worker extension so `temperature_sweep` can ask the worker process itself
-whether the fix is in place.
+Why acceptance falls with temperature is notebook 03's section 3. On a CPU without Triton, vLLM's
+CPU build gets T > 0 speculative decoding wrong (vLLM issue #55005); the workbook's vLLM plugin
+fixes it in every vLLM process (`helpers.engine.vllm_issue_55005`), and speculative engines load
+the extension `EXPAND_KERNEL_CHECK` names so `temperature_sweep` can ask the worker whether the fix
+is in place.
 """
 
 from __future__ import annotations
@@ -245,21 +236,6 @@ class _AcceptanceSweep:
     main_runs: dict[str, CategoryRun]
     seconds: dict[str, float] = field(default_factory=dict)
 
-    @property
-    def main_prompts(self) -> list[str]:
-        """The prompts of the main-k runs, in category order (as main_token_ids)."""
-        return [p for c in self.main_runs for p in self.prompts[c]]
-
-    @property
-    def main_token_ids(self) -> list[list[int]]:
-        """vLLM's output tokens of the main-k, T = 0 runs, in category order."""
-        return [ids for run in self.main_runs.values() for ids in run.token_ids]
-
-    @property
-    def main_counters(self) -> SpecCounters:
-        """vLLM's counter delta over the main-k, T = 0 runs."""
-        return merge_runs(list(self.main_runs.values())).counters
-
     def tables(self) -> dict[str, pd.DataFrame]:
         """Its tables under the names they are saved as (build/tables/<name>.csv)."""
         return {
@@ -285,7 +261,8 @@ class _TemperatureSweep:
 def _with_engine(profile: Profile, k: int, work: Callable[[Any], Any]) -> tuple[Any, float]:
     """Start an engine with k drafts (0: plain), run work(llm), shut down; return (result, seconds).
 
-    Speculative engines load EXPAND_KERNEL_CHECK, so the worker can report on the vLLM #55005 fix.
+    Speculative engines load the extension EXPAND_KERNEL_CHECK names, so the worker can report on
+    the vLLM #55005 fix.
     """
     t0 = time.perf_counter()
     extra = {"worker_extension_cls": EXPAND_KERNEL_CHECK} if k else {}
@@ -360,11 +337,6 @@ def throughput_sweep(profile: Profile, plan: _SweepPlan, verbose: bool = True) -
             rate = rows[k]["output_tokens_per_s"]
             print(f"{'plain' if k == 0 else f'k={k}'}: {seconds:.0f} s, {rate:.0f} tokens/s")
     return _throughput_vs_k(rows)
-
-
-def _best_k(throughput_df: pd.DataFrame) -> int:
-    """The k with the highest median output tokens/s (0 when plain decoding wins)."""
-    return int(throughput_df.loc[throughput_df.output_tokens_per_s.idxmax(), COLUMNS.k])
 
 
 def best_k_sentence(throughput_df: pd.DataFrame) -> str:

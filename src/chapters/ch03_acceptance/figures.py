@@ -1,5 +1,5 @@
 """Notebook 03's figures: τ and per-position acceptance by k, τ by task and temperature, and the
-token-coloured view (accepted drafts, corrections, bonus tokens).
+token-coloured view as HTML (accepted drafts, corrections, bonus tokens).
 """
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ from typing import Any
 
 import pandas as pd
 from matplotlib.figure import Figure
-from matplotlib.patches import Patch, Rectangle
 
 from helpers.analytics.figures import interval_yerr, k_colors, tau_bars
 from helpers.common import vllm_names
@@ -22,7 +21,6 @@ __all__ = [
     "plot_category_temperature",
     "token_pieces",
     "token_html",
-    "plot_token_colors",
 ]
 
 
@@ -170,73 +168,3 @@ def token_html(pieces: Sequence[str], labels: Sequence[str]) -> str:
         f"{''.join(spans)}</div>"
         f'<div style="font-family:sans-serif;font-size:85%;margin-top:6px">{legend}</div>'
     )
-
-
-def _layout(pieces: Sequence[str], width: int) -> list[tuple[int, int, str, int]]:
-    """Monospace layout: (line, column, text, token index) for every visible run, wrapped at
-    width."""
-    out, line, col = [], 0, 0
-    for i, piece in enumerate(pieces):
-        parts = piece.split("\n")
-        for j, part in enumerate(parts):
-            if j > 0:
-                out.append((line, col, "↵", i))
-                line, col = line + 1, 0
-            if col + len(part) > width and col > 0:
-                line, col = line + 1, 0
-            if part:
-                out.append((line, col, part, i))
-                col += len(part)
-    return out
-
-
-#: Advance of one character of DejaVu Sans Mono, in em.
-_MONO_ADVANCE = 0.602
-
-
-def plot_token_colors(
-    pieces: Sequence[str], labels: Sequence[str], title: str, width: int = 72
-) -> Figure:
-    """The generated text drawn token by token on a background colored by how each token was
-    produced.
-
-    Layout is a character grid (monospace); the font size is chosen after the layout is fixed so
-    that one character is exactly one grid cell and adjacent tokens touch.
-    """
-    runs = _layout(pieces, width)
-    lines = 1 + max((r[0] for r in runs), default=0)
-    fig, (ax,) = new_figure(1, width=width * 0.1 + 0.4, height=0.22 * lines + 1.0)
-    ax.grid(False)
-    ax.set_axis_off()
-    ax.set(xlim=(0, width), ylim=(-lines - 0.1, 0.1), title=title)
-    counts = _label_counts(list(labels))
-    handles = [
-        Patch(color=c, label=f"{_LABEL_TEXT[lab]} ({counts[lab]})")
-        for lab, c in _LABEL_COLORS.items()
-    ]
-    ax.legend(
-        handles=handles,
-        loc="upper center",
-        bbox_to_anchor=(0.5, 0.0),
-        ncol=2,
-        fontsize=8,
-        frameon=False,
-    )
-    fig.tight_layout()
-    box = ax.get_window_extent()
-    points_per_cell = min(box.width / width, box.height / (lines + 0.2)) * 72 / fig.dpi
-    fontsize = min(10.0, points_per_cell / _MONO_ADVANCE)
-    for line, col, text, i in runs:
-        ax.add_patch(
-            Rectangle((col, -line - 0.9), len(text), 0.8, color=_LABEL_COLORS[labels[i]], lw=0)
-        )
-        ax.text(
-            col,
-            -line - 0.5,
-            text,
-            family="DejaVu Sans Mono",
-            fontsize=fontsize,
-            va="center",
-            parse_math=False,
-        )
-    return fig

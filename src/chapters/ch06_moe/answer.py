@@ -3,12 +3,10 @@ the H200 lab's c(k, C), with bands, labelled predicted (notebook 06, section 7).
 
 τ(k) comes from the published chains of `data/published/real-pair-tau.json` for the profile's
 architecture (a per-position record gives τ at every k up to its own); its band is the range over
-sources. c(k, C) and its band come from `lab.c_table`. The speed-up is τ / c, its band τ_low /
-c_high to τ_high / c_low. A schedule's k = 0 entry is priced from its one measurement
-(`data/published/dynamic-sd-k0.json`, vLLM issue #49548), interpolated in log C. The best k per
-concurrency follows vLLM PR #49163's tuner: the smallest k within 1 % of the best conservative
-(band's low end) speed-up. Where the profile runs (a GPU and the hub), `measure` times the real
-pair itself.
+sources. c(k, C) and its band come from `lab.c_table`; notebook 06 writes the speed-up τ / c
+with its band, and vLLM PR #49163's choice of k, in its cells. A schedule's k = 0 entry is priced
+from its one measurement (`data/published/dynamic-sd-k0.json`, vLLM issue #49548), interpolated in
+log C. Where the profile runs (a GPU and the hub), `measure` times the real pair itself.
 """
 
 from __future__ import annotations
@@ -29,8 +27,6 @@ from helpers.common.tables import COLUMNS
 __all__ = [
     "published_taus",
     "k0_cost",
-    "predict",
-    "best_by_concurrency",
     "speculative_config",
     "caveats",
     "measure",
@@ -40,8 +36,6 @@ __all__ = [
 
 _TAU_FILE: Path = DATA_DIR / "published" / "real-pair-tau.json"
 _K0_FILE: Path = DATA_DIR / "published" / "dynamic-sd-k0.json"
-#: Candidates within this share of the best conservative speed-up are tied (vLLM PR #49163).
-_TIE = 0.01
 
 
 def _architecture(name: str) -> str:
@@ -81,52 +75,6 @@ def k0_cost(concurrency: int, path: Path = _K0_FILE) -> float:
     x = min(max(concurrency, c0), c1)
     share = (math.log(x) - math.log(c0)) / (math.log(c1) - math.log(c0))
     return 1.0 + t0 + share * (t1 - t0)
-
-
-def predict(costs: pd.DataFrame, taus: pd.DataFrame) -> pd.DataFrame:
-    """Per concurrency and k: τ and its band over sources, c and its band, and the predicted
-    speed-up τ / c with its band; k = 0 rows priced by `k0_cost`."""
-    by_k = taus.groupby(COLUMNS.k).tau.agg(["median", "min", "max", "count"])
-    rows = []
-    for r in costs.itertuples():
-        k = getattr(r, COLUMNS.k)
-        if k not in by_k.index:
-            continue
-        t = by_k.loc[k]
-        rows.append(
-            {
-                "concurrency": r.concurrency,
-                COLUMNS.k: k,
-                "tau": t["median"],
-                "tau_low": t["min"],
-                "tau_high": t["max"],
-                "sources": int(t["count"]),
-                "c": r.c,
-                "c_low": r.c_low,
-                "c_high": r.c_high,
-                "speedup": t["median"] / r.c,
-                "speedup_low": t["min"] / r.c_high,
-                "speedup_high": t["max"] / r.c_low,
-            }
-        )
-    for conc in sorted(costs.concurrency.unique()):
-        price = 1.0 / k0_cost(int(conc))
-        rows.append(
-            {"concurrency": conc, COLUMNS.k: 0, "tau": 1.0, "tau_low": 1.0, "tau_high": 1.0}
-            | {"sources": 0, "c": 1 / price, "c_low": 1 / price, "c_high": 1 / price}
-            | {"speedup": price, "speedup_low": price, "speedup_high": price}
-        )
-    return pd.DataFrame(rows).sort_values(["concurrency", COLUMNS.k], ignore_index=True)
-
-
-def best_by_concurrency(prediction: pd.DataFrame, tie: float = _TIE) -> dict[int, int]:
-    """Per concurrency, the smallest k whose conservative (low-end) speed-up is within `tie` of
-    the best conservative one (vLLM PR #49163's rule)."""
-    best = {}
-    for conc, grp in prediction.groupby("concurrency"):
-        floor = grp.speedup_low.max() * (1 - tie)
-        best[int(conc)] = int(grp[grp.speedup_low >= floor][COLUMNS.k].min())
-    return best
 
 
 def speculative_config(drafter: str, best: Mapping[int, int]) -> dict[str, Any]:

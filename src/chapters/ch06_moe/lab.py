@@ -1,6 +1,6 @@
 """The MoE lab's record read (scripts/gpu_moe_lab.py, notebook 06): c(k, C) and the speed-up of
-every cell, the bandwidth each plain step reached, a fixed + bytes step model fitted to the cells
-with its residuals, and the routing designs side by side.
+every cell, the bandwidth each plain step reached, the cells a step model is fitted to, and the
+routing designs side by side.
 
 A record of the lab (`speedup.LAB_FILE`) holds one row per measured cell: k (0 = plain decoding),
 the target τ, the concurrency C, the routing design, the decode step time and tokens, and (from
@@ -8,22 +8,18 @@ format 2 on) what the generated positions read: `batch_union_<n>`, the distinct 
 of C sequences × n positions. Older records lack the routing; their unions are then the
 independent-routing expectation (random weights route at random), and the tables say which.
 
-The step model: t(step) = fixed + k · per_draft + bytes / bandwidth + tokens · per_token, bytes
-from `moe.step_bytes` with the cell's union, tokens = C · (k + 1); fitted by non-negative least
-squares on relative error, so each term is a cost the GPU pays and none can go negative.
+The step model that `model_c` and `answer_table` take, t(k, C, GB) in ms, is fitted in notebook
+06's cells (section 4): fixed + k · per_draft + GB / bandwidth + tokens · per_token.
 """
 
 from __future__ import annotations
 
-import itertools
 import json
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from chapters.ch06_moe import moe
@@ -39,10 +35,7 @@ __all__ = [
     "lab_context",
     "cells",
     "plain_bandwidth",
-    "fit_step_model",
-    "out_of_sample",
     "routing_table",
-    "speedup_by_concurrency",
     "c_table",
     "shape_verdict",
     "union_effect",
@@ -55,8 +48,8 @@ __all__ = [
 
 #: The routing of a record's rows measured on the weights as loaded (random), and of old records.
 AS_LOADED = speedup.AS_LOADED
-#: The terms of the step model, in the order of StepFit.coefficients.
-_STEP_TERMS = ("fixed_ms", "per_draft_ms", "ms_per_gb", "per_token_ms")
+#: A step model: the time (ms) of a step of k drafts at concurrency C that reads GB gigabytes.
+_StepModel = Callable[[int, int, float], float]
 #: An earlier single-sequence H200 record, whose batch runs copied one prompt: kept only as the
 #: contrast `one_prompt_batch` teaches from.
 _H200_FILE: Path = DATA_DIR / "measurements" / "h200-vllm-step-costs.json"
@@ -131,87 +124,6 @@ def plain_bandwidth(record: Mapping[str, Any]) -> pd.DataFrame:
     df["share_of_peak"] = df.achieved_tb_s / df.peak_tb_s
     keep = ["concurrency", "step_ms", "union", "union_source", "gb_per_step", "achieved_tb_s"]
     return df[keep + ["peak_tb_s", "share_of_peak"]].reset_index(drop=True)
-
-
-@dataclass(frozen=True)
-class _StepFit:
-    """The fitted step model: one coefficient per STEP_TERMS, and every cell with its prediction."""
-
-    coefficients: dict[str, float]
-    table: pd.DataFrame
-
-    @property
-    def bandwidth_tb_s(self) -> float:
-        """The bandwidth the bytes term implies (inf when the fit gave bytes no weight)."""
-        per_gb = self.coefficients["ms_per_gb"]
-        return 1.0 / per_gb if per_gb > 0 else float("inf")
-
-    @property
-    def worst(self) -> float:
-        """The largest |residual| over the cells (relative)."""
-        return float(self.table.residual.abs().max())
-
-    def predict(self, k: int, concurrency: int, gb: float) -> float:
-        """Step time (ms) of a step of k drafts at this concurrency reading `gb` GB."""
-        c = self.coefficients
-        return (
-            c["fixed_ms"]
-            + k * c["per_draft_ms"]
-            + gb * c["ms_per_gb"]
-            + concurrency * (k + 1) * c["per_token_ms"]
-        )
-
-
-def _nnls(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Non-negative least squares for a handful of columns: the best of every column subset."""
-    best, best_err = np.zeros(a.shape[1]), float(np.sum(b**2))
-    for size in range(1, a.shape[1] + 1):
-        for cols in itertools.combinations(range(a.shape[1]), size):
-            x, *_ = np.linalg.lstsq(a[:, cols], b, rcond=None)
-            if (x < 0).any():
-                continue
-            err = float(np.sum((a[:, cols] @ x - b) ** 2))
-            if err < best_err:
-                best, best_err = np.zeros(a.shape[1]), err
-                best[list(cols)] = x
-    return best
-
-
-def _design_matrix(table: pd.DataFrame) -> np.ndarray:
-    """The step model's columns for each cell: 1, k, GB read, tokens."""
-    return np.column_stack(
-        [
-            np.ones(len(table)),
-            table[COLUMNS.k].to_numpy(float),
-            table.gb_per_step.to_numpy(float),
-            table.tokens.to_numpy(float),
-        ]
-    )
-
-
-def fit_step_model(table: pd.DataFrame, peak_tb_s: float | None = None) -> _StepFit:
-    """Fit t = fixed + k·per_draft + GB·ms_per_gb + tokens·per_token to the cells' step times,
-    minimising relative error with every term ≥ 0; residual = model / measured − 1. With
-    `peak_tb_s`, the bytes are read no faster than that peak (ms_per_gb ≥ 1 / peak): a fit may not
-    credit the GPU with more bandwidth than it has."""
-    x, y = _design_matrix(table), table.step_ms.to_numpy(float)
-    floor = np.zeros(x.shape[1])
-    if peak_tb_s:
-        floor[2] = 1.0 / peak_tb_s  # GB / (TB/s) = ms
-    coef = _nnls(x / y[:, None], 1.0 - (x @ floor) / y) + floor
-    out = table.copy()
-    out["model_ms"] = x @ coef
-    out["residual"] = out.model_ms / out.step_ms - 1
-    return _StepFit(dict(zip(_STEP_TERMS, (float(c) for c in coef))), out)
-
-
-def out_of_sample(fit: _StepFit, table: pd.DataFrame) -> pd.DataFrame:
-    """The fitted model on cells it was not fitted to (the routing designs): each cell's
-    prediction and residual = model / measured − 1."""
-    out = table.copy()
-    out["model_ms"] = _design_matrix(table) @ np.array([fit.coefficients[t] for t in _STEP_TERMS])
-    out["residual"] = out.model_ms / out.step_ms - 1
-    return out
 
 
 def routing_table(record: Mapping[str, Any], k: int) -> pd.DataFrame:
@@ -320,29 +232,20 @@ def shape_verdict(table: pd.DataFrame, x: str, est: str, low: str, high: str) ->
     )
 
 
-def speedup_by_concurrency(lab: pd.DataFrame, k: int, tau: float) -> pd.DataFrame:
-    """One (k, τ) row of `speedup.lab_step_costs` per concurrency: speed-up, c, and whether it
-    rose from the concurrency before (what makes a curve non-monotonic)."""
-    at = lab[(lab[COLUMNS.k] == k) & (lab.tau_target == tau)].sort_values("concurrency")
-    out = at[["concurrency", "tau", "measured_c", "speedup"]].reset_index(drop=True)
-    out["rose"] = out.speedup.diff() > 0
-    return out
-
-
 def model_c(
-    fit: _StepFit, shape: moe.MoeShape, k: int, conc: int, rho: float, context: int
+    step_ms: _StepModel, shape: moe.MoeShape, k: int, conc: int, rho: float, context: int
 ) -> float:
-    """c(k, C) the fitted step model predicts for routing of within-sequence correlation rho."""
+    """c(k, C) a step model predicts for routing of within-sequence correlation rho."""
     plain = moe.union_with_correlation(shape.experts, shape.active, conc, 1, rho)
     spec = moe.union_with_correlation(shape.experts, shape.active, conc, k + 1, rho)
     gb_plain = moe.step_bytes(shape, conc, plain, context) / 1e9
     gb_spec = moe.step_bytes(shape, conc, spec, context, drafter_steps=k) / 1e9
-    return fit.predict(k, conc, gb_spec) / fit.predict(0, conc, gb_plain)
+    return step_ms(k, conc, gb_spec) / step_ms(0, conc, gb_plain)
 
 
-def answer_table(record: Mapping[str, Any], fit: _StepFit, rho: float) -> pd.DataFrame:
+def answer_table(record: Mapping[str, Any], step_ms: _StepModel, rho: float) -> pd.DataFrame:
     """Per k and concurrency: the measured c (as loaded, median over the trusted cells) and its
-    band: the range over the routing designs the record measured, else the fitted model's change
+    band: the range over the routing designs the record measured, else the step model's change
     of c from independent routing to within-sequence correlation `rho` (a trained router's; the
     real router's is unknown), laid on the measured c."""
     costs = speedup.lab_step_costs(record)
@@ -356,7 +259,7 @@ def answer_table(record: Mapping[str, Any], fit: _StepFit, rho: float) -> pd.Dat
         if len(at) > 1:
             low, high, source = min(c, at.min()), max(c, at.max()), "routing designs, measured"
         else:
-            ends = [model_c(fit, shape, k, conc, r, context) for r in (0.0, rho)]
+            ends = [model_c(step_ms, shape, k, conc, r, context) for r in (0.0, rho)]
             moved = c + ends[1] - ends[0]
             low, high = min(c, moved), max(c, moved)
             source = f"fitted model, rho 0 to {rho:.2f}"

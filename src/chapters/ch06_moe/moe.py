@@ -7,8 +7,8 @@ own top-a of E experts, and the pass streams the **union** of their experts: E·
 experts for n independently routed positions, a when all n agree. Trained routers are correlated
 across neighbouring tokens, so the truth lies in between; `window_union` measures it on a real
 router. `step_bytes` turns a union into bytes (dense and attention weights once, routed experts by
-the union, the lm_head, the KV cache, k reads of the drafter with its own draft vocabulary) and
-`relative_cost` into c(k, B) = spec step / plain step.
+the union, the lm_head, the KV cache, k reads of the drafter with its own draft vocabulary);
+notebook 06 turns them into the bytes-only c(k, B) = spec step / plain step in its cells.
 """
 
 from __future__ import annotations
@@ -36,7 +36,6 @@ __all__ = [
     "correlation",
     "union_with_correlation",
     "step_bytes",
-    "relative_cost",
 ]
 
 BYTES_BF16 = 2
@@ -243,13 +242,3 @@ def step_bytes(
     kv = batch * context * shape.layers * 2 * shape.kv_heads * shape.head_dim
     drafter = drafter_steps * shape.drafter_params()
     return (weights + drafter) * bytes_per_param + kv * bytes_per_param
-
-
-def relative_cost(shape: MoeShape, k: int, batch: int, rho: float, context: int = 512) -> float:
-    """c(k, B): bytes of a speculative step (verify B·(k+1) positions, k drafter steps) over a plain
-    step (B positions), both memory-bound, with within-sequence routing correlation rho."""
-    plain_union = union_with_correlation(shape.experts, shape.active, batch, 1, rho)
-    spec_union = union_with_correlation(shape.experts, shape.active, batch, k + 1, rho)
-    plain = step_bytes(shape, batch, plain_union, context)
-    spec = step_bytes(shape, batch, spec_union, context, drafter_steps=k)
-    return spec / plain

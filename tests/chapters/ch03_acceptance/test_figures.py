@@ -16,17 +16,8 @@ def test_figures_are_drawn() -> None:
     assert len(fig.axes) == 2
 
 
-def test_token_html_and_layout() -> None:
+def test_token_html() -> None:
     pieces, labels = ["{", '\n  "a"', ": 1", "<b>"], ["prefill", "accepted", "correction", "bonus"]
     page = ap.token_html(pieces, labels)
     assert page.count("<span title=") == 4 and "&lt;b&gt;" in page
     assert "accepted draft (1)" in page and "bonus token (1)" in page
-    runs = ap._layout(pieces, width=80)
-    assert runs[0] == (0, 0, "{", 0) and runs[1] == (0, 1, "↵", 1) and runs[2] == (1, 0, '  "a"', 1)
-    wrapped = ap._layout(["x" * 6] * 3, width=10)
-    assert [r[0] for r in wrapped] == [0, 1, 2]
-
-
-def test_token_figure() -> None:
-    fig = ap.plot_token_colors(["a", "b\n", "c"], ["prefill", "accepted", "bonus"], "t")
-    assert {t.get_text() for t in fig.axes[0].texts} >= {"a", "b", "c"}

@@ -1,5 +1,6 @@
-"""chapters.ch06_moe.answer: published τ per source, k = 0 priced as measured, the predicted
-speed-up with its band, PR #49163's choice of k and the schedule to paste."""
+"""chapters.ch06_moe.answer: published τ per source, k = 0 priced as measured, the schedule to
+paste and the answer's lines (the prediction and PR #49163's choice of k are notebook 06's cells,
+tests/chapters/ch06_moe/test_notebook06_cells.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import math
 import pandas as pd
 import pytest
 
-from chapters.ch06_moe import answer, lab
+from chapters.ch06_moe import answer
 from helpers.common.paths import DATA_DIR
 from helpers.common.tables import COLUMNS
 
@@ -50,22 +51,11 @@ def _taus() -> pd.DataFrame:
     return pd.DataFrame({"source": ["a", "a", "b"], COLUMNS.k: [1, 3, 3], "tau": [1.6, 2.0, 1.8]})
 
 
-def test_the_prediction_bands_tau_over_c() -> None:
-    p = answer.predict(_costs(), _taus()).set_index(["concurrency", COLUMNS.k])
-    row = p.loc[(1, 3)]
-    assert row.speedup == pytest.approx(1.9 / 1.8)
-    assert (row.speedup_low, row.speedup_high) == pytest.approx((1.8 / 1.9, 2.0 / 1.7))
-    assert p.loc[(64, 0)].speedup == pytest.approx(1 / answer.k0_cost(64))
+def predict(costs: pd.DataFrame, taus: pd.DataFrame) -> pd.DataFrame:
+    """Notebook 06's prediction (its cell pred1)."""
+    from tests.chapters.ch06_moe.test_notebook06_cells import predict as in_cells
 
-
-def test_best_k_takes_the_smaller_of_tied_candidates() -> None:
-    p = answer.predict(_costs(), _taus())
-    best = answer.best_by_concurrency(p)
-    # C = 1: k = 1's low end 1.6 / 1.5 beats k = 3's 1.8 / 1.9; C = 64: k = 3's 1.8 / 1.15 wins
-    assert best == {1: 1, 64: 3}
-    tied = p.assign(speedup_low=p.speedup_low.where(p[COLUMNS.k] != 3, 1.6 / 1.5 * 0.995))
-    assert answer.best_by_concurrency(tied)[1] == 1
-    assert answer.best_by_concurrency(p, tie=0.5)[64] == 0, "a wide tie falls back to the smallest"
+    return in_cells(costs, taus)
 
 
 def test_the_config_to_paste_keeps_k0_ranges_and_says_when_nothing_pays() -> None:
@@ -74,14 +64,9 @@ def test_the_config_to_paste_keeps_k0_ranges_and_says_when_nothing_pays() -> Non
     assert config["num_speculative_tokens_per_batch_size"] == [[1, 16, 3], [17, 64, 0]]
     nothing = answer.speculative_config("d", {1: 0, 64: 0})
     assert nothing == {}
-    p = answer.predict(_costs(), _taus())
+    p = predict(_costs(), _taus())
     said = answer.summary_lines(p, {1: 0, 64: 0}, nothing)
     assert said[-1].startswith("no k pays") and "PREDICTED" in said[0]
-
-
-def test_the_shipped_prediction_rests_on_the_trusted_cells() -> None:
-    p = answer.predict(lab.c_table(lab.load_lab()), answer.published_taus("Qwen3-30B-A3B"))
-    assert set(p.concurrency) == {1, 4, 16, 64} and (p.speedup_low <= p.speedup_high).all()
 
 
 def test_literature_records_say_where_they_come_from() -> None:

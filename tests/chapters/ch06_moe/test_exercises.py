@@ -71,12 +71,13 @@ def test_06_ex3_a_smaller_draft_vocabulary_lowers_c() -> None:
     import dataclasses
 
     from chapters.ch06_moe import lab
+    from tests.chapters.ch06_moe.test_notebook06_cells import fitted_model
 
     record = lab.load_lab()
     shape, context = lab.lab_shape(record), lab.lab_context(record)
-    fit = lab.fit_step_model(lab.cells(record)[lambda d: d.routing == lab.AS_LOADED])
+    model = fitted_model(record)  # section 4's fit, as its cell writes it
     cs = [
-        lab.model_c(fit, dataclasses.replace(shape, draft_vocab=v), 3, conc, 0.0, context)
+        lab.model_c(model, dataclasses.replace(shape, draft_vocab=v), 3, conc, 0.0, context)
         for v in (8000, 32000, 151936)
         for conc in (1,)
     ]
@@ -85,10 +86,12 @@ def test_06_ex3_a_smaller_draft_vocabulary_lowers_c() -> None:
 
 def test_06_ex4_probing_less_often() -> None:
     from chapters.ch06_moe import schedule
+    from tests.chapters.ch06_moe.test_notebook06_cells import cells
 
+    replay_table = cells("util1", "util2")["replay_table"]  # section 6's, as its cell writes it
     costs = _lab_costs()
     traces = {"weak": schedule.iid_traces(0.15, 4, 64, 5, seed=1)}
     ranges = {"weak": [(1, max(costs), 0)]}
-    often = schedule.replay_table(traces, costs, ranges, probe_every=16)
-    rarely = schedule.replay_table(traces, costs, ranges, probe_every=64)
+    often = replay_table(traces, costs, ranges, probe_every=16)
+    rarely = replay_table(traces, costs, ranges, probe_every=64)
     assert (rarely.speculated_share <= often.speculated_share + 1e-9).all()

@@ -32,9 +32,10 @@ def test_expert_union_figure_has_both_panels() -> None:
 
 def test_the_answer_figure_has_the_band_and_the_map() -> None:
     from chapters.ch06_moe import lab
+    from tests.chapters.ch06_moe.test_notebook06_cells import fitted_model
 
     record = lab.load_lab()
-    answer = lab.answer_table(record, lab.fit_step_model(lab.cells(record)), 0.4)
+    answer = lab.answer_table(record, fitted_model(record), 0.4)
     fig = ap.plot_answer(answer, 3, "test")
     left, right = fig.axes[0], fig.axes[1]
     assert len(left.lines) == answer.num_speculative_tokens.nunique()

@@ -1,5 +1,5 @@
 """chapters.ch06_moe.lab: the MoE lab's record read, old format and new, the bandwidth each plain
-step reached, and a step model that recovers costs it was built from."""
+step reached, and the band a step model (notebook 06's fit) puts on c."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ import copy
 import json
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pytest
 
@@ -15,6 +14,7 @@ from chapters.ch06_moe import lab, moe
 from helpers.analytics import speedup
 from helpers.common.paths import REPO_ROOT
 from helpers.common.tables import COLUMNS
+from tests.chapters.ch06_moe.test_notebook06_cells import fitted_model
 
 
 def shipped() -> dict:
@@ -53,52 +53,6 @@ def test_plain_steps_stay_below_the_gpus_peak() -> None:
     table = lab.plain_bandwidth(shipped())
     assert list(table.concurrency) == sorted(table.concurrency)
     assert (table.share_of_peak > 0).all() and (table.share_of_peak < 1).all(), table
-
-
-def synthetic(coef: dict[str, float]) -> pd.DataFrame:
-    """Cells whose step times follow the model exactly."""
-    rows = []
-    for k in (0, 1, 3, 5):
-        for c in (1, 4, 16, 64):
-            gb = 6.0 + 0.8 * c**0.5 + 0.6 * k
-            t = coef["fixed_ms"] + k * coef["per_draft_ms"] + gb * coef["ms_per_gb"]
-            t += c * (k + 1) * coef["per_token_ms"]
-            rows.append(
-                {
-                    COLUMNS.k: k,
-                    "concurrency": c,
-                    "gb_per_step": gb,
-                    "tokens": c * (k + 1),
-                    "step_ms": t,
-                }
-            )
-    return pd.DataFrame(rows)
-
-
-def test_fit_recovers_the_costs_it_was_built_from() -> None:
-    coef = {"fixed_ms": 2.5, "per_draft_ms": 0.2, "ms_per_gb": 1 / 3.0, "per_token_ms": 0.01}
-    fit = lab.fit_step_model(synthetic(coef))
-    for name, value in coef.items():
-        assert fit.coefficients[name] == pytest.approx(value, rel=1e-6), name
-    assert fit.worst < 1e-9 and fit.bandwidth_tb_s == pytest.approx(3.0)
-    assert fit.predict(3, 16, 9.0) == pytest.approx(2.5 + 0.6 + 3.0 + 0.64)
-
-
-def test_fit_keeps_every_cost_non_negative() -> None:
-    coef = {"fixed_ms": 2.0, "per_draft_ms": 0.0, "ms_per_gb": 0.25, "per_token_ms": 0.0}
-    table = synthetic(coef)
-    table["step_ms"] *= np.where(
-        table[COLUMNS.k] > 0, 0.9, 1.0
-    )  # drafts that look cheaper than free
-    fit = lab.fit_step_model(table)
-    assert all(v >= 0 for v in fit.coefficients.values())
-    assert (fit.table.residual == fit.table.model_ms / fit.table.step_ms - 1).all()
-
-
-def test_fit_on_the_shipped_record_reports_every_cell() -> None:
-    fit = lab.fit_step_model(lab.cells(shipped()))
-    assert len(fit.table) == len(speedup.trusted_rows(shipped()))
-    assert np.isfinite(fit.table.residual).all()
 
 
 def routing_record() -> dict:
@@ -141,20 +95,9 @@ def test_routing_table_sets_designs_side_by_side() -> None:
     assert (cells.union_source == "read back").all()
 
 
-def test_speedup_by_concurrency_marks_rises() -> None:
-    lab_table = speedup.lab_step_costs(shipped())
-    k, tau = 3, lab_table[lab_table[COLUMNS.k] == 3].tau_target.iloc[0]
-    table = lab.speedup_by_concurrency(lab_table, k, tau)
-    assert list(table.concurrency) == sorted(table.concurrency)
-    assert table.rose.tolist() == [False] + [
-        b > a for a, b in zip(table.speedup, table.speedup[1:])
-    ]
-
-
 def test_answer_table_bands_the_measured_c() -> None:
     record = shipped()
-    fit = lab.fit_step_model(lab.cells(record))
-    answer = lab.answer_table(record, fit, 0.4)
+    answer = lab.answer_table(record, fitted_model(record), 0.4)
     assert (answer.c_low <= answer.c).all() and (answer.c <= answer.c_high).all()
     measured = (
         speedup.lab_step_costs(record).groupby([COLUMNS.k, "concurrency"]).measured_c.median()
@@ -164,10 +107,18 @@ def test_answer_table_bands_the_measured_c() -> None:
     )
 
 
+def test_without_designs_the_band_is_the_step_models_move_to_rho() -> None:
+    record = {**shipped(), "rows": [r for r in shipped()["rows"] if r.get("routing", lab.AS_LOADED)
+                                    == lab.AS_LOADED]}  # fmt: skip
+    bytes_only = lab.answer_table(record, lambda k, conc, gb: gb, 0.4)
+    assert (bytes_only.band_source == "fitted model, rho 0 to 0.40").all()
+    # correlated routing reads fewer experts: c can only fall, so the band lies below c
+    assert (bytes_only.c_low < bytes_only.c).all() and (bytes_only.c_high == bytes_only.c).all()
+
+
 def test_answer_table_bands_with_measured_designs() -> None:
     record = routing_record()
-    fit = lab.fit_step_model(lab.cells(record))
-    answer = lab.answer_table(record, fit, 0.4)
+    answer = lab.answer_table(record, fitted_model(record), 0.4)
     row = answer.iloc[0]
     assert row.band_source == "routing designs, measured"
     assert (row.c_low, row.c_high) == pytest.approx((18 / 16, 29 / 16))
@@ -218,21 +169,6 @@ def test_shape_verdicts_are_read_from_the_bands() -> None:
     assert verdict([1.0, 2.0, 1.0]) == "rises then falls"
     assert verdict([1.0, 1.02, 1.01]) == "stays within its band"
     assert verdict([1.0, 1.5, 1.52]).startswith("this run cannot tell (up, within the band")
-
-
-def test_a_fit_bounded_by_the_peak_never_credits_more_bandwidth() -> None:
-    cells = lab.cells(shipped())
-    fit = lab.fit_step_model(cells[cells.routing == lab.AS_LOADED], peak_tb_s=1.0)
-    assert fit.bandwidth_tb_s <= 1.0 + 1e-9 and fit.coefficients["ms_per_gb"] >= 1.0 - 1e-12
-
-
-def test_out_of_sample_residuals_are_the_models_on_unseen_cells() -> None:
-    cells = lab.cells(shipped())
-    fit = lab.fit_step_model(cells[cells.routing == lab.AS_LOADED])
-    held = lab.out_of_sample(fit, cells[cells.routing != lab.AS_LOADED])
-    assert len(held) and (held.residual == held.model_ms / held.step_ms - 1).all()
-    again = lab.out_of_sample(fit, fit.table.drop(columns=["model_ms", "residual"]))
-    assert again.residual.to_numpy() == pytest.approx(fit.table.residual.to_numpy())
 
 
 def test_union_effect_separates_only_beyond_the_replicates() -> None:

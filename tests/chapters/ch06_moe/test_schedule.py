@@ -1,5 +1,5 @@
 """chapters.ch06_moe.schedule: a k-by-batch schedule vLLM reads as meant (k = 0 where plain
-decoding wins), and replays of static k, the schedule and the utility controller."""
+decoding wins), and the acceptance traces notebook 06's cells replay."""
 
 from __future__ import annotations
 
@@ -64,43 +64,8 @@ def test_vllm_refuses_a_schedule_that_does_not_start_at_one() -> None:
         schedule.dense_lookup([(2, 8, 3)], 64, 3)
 
 
-def test_static_replay_is_tau_over_c() -> None:
-    trace = [0, 1, 5, 2, 3, 0]
-    assert schedule.trace_tau(trace, 3) == pytest.approx(sum(1 + min(j, 3) for j in trace) / 6)
-    assert schedule._replay_static(trace, 3, 1.5) == pytest.approx(
-        schedule.trace_tau(trace, 3) / 1.5
-    )
-    assert schedule._replay_static(trace, 0, 9.9) == 1.0
-
-
 def iid_trace(alpha: float, steps: int, k_max: int = 5, seed: int = 0) -> list[int]:
     return schedule.iid_traces(alpha, 1, steps, k_max, seed)[0]
-
-
-def test_utility_controller_stops_speculating_when_it_does_not_pay() -> None:
-    never = [[0] * 200 for _ in range(4)]
-    speed, share = schedule._replay_rule(never, COSTS[1], probe_every=16)
-    assert share < 0.15 and speed > 0.9  # probes cost a little, as Cascade caps slowdown
-    always = [[5] * 200 for _ in range(4)]
-    speed, share = schedule._replay_rule(always, COSTS[1], probe_every=16)
-    assert share > 0.95 and speed == pytest.approx(6 / 1.9, rel=0.05)
-
-
-def test_utility_controller_learns_alpha_from_what_it_drafted() -> None:
-    ctl = schedule._UtilityController(COSTS[4])
-    for _ in range(400):
-        ctl.observe(5, min(iid_trace(0.7, 1, seed=_)[0], 5))
-    assert ctl.expected_tokens(3) == pytest.approx(expected_tokens_per_step(3, 0.7), abs=0.15)
-
-
-def test_replay_table_has_every_rule_per_trace_and_batch() -> None:
-    traces = {"alpha 0.4": [iid_trace(ALPHA, 300, seed=s) for s in range(4)]}
-    best = {b: schedule.best_k(taus(), c)[0] for b, c in COSTS.items()}
-    table = schedule.replay_table(traces, COSTS, {"alpha 0.4": schedule.schedule_ranges(best)})
-    assert len(table) == len(COSTS)
-    assert {"k=1", "k=3", "k=5", "schedule", "utility", "speculated_share"} <= set(table.columns)
-    at16 = table.set_index("batch").loc[16]
-    assert at16["num_speculative_tokens (schedule)"] == 0 and at16.schedule == 1.0
 
 
 def test_request_trace_reads_full_length_steps_only() -> None:
