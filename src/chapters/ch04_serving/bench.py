@@ -18,14 +18,13 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
-import psutil
 from matplotlib.figure import Figure
 
 from chapters.ch04_serving.clients import EngineStats, StreamResult, stream_chat
@@ -88,8 +87,6 @@ class _LevelRun:
     duration: float
     skipped: int = 0
     counters: SpecCounters = field(default_factory=SpecCounters)
-    #: CPU seconds spent during the level by role: client (this process), front end, engine.
-    cpu_seconds: dict[str, float] = field(default_factory=dict)
     #: Which repetition of the level this was (run_interleaved repeats every level).
     repeat: int = 0
     #: FORCED (ignore_eos: every request max_tokens long) or NATURAL (each answer's own length).
@@ -147,7 +144,6 @@ class _LevelRun:
             "peak_waiting": self.peak_waiting,
             # time-averaged requests in flight (client side): request-seconds / wall seconds
             "mean_in_flight": busy / self.duration if self.duration > 0 else 0.0,
-            **{f"cpu_s_{role}": round(sec, 2) for role, sec in self.cpu_seconds.items()},
         }
 
 
@@ -155,24 +151,6 @@ class _LevelRun:
 _SERVER_TIMES = ("ttft", "tpot")
 #: What a comparison shows where the server returned no per-request acceptance.
 _NOT_AVAILABLE = "not available in this vLLM"
-_ENGINE_PROCESS_NAMES = ("EngineCore", "Worker", "VllmWorker")
-
-
-def _cpu_by_role(server_processes: Sequence[psutil.Process]) -> dict[str, float]:
-    """CPU seconds (user + system) so far of this process (the client), of the server's engine
-    processes (names containing EngineCore / Worker), and of its other processes (front end)."""
-    roles = {"client": 0.0, "front_end": 0.0, "engine": 0.0}
-    me = psutil.Process()
-    roles["client"] = sum(me.cpu_times()[:2])
-    for proc in server_processes:
-        try:
-            seconds = sum(proc.cpu_times()[:2])
-            name = proc.name()  # e.g. "VLLM::EngineCor" (vLLM sets process titles; 15 characters)
-            role = "engine" if any(n in name for n in _ENGINE_PROCESS_NAMES) else "front_end"
-        except psutil.Error:
-            continue
-        roles[role] += seconds
-    return roles
 
 
 def _run_level(
@@ -184,7 +162,6 @@ def _run_level(
     max_tokens: int,
     time_limit: float,
     mode: str,
-    server_processes: Callable[[], Sequence[psutil.Process]],
     ignore_eos: bool = True,
 ) -> _LevelRun:
     """Send n_requests streaming requests, `concurrency` in flight; none starts after `time_limit`
@@ -208,8 +185,6 @@ def _run_level(
         result.prompt_index = i % len(prompts)
         return result
 
-    processes = list(server_processes())
-    cpu_before = _cpu_by_role(processes)
     with Scraper(base_url, interval=_SAMPLE_EVERY) as scraper:
         t0 = time.perf_counter()
         with ThreadPoolExecutor(
@@ -217,7 +192,6 @@ def _run_level(
         ) as pool:
             outcomes = list(pool.map(one, range(n_requests)))
         duration = time.perf_counter() - t0
-    cpu = {k: v - cpu_before[k] for k, v in _cpu_by_role(processes).items()}
     done = [r for r in outcomes if r is not None]
     return _LevelRun(
         mode,
@@ -226,7 +200,6 @@ def _run_level(
         duration,
         len(outcomes) - len(done),
         scraper.total,
-        cpu,
         length=_FORCED if ignore_eos else _NATURAL,
         engine=scraper.engine_total,
         peak_running=scraper.peak("running"),
@@ -254,7 +227,7 @@ def run_interleaved(
 ) -> list[_LevelRun]:
     """Every level `repeats` times on servers that are all up, alternating which mode goes first.
 
-    `servers` maps a mode to a started server (base_url, model, group_processes); one server
+    `servers` maps a mode to a started server (base_url, model); one server
     measures one mode, as the alert of section 9 does on a mismatched pair. Interleaving
     spreads slow drifts of a shared machine (other work, thermal state) over both modes instead of
     charging them to whichever ran second; the repeats give each figure a spread. ignore_eos=False
@@ -277,7 +250,6 @@ def run_interleaved(
                     max_tokens,
                     time_limit,
                     mode,
-                    srv.group_processes,
                     ignore_eos,
                 )
                 run.repeat = rep

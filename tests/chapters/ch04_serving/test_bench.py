@@ -66,26 +66,6 @@ def test_bench_prompts_interleave_the_categories() -> None:
     assert prompts[:4] == [per_category[c][0] for c in CATEGORIES]
 
 
-def test_cpu_by_role_splits_engine_and_front_end() -> None:
-    import os
-    import subprocess
-    import sys
-
-    import psutil
-
-    from chapters.ch04_serving.bench import _cpu_by_role
-
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(5)"])
-    try:
-        roles = _cpu_by_role([psutil.Process(child.pid)])
-        assert set(roles) == {"client", "front_end", "engine"}
-        assert roles["client"] > 0 and roles["engine"] == 0.0
-        assert _cpu_by_role([psutil.Process(os.getpid())])["front_end"] > 0
-    finally:
-        child.kill()
-        child.wait()
-
-
 def test_repeats_give_a_median_and_a_range_and_the_sentence_says_when_1_is_inside() -> None:
     frames = []
     for rep, (plain, spec) in enumerate(
@@ -114,15 +94,13 @@ def test_interleaved_runs_alternate_modes_and_repeat_every_level(
 
     calls = []
 
-    def fake_level(url, model, prompts, c, n, max_tokens, limit, mode, procs, ignore_eos=True):
+    def fake_level(url, model, prompts, c, n, max_tokens, limit, mode, ignore_eos=True):
         calls.append((mode, c))
         return bench._LevelRun(mode, c, [], 1.0, 0, SpecCounters(2, 6, 3, (2, 1, 0)))
 
     monkeypatch.setattr(bench, "_run_level", fake_level)
     monkeypatch.setattr(bench, "_warm_up", lambda *a, **k: None)
-    servers = {
-        m: SimpleNamespace(base_url=m, model=m, group_processes=list) for m in ("spec", "plain")
-    }
+    servers = {m: SimpleNamespace(base_url=m, model=m) for m in ("spec", "plain")}
     runs = bench.run_interleaved(servers, ["p"], (1, 4), 8, repeats=2, progress=False)
     assert calls == [
         ("spec", 1),

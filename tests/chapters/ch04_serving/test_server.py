@@ -497,8 +497,7 @@ def test_per_request_acceptance_adds_up_to_the_counter_delta(spec_server: VllmSe
     from helpers.common.prompts import as_messages
 
     prompts = bench_prompts(4)
-    url, model, procs = spec_server.base_url, spec_server.model, spec_server.group_processes
-    run = _run_level(url, model, prompts, 4, 4, 32, 120.0, "spec", procs)
+    run = _run_level(spec_server.base_url, spec_server.model, prompts, 4, 4, 32, 120.0, "spec")
     row = reconcile_per_request([run]).iloc[0]
     assert row.with_acceptance == 4 and row.drafts_counters > 0
     assert row.equal and row.per_position_equal, row
