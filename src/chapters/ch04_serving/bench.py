@@ -25,7 +25,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from matplotlib.figure import Figure
 
 from chapters.ch04_serving.clients import EngineStats, StreamResult, stream_chat
 from chapters.ch04_serving.monitoring import Scraper
@@ -37,7 +36,6 @@ from helpers.common.counters import (
     acceptance_stats,
     counters_of,
 )
-from helpers.common.plots import PALETTE, new_figure
 from helpers.common.prompts import as_messages, interleaved, load_prompts
 
 __all__ = [
@@ -50,8 +48,6 @@ __all__ = [
     "reconcile_per_request",
     "speedup_table",
     "crossing_statement",
-    "plot_serving",
-    "plot_serving_speedup",
 ]
 
 _LEVEL_TIME_LIMIT = 120.0
@@ -435,52 +431,3 @@ def crossing_statement(table: pd.DataFrame) -> str:
         f"The ratio first falls below 1 at concurrency {cross} ({t.speedup[i]:.2f}×{prev}): "
         f"from there plain decoding serves more tokens per second ({span})."
     )
-
-
-def plot_serving(df: pd.DataFrame) -> Figure:
-    """Output tok/s, mean TTFT and mean TPOT against concurrency, spec vs plain."""
-    fig, axes = new_figure(ncols=3, width=4.6)
-    panels = [
-        ("output_tok_s", "output tokens/s (all requests)"),
-        ("mean_ttft_ms", "mean TTFT (ms)"),
-        ("mean_tpot_ms", "mean TPOT (ms)"),
-    ]
-    for ax, (col, label) in zip(axes, panels):
-        for mode in _MODES:
-            sub = df[df["mode"] == mode].groupby("concurrency")[col].median()
-            ax.plot(
-                sub.index, sub.values, marker="o", color=PALETTE[mode], label=f"{mode} (median)"
-            )
-        ax.set_xscale("log", base=2)
-        ax.set_xticks(
-            sorted(df["concurrency"].unique()),
-            labels=[str(c) for c in sorted(df["concurrency"].unique())],
-        )
-        ax.set_xlabel("concurrent requests")
-        ax.set_title(label)
-    axes[0].legend()
-    return fig
-
-
-def plot_serving_speedup(table: pd.DataFrame) -> Figure:
-    """Speedup (spec/plain output tok/s) against concurrency, with the break-even line at 1."""
-    fig, (ax,) = new_figure()
-    t = table.sort_values("concurrency")
-    yerr = [t["speedup"] - t["speedup_min"], t["speedup_max"] - t["speedup"]]
-    ax.errorbar(
-        t["concurrency"],
-        t["speedup"],
-        yerr=yerr,
-        marker="o",
-        capsize=4,
-        color=PALETTE["spec"],
-        label="spec / plain tok/s (median, range of repeats)",
-    )
-    ax.axhline(1.0, color=PALETTE["plain"], linestyle="--", label="break-even")
-    ax.set_xscale("log", base=2)
-    ax.set_xticks(list(t["concurrency"]), labels=[str(c) for c in t["concurrency"]])
-    ax.set_xlabel("concurrent requests")
-    ax.set_ylabel("speedup")
-    ax.set_title("EAGLE-3 speedup through the server")
-    ax.legend()
-    return fig

@@ -45,9 +45,6 @@ import math
 
 import numpy as np
 import pandas as pd
-from matplotlib.figure import Figure
-
-from helpers.common.plots import PALETTE, new_figure
 
 __all__ = [
     "CROSSING_NEEDS",
@@ -56,7 +53,6 @@ __all__ = [
     "curves",
     "gain_at_equal_speed",
     "gain_statement",
-    "plot_interactivity",
     "validity_checks",
     "check_lines",
 ]
@@ -142,45 +138,6 @@ def gain_statement(gains: pd.DataFrame, curve: pd.DataFrame) -> str:
         f"At equal per-user speed the speculative server delivered {trend}; it served more "
         f"tokens/s at {above} of the {len(gains)} shared speeds (per-user ranges: {span})."
     )
-
-
-def plot_interactivity(curve: pd.DataFrame, gains: pd.DataFrame) -> Figure:
-    """Total output tok/s against tok/s per user, one curve per mode (points labelled with their
-    concurrency), and the equal-speed comparisons as vertical segments."""
-    fig, (ax,) = new_figure(width=7)
-    for mode in ("plain", "spec"):
-        sub = curve[curve["mode"] == mode].sort_values("concurrency")
-        ax.plot(
-            sub.per_user_tok_s,
-            sub.output_tok_s,
-            marker="o",
-            color=PALETTE[mode],
-            label=f"{mode} (median of repeats)",
-        )
-        for _, row in sub.iterrows():
-            ax.annotate(
-                f"C={int(row.concurrency)}",
-                (row.per_user_tok_s, row.output_tok_s),
-                textcoords="offset points",
-                xytext=(4, 4),
-                fontsize=8,
-                color=PALETTE[mode],
-            )
-    for i, row in gains.iterrows():
-        ax.plot(
-            [row.per_user_tok_s] * 2,
-            [row.plain_tok_s, row.spec_tok_s],
-            ls=":",
-            color="grey",
-            label="same user speed" if i == 0 else None,
-        )
-    ax.set(
-        xlabel="tokens/s per user (1 / the server's TPOT)",
-        ylabel="total output tokens/s",
-        title="throughput against interactivity",
-    )
-    ax.legend(fontsize=8)
-    return fig
 
 
 def _check(name: str, where: str, value: float, limit: str, holds: bool) -> dict[str, object]:

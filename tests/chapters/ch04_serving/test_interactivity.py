@@ -48,7 +48,6 @@ def test_no_shared_speed_is_said() -> None:
     gains = it.gain_at_equal_speed(curve)
     assert gains.empty
     assert "share no per-user speed" in it.gain_statement(gains, curve)
-    assert it.plot_interactivity(curve, gains) is not None
 
 
 def level(mode: str, c: int, tok: float, **over: float) -> dict:
