@@ -1,7 +1,9 @@
-"""Shared by tests: import a script as a module, run a module as make does, a shipped MoE shape."""
+"""Shared by tests: import a script as a module, run a module as make does, a shipped MoE shape,
+what a notebook's cells define."""
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import subprocess
 import sys
@@ -12,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from helpers.common.paths import DATA_DIR, REPO_ROOT
+from helpers.common.paths import DATA_DIR, NOTEBOOKS_DIR, REPO_ROOT
 
 
 def _drafted_verifier(config: dict[str, Any]) -> str | None:
@@ -48,6 +50,28 @@ def shape_named(name: str) -> Any:
     shapes = {shape.name: shape for shape in shipped_shapes()}
     assert name in shapes, f"no shape {name!r} in data/shapes/: {sorted(shapes)}"
     return shapes[name]
+
+
+def notebook_defs(notebook: str, *names: str) -> dict[str, Any]:
+    """What a notebook's code cells define, d2l style, for a test to call: every import, function
+    and class of its cells, and the assignments to `names`, run in cell order (nothing else runs:
+    no engine, no server)."""
+    import nbformat
+
+    space: dict[str, Any] = {}
+    for cell in nbformat.read(str(NOTEBOOKS_DIR / notebook), as_version=4).cells:
+        if cell.cell_type != "code":
+            continue
+        for node in ast.parse(cell.source).body:
+            assigned = isinstance(node, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id in names for t in node.targets
+            )
+            kinds = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef)
+            if assigned or isinstance(node, kinds):
+                exec(compile(ast.Module([node], []), notebook, "exec"), space)
+    missing = [name for name in names if name not in space]
+    assert not missing, f"{notebook} defines no {missing} in its cells"
+    return space
 
 
 def load_script(name: str) -> ModuleType:

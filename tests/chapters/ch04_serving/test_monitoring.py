@@ -1,4 +1,5 @@
-"""chapters.ch04_serving.monitoring: PromQL panels, the alert, the scraper and the log line, offline."""
+"""Section 9 of notebook 04 offline: its cells' PromQL panels and alert rule (the notebook's own
+definitions), chapters.ch04_serving.monitoring's scraper and log line."""
 
 from __future__ import annotations
 
@@ -6,6 +7,11 @@ import pytest
 
 from chapters.ch04_serving import monitoring as ob
 from helpers.common.counters import SpecCounters
+from tests.support import notebook_defs
+
+NOTEBOOK = "04_serving_and_benchmarks.ipynb"
+#: The notebook's dashboard and alert, as its cells define them.
+NB = notebook_defs(NOTEBOOK, "ACCEPTED", "DRAFTS", "PROMQL", "TAU_ALERT")
 
 
 def _samples() -> list[ob._Sample]:
@@ -21,7 +27,7 @@ def _samples() -> list[ob._Sample]:
 
 
 def test_dashboard_evaluates_the_promql_over_its_window() -> None:
-    panels = ob.dashboard(_samples(), window=2.0).set_index("t")
+    panels = NB["dashboard"](_samples(), window=2.0).set_index("t")
     assert panels.acceptance_length[2.0] == pytest.approx(3.0)
     assert panels.accepted_tokens_per_s[2.0] == pytest.approx(20.0)
     assert panels.acceptance_rate[2.0] == pytest.approx(20 / 30)
@@ -29,23 +35,23 @@ def test_dashboard_evaluates_the_promql_over_its_window() -> None:
     assert panels.acceptance_length[10.0] == pytest.approx(2.0)
     # a window that spans the change mixes the two regimes
     assert 2.0 < panels.acceptance_length[7.0] < 3.0
-    assert "$interval" in ob.PROMQL["acceptance_length"]
+    assert "$interval" in NB["PROMQL"]["acceptance_length"]
 
 
 def test_alert_fires_only_after_the_drop_and_only_while_drafting() -> None:
-    panels = ob.dashboard(_samples(), window=2.0)
-    firing = ob._alert_firing(panels, threshold=2.5)
+    panels = NB["dashboard"](_samples(), window=2.0)
+    firing = NB["alert_states"](panels, threshold=2.5, for_seconds=0.0) == "firing"
     assert firing.tolist() == [t >= 8 for t in panels.t]
-    assert "SpecDecodeAcceptanceDrop" in ob.TAU_ALERT and "for: $for" in ob.TAU_ALERT
+    assert "SpecDecodeAcceptanceDrop" in NB["TAU_ALERT"] and "for: $for" in NB["TAU_ALERT"]
 
 
 def test_the_rules_for_holds_the_alert_pending_first() -> None:
-    panels = ob.dashboard(_samples(), window=2.0)
-    states = ob.alert_states(panels, threshold=2.5, for_seconds=1.5).tolist()
+    panels = NB["dashboard"](_samples(), window=2.0)
+    states = NB["alert_states"](panels, threshold=2.5, for_seconds=1.5).tolist()
     # true from t = 8: pending at 8 and 9, firing from 8 + 1.5 on
     expected = ["inactive"] * 7 + ["pending", "pending", "firing"]  # t = 1 .. 10
     assert states == expected
-    assert set(ob.alert_states(panels, 2.5, for_seconds=60.0)) == {"inactive", "pending"}
+    assert set(NB["alert_states"](panels, 2.5, for_seconds=60.0)) == {"inactive", "pending"}
 
 
 def metrics_text(drafts: int, running: int) -> str:
