@@ -43,15 +43,12 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import pandas as pd
 
 __all__ = [
     "CROSSING_NEEDS",
     "EQUAL_SPEED_NEEDS",
     "gated",
-    "curves",
-    "gain_at_equal_speed",
     "gain_statement",
     "validity_checks",
     "check_lines",
@@ -70,51 +67,6 @@ _STREAM_FLOOR = 0.5
 CROSSING_NEEDS = ("queueing", "waves", "preemptions", "prefix cache")
 #: The checks that bear on the gain at equal per-user speed (also the speed each user gets).
 EQUAL_SPEED_NEEDS = (*CROSSING_NEEDS, "server timing", "stream")
-
-
-def curves(results: pd.DataFrame) -> pd.DataFrame:
-    """Per mode and concurrency: median total output tok/s and median per-user tok/s over
-    repeats."""
-    return (
-        results.groupby(["mode", "concurrency"])[["output_tok_s", "per_user_tok_s"]]
-        .median()
-        .reset_index()
-        .sort_values(["mode", "concurrency"], ignore_index=True)
-    )
-
-
-def _total_at(curve: pd.DataFrame, speed: float) -> float:
-    """A mode's total tok/s at a per-user speed, interpolated between its levels (NaN outside)."""
-    c = curve.sort_values("per_user_tok_s")
-    x, y = c.per_user_tok_s.to_numpy(), c.output_tok_s.to_numpy()
-    if len(x) == 0 or not (x.min() <= speed <= x.max()):
-        return math.nan
-    return float(np.interp(speed, x, y))
-
-
-def gain_at_equal_speed(curve: pd.DataFrame) -> pd.DataFrame:
-    """At every measured per-user speed that both modes cover: each mode's total tok/s there
-    (one measured, the other interpolated) and the gain spec / plain."""
-    by_mode = {m: curve[curve["mode"] == m] for m in ("plain", "spec")}
-    rows = []
-    for mode, other in (("plain", "spec"), ("spec", "plain")):
-        for _, level in by_mode[mode].iterrows():
-            speed = float(level.per_user_tok_s)
-            totals = {mode: float(level.output_tok_s), other: _total_at(by_mode[other], speed)}
-            if math.isnan(totals[other]):
-                continue
-            rows.append(
-                {
-                    "per_user_tok_s": speed,
-                    "measured": f"{mode} at concurrency {int(level.concurrency)}",
-                    "plain_tok_s": totals["plain"],
-                    "spec_tok_s": totals["spec"],
-                    "gain": totals["spec"] / totals["plain"],
-                }
-            )
-    columns = ["per_user_tok_s", "measured", "plain_tok_s", "spec_tok_s", "gain"]
-    frame = pd.DataFrame(rows, columns=columns)
-    return frame.sort_values("per_user_tok_s", ascending=False, ignore_index=True)
 
 
 def gain_statement(gains: pd.DataFrame, curve: pd.DataFrame) -> str:
