@@ -21,10 +21,7 @@ from __future__ import annotations
 import math
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import Any
-
-import pandas as pd
 
 from chapters.ch04_serving.clients import (
     EngineStats,
@@ -45,7 +42,6 @@ __all__ = [
     "burst_size",
     "burst_prompts",
     "run_burst",
-    "capacity_table",
     "shared_prefix_text",
     "run_shared_prefix",
 ]
@@ -115,39 +111,6 @@ def burst_prompts(
     return [stream[i : i + length] for i in range(n)]
 
 
-@dataclass
-class _BurstRun:
-    """A burst of identical-length requests on one server, all sent at once."""
-
-    mode: str
-    requests: int
-    prompt_tokens: int
-    output_tokens: int
-    duration: float
-    cache: EngineStats
-    delta: EngineStats
-    peak_running: float
-    peak_kv_usage: float
-
-    def row(self) -> dict[str, Any]:
-        """One row: the cache's size, what the burst needed, and what the server did."""
-        per_request = self.prompt_tokens + self.output_tokens
-        blocks_each = math.ceil(per_request / self.cache.block_size) if self.cache.block_size else 0
-        return {
-            "mode": self.mode,
-            "num_gpu_blocks": self.cache.num_gpu_blocks,
-            "block_size": self.cache.block_size,
-            "kv_cache_tokens": self.cache.kv_tokens,
-            "burst_requests": self.requests,
-            "tokens_per_request": per_request,
-            "fit_at_full_length": self.cache.num_gpu_blocks // blocks_each if blocks_each else 0,
-            "peak_running": self.peak_running,
-            "preemptions": self.delta.preemptions,
-            "peak_kv_usage": self.peak_kv_usage,
-            "duration_s": round(self.duration, 2),
-        }
-
-
 def run_burst(
     base_url: str,
     model: str,
@@ -155,9 +118,11 @@ def run_burst(
     prompts: list[list[int]],
     output_tokens: int,
     sample_every: float = _BURST_SAMPLE_EVERY,
-) -> _BurstRun:
-    """Send every prompt at once (forced output length) and sample /metrics meanwhile: how many
-    requests ran together at most, how full the cache got, and how many were preempted."""
+) -> dict[str, Any]:
+    """Send every prompt at once (forced output length) and sample /metrics meanwhile; one row: the
+    cache's size, what the burst needed (`fit_at_full_length`: requests its blocks hold at their
+    final length, lookahead not counted), how many ran together at most, how full the cache got,
+    and how many were preempted."""
 
     def one(ids: list[int]) -> dict[str, Any]:
         """One request of the burst."""
@@ -172,32 +137,20 @@ def run_burst(
     produced = {int(r["usage"]["completion_tokens"]) for r in replies}
     if produced != {output_tokens}:
         raise RuntimeError(f"run_burst: requests produced {produced} tokens, not {output_tokens}")
-    return _BurstRun(
-        mode,
-        len(prompts),
-        len(prompts[0]),
-        output_tokens,
-        duration,
-        cache,
-        scraper.engine_total,
-        scraper.peak("running"),
-        scraper.peak("kv_cache_usage"),
-    )
-
-
-def capacity_table(runs: list[_BurstRun], logged: dict[str, dict[str, float]]) -> pd.DataFrame:
-    """One row per server: its burst, and the capacity its start-up log states."""
-    rows = []
-    for run in runs:
-        log = logged.get(run.mode, {})
-        rows.append(
-            {
-                **run.row(),
-                "logged_kv_tokens": log.get("kv_cache_tokens", math.nan),
-                "logged_max_concurrency": log.get("max_concurrency", math.nan),
-            }
-        )
-    return pd.DataFrame(rows).set_index("mode")
+    blocks_each = math.ceil((len(prompts[0]) + output_tokens) / cache.block_size)
+    return {
+        "mode": mode,
+        "num_gpu_blocks": cache.num_gpu_blocks,
+        "block_size": cache.block_size,
+        "kv_cache_tokens": cache.kv_tokens,
+        "burst_requests": len(prompts),
+        "tokens_per_request": len(prompts[0]) + output_tokens,
+        "fit_at_full_length": cache.num_gpu_blocks // blocks_each,
+        "peak_running": scraper.peak("running"),
+        "preemptions": scraper.engine_total.preemptions,
+        "peak_kv_usage": scraper.peak("kv_cache_usage"),
+        "duration_s": round(duration, 2),
+    }
 
 
 def shared_prefix_text(texts: list[str], base_url: str, model: str, block_size: int) -> str:
@@ -215,38 +168,12 @@ def shared_prefix_text(texts: list[str], base_url: str, model: str, block_size: 
     raise ValueError("shared_prefix_text: the texts never reach the length asked for")
 
 
-@dataclass
-class _PrefixRun:
-    """Requests with one shared system prompt, one after another; the first fills the cache."""
-
-    mode: str
-    requests: int
-    delta: EngineStats
-    block_size: int
-
-    def row(self) -> dict[str, Any]:
-        """One row: prompt tokens looked up after the first request, found, and the hit rate."""
-        later = self.requests - 1
-        return {
-            "mode": self.mode,
-            "requests_after_first": later,
-            "prompt_tokens": self.delta.prefix_cache_queries,
-            "hit_tokens": self.delta.prefix_cache_hits,
-            "hit_tokens_per_request": self.delta.prefix_cache_hits / later if later else math.nan,
-            "hit_blocks_per_request": (
-                self.delta.prefix_cache_hits / later / self.block_size
-                if later and self.block_size
-                else math.nan
-            ),
-            "hit_rate": self.delta.prefix_hit_rate,
-        }
-
-
 def run_shared_prefix(
     base_url: str, model: str, mode: str, system: str, questions: list[str], max_tokens: int = 8
-) -> _PrefixRun:
-    """The same system prompt with each question, sent one at a time; the prefix-cache counters of
-    every request after the first (which found the cache cold)."""
+) -> dict[str, Any]:
+    """The same system prompt with each question, sent one at a time; one row: the prompt tokens
+    of every request after the first (which found the cache cold) looked up in the prefix cache,
+    found, per request and in blocks, and the hit rate."""
 
     def ask(question: str) -> None:
         """One short chat request under the shared system prompt."""
@@ -258,4 +185,13 @@ def run_shared_prefix(
     for question in questions[1:]:
         ask(question)
     after = scrape_engine_stats(base_url)
-    return _PrefixRun(mode, len(questions), after - before, after.block_size)
+    delta, later = after - before, len(questions) - 1
+    return {
+        "mode": mode,
+        "requests_after_first": later,
+        "prompt_tokens": delta.prefix_cache_queries,
+        "hit_tokens": delta.prefix_cache_hits,
+        "hit_tokens_per_request": delta.prefix_cache_hits / later,
+        "hit_blocks_per_request": delta.prefix_cache_hits / later / after.block_size,
+        "hit_rate": delta.prefix_hit_rate,
+    }

@@ -31,18 +31,35 @@ def test_burst_size_overloads_the_plain_cache() -> None:
         capacity.burst_size(EngineStats(), 896)
 
 
-def test_burst_and_prefix_rows() -> None:
+def test_burst_and_prefix_rows(monkeypatch: pytest.MonkeyPatch) -> None:
     cache = EngineStats(num_gpu_blocks=56, block_size=128)
-    run = capacity._BurstRun(
-        "spec", 12, 768, 128, 3.0, cache, EngineStats(preemptions=2), 7.0, 0.93
-    )
-    row = run.row()
+
+    class Sampled:
+        """What the burst's scraper saw: 7 running at most, 93 % of the cache, 2 preempted."""
+
+        def __init__(self, url: str, interval: float) -> None:
+            self.engine_total = EngineStats(preemptions=2)
+
+        def __enter__(self) -> Sampled:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            pass
+
+        def peak(self, gauge: str) -> float:
+            return {"running": 7.0, "kv_cache_usage": 0.93}[gauge]
+
+    monkeypatch.setattr(capacity, "Scraper", Sampled)
+    monkeypatch.setattr(capacity, "scrape_engine_stats", lambda url: cache)
+    done = {"usage": {"completion_tokens": 128}}
+    monkeypatch.setattr(capacity, "complete_tokens", lambda *a, **k: done)
+    row = capacity.run_burst("http://x", "m", "spec", [[1] * 768] * 12, 128)
     assert row["fit_at_full_length"] == 8 and row["kv_cache_tokens"] == 56 * 128
     assert row["preemptions"] == 2 and row["peak_running"] == 7
-    table = capacity.capacity_table([run], {"spec": {"max_concurrency": 7.0}})
-    assert table.logged_max_concurrency["spec"] == 7.0
-    assert table.logged_kv_tokens.isna().all()
-    delta = EngineStats(prefix_cache_queries=2585, prefix_cache_hits=1280)
-    prefix = capacity._PrefixRun("spec", 6, delta, 128).row()
+    after = EngineStats(prefix_cache_queries=2585, prefix_cache_hits=1280, block_size=128)
+    pages = iter([EngineStats(block_size=128), after])
+    monkeypatch.setattr(capacity, "scrape_engine_stats", lambda url: next(pages))
+    monkeypatch.setattr(capacity, "chat", lambda *a, **k: {})
+    prefix = capacity.run_shared_prefix("http://x", "m", "spec", "system", ["q"] * 6)
     assert prefix["hit_tokens_per_request"] == 256 and prefix["hit_blocks_per_request"] == 2
     assert prefix["hit_rate"] == pytest.approx(1280 / 2585)
