@@ -54,8 +54,8 @@ def shape_named(name: str) -> Any:
 
 def notebook_defs(notebook: str, *names: str) -> dict[str, Any]:
     """What a notebook's code cells define, d2l style, for a test to call: every import, function
-    and class of its cells, and the assignments to `names`, run in cell order (nothing else runs:
-    no engine, no server)."""
+    and class of its cells, its literal constants (`DTYPE_BYTES = {...}`) and the assignments to
+    `names`, run in cell order (nothing else runs: no engine, no server)."""
     import nbformat
 
     space: dict[str, Any] = {}
@@ -63,8 +63,9 @@ def notebook_defs(notebook: str, *names: str) -> dict[str, Any]:
         if cell.cell_type != "code":
             continue
         for node in ast.parse(cell.source).body:
-            assigned = isinstance(node, ast.Assign) and any(
-                isinstance(t, ast.Name) and t.id in names for t in node.targets
+            targets = [t.id for t in getattr(node, "targets", []) if isinstance(t, ast.Name)]
+            assigned = isinstance(node, ast.Assign) and (
+                any(t in names for t in targets) or _literal_constant(targets, node.value)
             )
             kinds = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef)
             if assigned or isinstance(node, kinds):
@@ -72,6 +73,15 @@ def notebook_defs(notebook: str, *names: str) -> dict[str, Any]:
     missing = [name for name in names if name not in space]
     assert not missing, f"{notebook} defines no {missing} in its cells"
     return space
+
+
+def _literal_constant(targets: list[str], value: ast.expr) -> bool:
+    """True for `NAME = <a Python literal>` (an upper-case name)."""
+    try:
+        ast.literal_eval(value)
+    except ValueError:
+        return False
+    return bool(targets) and all(t.isupper() for t in targets)
 
 
 def load_script(name: str) -> ModuleType:

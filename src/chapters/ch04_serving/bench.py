@@ -46,13 +46,11 @@ __all__ = [
     "counters_frame",
     "per_prompt",
     "reconcile_per_request",
-    "speedup_table",
     "crossing_statement",
 ]
 
 _LEVEL_TIME_LIMIT = 120.0
 _REQUEST_TIMEOUT = 120.0
-_MODES = ("plain", "spec")
 #: Seconds between two /metrics samples while a level runs (peaks of the running/waiting gauges).
 _SAMPLE_EVERY = 0.25
 #: A level's output length: exactly max_tokens per request (ignore_eos) ...
@@ -363,38 +361,6 @@ def reconcile_per_request(runs: Sequence[_LevelRun]) -> pd.DataFrame:
 
 
 # ---------------------------------------------------------------- comparison
-
-
-def speedup_table(df: pd.DataFrame) -> pd.DataFrame:
-    """Per concurrency: median plain and spec tok/s, TTFT, TPOT, and the speed-up spec/plain.
-
-    With repeats, each repeat's speed-up pairs the spec and plain runs of that repeat; the table
-    gives their median (`speedup`) and range (`speedup_min`, `speedup_max`).
-    """
-    missing = [m for m in _MODES if m not in set(df["mode"])]
-    if missing:
-        raise ValueError(
-            f"the results have no {missing} rows: run the benchmark on both servers first"
-        )
-    values = ["output_tok_s", "mean_ttft_ms", "mean_tpot_ms"]
-    wide = df.pivot_table(index=["concurrency", "repeat"], columns="mode", values=values)
-    per_repeat = (wide["output_tok_s"]["spec"] / wide["output_tok_s"]["plain"]).groupby(level=0)
-    med = wide.groupby(level=0).median()
-    out = pd.DataFrame(
-        {
-            "plain_tok_s": med["output_tok_s"]["plain"],
-            "spec_tok_s": med["output_tok_s"]["spec"],
-            "plain_ttft_ms": med["mean_ttft_ms"]["plain"],
-            "spec_ttft_ms": med["mean_ttft_ms"]["spec"],
-            "plain_tpot_ms": med["mean_tpot_ms"]["plain"],
-            "spec_tpot_ms": med["mean_tpot_ms"]["spec"],
-            "speedup": per_repeat.median(),
-            "speedup_min": per_repeat.min(),
-            "speedup_max": per_repeat.max(),
-            "repeats": per_repeat.size(),
-        }
-    )
-    return out.reset_index()
 
 
 def _crossing_concurrency(table: pd.DataFrame) -> int | None:

@@ -31,14 +31,9 @@ from chapters.ch04_serving.clients import (
     tokenize,
 )
 from chapters.ch04_serving.monitoring import Scraper
-from helpers.common.configs import read_config
-from helpers.common.envinfo import has_gpu
-from helpers.common.profiles import Profile
-from helpers.engine.lifecycle import engine_kwargs
 
 __all__ = [
     "PREFIX_REQUESTS",
-    "kv_budget_bytes",
     "burst_size",
     "burst_prompts",
     "run_burst",
@@ -46,8 +41,6 @@ __all__ = [
     "run_shared_prefix",
 ]
 
-#: Bytes per element of the KV cache for the dtypes the workbook runs.
-_DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2, "half": 2}
 #: Seconds between /metrics samples during a burst (the running gauge's peak).
 _BURST_SAMPLE_EVERY = 0.1
 #: A burst asks for this many times the requests the plain server's cache holds at full length.
@@ -56,32 +49,6 @@ _BURST_OVERLOAD = 1.25
 _SHARED_PREFIX_BLOCKS = 3.5
 #: Requests under one shared system prompt: the first fills the cache, the others are counted.
 PREFIX_REQUESTS = 6
-
-
-def _dtype_bytes(profile: Profile, config: dict[str, Any], gpu: bool) -> int:
-    """Bytes per KV element: the engine's dtype, or the checkpoint's for dtype 'auto'."""
-    dtype = str(engine_kwargs(profile, k=0, gpu=gpu).get("dtype", "auto"))
-    if dtype == "auto":
-        dtype = str(config.get("torch_dtype") or config.get("dtype") or "bfloat16")
-    if dtype not in _DTYPE_BYTES:
-        raise ValueError(f"no KV size for dtype {dtype!r}: one of {sorted(_DTYPE_BYTES)}")
-    return _DTYPE_BYTES[dtype]
-
-
-def _kv_bytes_per_token(profile: Profile, gpu: bool | None = None) -> int:
-    """KV bytes one token takes in the plain verifier: layers × (K and V) × KV heads × head size ×
-    bytes per element (from its config.json and the engine's dtype)."""
-    gpu = has_gpu() if gpu is None else gpu
-    cfg = read_config(profile.verifier_path())
-    head_dim = cfg.get("head_dim") or cfg["hidden_size"] // cfg["num_attention_heads"]
-    kv_heads = cfg.get("num_key_value_heads") or cfg["num_attention_heads"]
-    return cfg["num_hidden_layers"] * 2 * kv_heads * head_dim * _dtype_bytes(profile, cfg, gpu)
-
-
-def kv_budget_bytes(profile: Profile, tokens: int, gpu: bool | None = None) -> int:
-    """A KV budget in bytes: what `tokens` tokens of the plain verifier take (a drafter's layers
-    then share the same bytes, so a speculative server holds fewer tokens)."""
-    return tokens * _kv_bytes_per_token(profile, gpu)
 
 
 def burst_size(cache: EngineStats, tokens_per_request: int) -> int:

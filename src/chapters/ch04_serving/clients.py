@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import math
-import shlex
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
@@ -34,7 +33,6 @@ from helpers.common.vllm_names import METRICS, RESPONSE_KEYS
 __all__ = [
     "answer_text",
     "response_acceptance",
-    "curl_command",
     "stream_chat",
     "scrape_metrics_text",
     "scrape_spec_counters",
@@ -110,23 +108,6 @@ def response_acceptance(body: dict[str, Any]) -> RequestAcceptance | None:
         tuple(int(n) for n in spec[RESPONSE_KEYS.histogram]),
         int(spec[RESPONSE_KEYS.num_draft_tokens]),
     )
-
-
-def curl_command(
-    base_url: str,
-    model: str,
-    messages: _Messages,
-    max_tokens: int = 128,
-    temperature: float = 0.0,
-) -> str:
-    """The curl command sending the same request as `chat`."""
-    body = json.dumps(_chat_payload(model, messages, max_tokens, temperature), indent=2)
-    lines = [
-        f"curl {base_url}{_CHAT_PATH}",
-        "  -H 'Content-Type: application/json'",
-        f"  -d {shlex.quote(body)}",
-    ]
-    return " \\\n".join(lines)
 
 
 # ---------------------------------------------------------------- streaming

@@ -1,5 +1,6 @@
-"""chapters.ch04_serving.bench: the spec/plain comparison, the crossing sentence computed from the table,
-and the bounded request counts (the live benchmark runs in notebook 04 under nbval)."""
+"""chapters.ch04_serving.bench: the crossing sentence computed from the table (notebook 04's
+speedup_table cell makes it), and the bounded request counts (the live benchmark runs in notebook 04
+under nbval)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,12 @@ from chapters.ch04_serving.bench import (
     bench_prompts,
     crossing_statement,
     requests_for,
-    speedup_table,
 )
 from helpers.common.prompts import CATEGORIES, load_prompts
+from tests.support import notebook_defs
+
+#: Notebook 04's speedup_table, as its cell defines it.
+speedup_table = notebook_defs("04_serving_and_benchmarks.ipynb")["speedup_table"]
 
 
 def bench_frame(

@@ -1,4 +1,5 @@
-"""chapters.ch04_serving.capacity: KV budgets in bytes, burst sizing, and the capacity and prefix rows."""
+"""Section 8 of notebook 04: KV bytes per token (its cell's own definition), and
+chapters.ch04_serving.capacity's burst sizing and the burst and prefix rows."""
 
 from __future__ import annotations
 
@@ -9,19 +10,21 @@ import pytest
 from chapters.ch04_serving import capacity
 from chapters.ch04_serving.clients import EngineStats
 from helpers.common.profiles import load_profile
+from tests.support import notebook_defs
 
 
 @pytest.mark.usefixtures("qwen3_built")  # a shape profile's engine arguments name its tokenizer
 def test_kv_bytes_per_token_from_the_config_and_the_dtype() -> None:
     # tiny: 8 layers x (K and V) x 2 KV heads x head size 32 x float32
-    assert capacity._kv_bytes_per_token(load_profile("tiny"), gpu=False) == 8 * 2 * 2 * 32 * 4
+    kv_bytes_per_token = notebook_defs("04_serving_and_benchmarks.ipynb")["kv_bytes_per_token"]
+    assert kv_bytes_per_token(load_profile("tiny"), gpu=False) == 8 * 2 * 2 * 32 * 4
     # the 30B shape on a GPU: dtype auto -> its bf16 checkpoint: 96 KiB per token
     shape = load_profile("qwen3-30b-a3b-shape")
-    assert capacity._kv_bytes_per_token(shape, gpu=True) == 48 * 2 * 4 * 128 * 2 == 96 * 1024
-    assert capacity.kv_budget_bytes(load_profile("tiny"), 8192, gpu=False) == 32 * 2**20
+    assert kv_bytes_per_token(shape, gpu=True) == 48 * 2 * 4 * 128 * 2 == 96 * 1024
+    assert 8192 * kv_bytes_per_token(load_profile("tiny"), gpu=False) == 32 * 2**20
     odd = dataclasses.replace(shape, engine={**shape.engine, "dtype": "int3"})
     with pytest.raises(ValueError, match="no KV size for dtype 'int3'"):
-        capacity._kv_bytes_per_token(odd, gpu=True)
+        kv_bytes_per_token(odd, gpu=True)
 
 
 def test_burst_size_overloads_the_plain_cache() -> None:

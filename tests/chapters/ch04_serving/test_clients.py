@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import shlex
 
 import pytest
 
@@ -13,7 +12,6 @@ from chapters.ch04_serving.clients import (
     _chat_payload,
     _parse_sse_line,
     _result_from_events,
-    curl_command,
     spec_counters_from_text,
 )
 from helpers.common.counters import SpecCounters, acceptance_stats
@@ -142,20 +140,6 @@ def test_metrics_delta_gives_bench_serve_keys() -> None:
 def test_plain_server_metrics_give_zero_counters() -> None:
     plain = METRICS.split("# HELP vllm:spec_decode")[0]
     assert spec_counters_from_text(plain) == SpecCounters()
-
-
-def test_curl_command_sends_the_same_payload() -> None:
-    msgs = [
-        {"role": "system", "content": "You are helpful."},
-        {"role": "user", "content": "It's JSON time"},
-    ]
-    text = curl_command(
-        "http://127.0.0.1:8000", "tiny-qwen3-moe", msgs, max_tokens=64, temperature=0.0
-    )
-    argv = shlex.split(text.replace("\\\n", " "))
-    assert argv[:2] == ["curl", "http://127.0.0.1:8000/v1/chat/completions"]
-    assert argv[argv.index("-H") + 1] == "Content-Type: application/json"
-    assert json.loads(argv[argv.index("-d") + 1]) == _chat_payload("tiny-qwen3-moe", msgs, 64, 0.0)
 
 
 def test_chat_payload_passes_extra_keys() -> None:
