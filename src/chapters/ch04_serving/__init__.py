@@ -9,7 +9,6 @@ an alert rule, the server's log line, vLLM's own benchmark).
 
 __all__ = [
     "bench",
-    "capacity",
     "clients",
     "guard",
     "interactivity",
