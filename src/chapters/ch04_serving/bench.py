@@ -1,17 +1,10 @@
 """A bounded serving benchmark: speculative vs plain through the HTTP server, per concurrency level
-(notebook 04).
+(notebook 04, section 6, which describes it).
 
-Like `vllm bench serve --max-concurrency C`, each level keeps C streaming requests in flight
-(a closed loop: a thread pool of C workers) over the same prompt list, with a fixed `max_tokens`
-and `ignore_eos` so both servers generate exactly the same number of tokens (or, with
-`ignore_eos=False`, each answer's natural length). Every level is bounded in requests and in time;
-with the CI environment variable set it sends fewer requests.
-
-While a level runs, a `monitoring.Scraper` samples the server's /metrics, so each level also
-records the spec-decode counter delta, the prefix-cache and preemption deltas, and the peaks of
-the running and waiting gauges; each streamed request carries its own acceptance where the server
-returns it (`clients.response_acceptance`), and the requests of a level add up to its counter
-delta exactly (`reconcile_per_request`).
+Like `vllm bench serve --max-concurrency C`, each level keeps C streaming requests in flight over
+the same prompts, bounded in requests and time (fewer under CI), while a `monitoring.Scraper`
+samples /metrics; a level's requests carry their own acceptance and add up to its counter delta
+exactly (`reconcile_per_request`).
 """
 
 from __future__ import annotations

@@ -1,42 +1,13 @@
-"""Throughput against interactivity: a serving sweep read the way production picks a configuration
-(notebook 04), and the checks a serving benchmark must pass before its numbers mean anything.
+"""The checks a serving sweep must pass before its numbers mean anything, and the sentences read
+from it (notebook 04, section 7, which explains each check).
 
-Every concurrency level of a sweep gives two numbers per mode: the total output tokens/s the server
-produced (what a GPU-hour buys) and the decode speed each user gets (tokens/s per user = 1 / TPOT,
-the TPOT the server itself measured: the mean of its `vllm:request_time_per_output_token_seconds`
-histogram over the level; the client's stream timing is kept beside it as what a user perceives).
-Raising concurrency buys total throughput with per-user speed, so each
-mode traces a curve; comparing the modes *at the same concurrency* mixes two user speeds. Reading
-both curves at the same per-user speed (linear interpolation between measured levels, never
-beyond them) gives the gain an operator gets for a fixed interactivity target.
-
-The checks (`validity_checks`), each computed from the run and printed with its result:
-
-* **repeats**: each level's repeats agree within REPEAT_SPREAD of their median total tokens/s;
-* **prefix cache**: the share of each mode's token work the prefix cache saved differs between
-  the modes by at most CACHE_SKEW (EAGLE drops the last matched block, so a cache-friendly
-  benchmark can favour plain decoding);
-* **queueing**: no request waited inside the server at any level (`vllm:num_requests_waiting`
-  sampled during the level): the server ran C requests at once, not fewer with a queue;
-* **waves**: the client kept at least WAVE_FILL of its C slots busy on average (request-seconds /
-  wall seconds): a level that is mostly ramp-up and drain measures a lower concurrency than C;
-* **preemptions**: the KV cache held every level without pushing a request out;
-* **server timing**: the server's own TPOT is there at every level (the per-user speed rests on it);
-* **stream**: the stream was not coalesced: the client's TPOT is at least STREAM_FLOOR of the
-  server's, and each response arrived in at least STREAM_FLOOR of the chunks its decode steps make
-  (output tokens / τ; a plain step is one token). A front end that falls behind sends a whole
-  answer in one burst, and a TPOT measured at the client then goes to zero.
-
-They follow the checks of speculators' throughput-vs-interactivity tool
-(`scripts/evaluate/throughput_interactivity.py` in vllm-project/speculators, `validate_rows`):
-repeat noise, prefix-cache hits on repeated prompts, closed-loop queueing seen as TTFT, lockstep
-waves; its open-loop checks (offered against achieved rate, a concurrency plateau) do not apply to
-a closed loop, and its x axis is the server's 1 / ITL, as here.
-
-The sentences a notebook prints from a sweep go through `gated`: each is printed only when the
-checks that bear on it hold, else the line says which failed and what the run cannot say
-(`CROSSING_NEEDS` for where the ratio crosses 1, `EQUAL_SPEED_NEEDS` for the gain at equal
-per-user speed).
+`validity_checks` computes, per mode and level, repeats, prefix cache, queueing, waves, preemptions,
+server timing and stream, with the limits below. They follow speculators' throughput-vs-
+interactivity tool (`scripts/evaluate/throughput_interactivity.py` in vllm-project/speculators,
+`validate_rows`); its open-loop checks (offered against achieved rate, a concurrency plateau) do not
+apply to a closed loop, and its x axis is the server's 1 / ITL, as here. A sentence printed from a
+sweep goes through `gated`: printed only when the checks that bear on it hold (`CROSSING_NEEDS`,
+`EQUAL_SPEED_NEEDS`), else one line saying which failed and what the run cannot say.
 """
 
 from __future__ import annotations

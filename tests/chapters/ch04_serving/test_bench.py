@@ -138,7 +138,6 @@ def _stream(start: float, latency: float, hist: tuple[int, ...] | None, tokens: 
         latency=latency,
         first_token_at=start + 0.1,
         last_token_at=start + latency,
-        started_at=start,
         finish_reason="stop",
         acceptance=None if hist is None else RequestAcceptance(hist, 3 * sum(hist)),
     )
