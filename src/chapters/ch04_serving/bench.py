@@ -4,7 +4,7 @@
 Like `vllm bench serve --max-concurrency C`, each level keeps C streaming requests in flight over
 the same prompts, bounded in requests and time (fewer under CI), while a `monitoring.Scraper`
 samples /metrics; a level's requests carry their own acceptance and add up to its counter delta
-exactly (`reconcile_per_request`).
+exactly (the notebook's `reconcile_per_request`).
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ from helpers.common.counters import (
     RequestAcceptance,
     SpecCounters,
     acceptance_stats,
-    counters_of,
 )
 from helpers.common.prompts import as_messages, interleaved, load_prompts
 
@@ -36,9 +35,7 @@ __all__ = [
     "bench_prompts",
     "run_interleaved",
     "results_frame",
-    "counters_frame",
     "per_prompt",
-    "reconcile_per_request",
     "crossing_statement",
 ]
 
@@ -136,8 +133,6 @@ class _LevelRun:
 
 #: The server's latency histograms a level reports (clients._HISTOGRAMS), as means in ms.
 _SERVER_TIMES = ("ttft", "tpot")
-#: What a comparison shows where the server returned no per-request acceptance.
-_NOT_AVAILABLE = "not available in this vLLM"
 
 
 def _run_level(
@@ -259,34 +254,6 @@ def results_frame(*runs: Sequence[_LevelRun]) -> pd.DataFrame:
     )
 
 
-def counters_frame(runs: Sequence[_LevelRun]) -> pd.DataFrame:
-    """The spec-decode counter delta of each level (repeats pooled) with `vllm bench serve`'s keys.
-
-    The `/metrics` counters pool every request of a level; `tau_min` and `tau_max` give τ's range
-    over the repeats. Intervals over requests come from the per-request acceptance each response
-    carries (`per_request`), where the server returns it.
-    """
-    by_level: dict[int, list[SpecCounters]] = {}
-    for run in runs:
-        by_level.setdefault(run.concurrency, []).append(run.counters)
-    rows = []
-    for concurrency, deltas in sorted(by_level.items()):
-        stats = acceptance_stats(sum(deltas, SpecCounters()))
-        per_pos = stats.pop(vllm_names.STATS.per_position_rates)
-        taus = [acceptance_stats(d)[vllm_names.STATS.tau] for d in deltas]
-        rows.append(
-            {
-                "concurrency": concurrency,
-                **stats,
-                "tau_min": min(taus),
-                "tau_max": max(taus),
-                "repeats": len(deltas),
-                **{f"position_{i}_rate": rate for i, rate in enumerate(per_pos)},
-            }
-        )
-    return pd.DataFrame(rows)
-
-
 def per_prompt(runs: Sequence[_LevelRun]) -> dict[int, list[RequestAcceptance]]:
     """Per concurrency level: one acceptance record per distinct prompt, its requests (repeats,
     and the cycles of a level that sends more requests than there are prompts) added up. Greedy
@@ -308,49 +275,8 @@ def per_prompt(runs: Sequence[_LevelRun]) -> dict[int, list[RequestAcceptance]]:
 
 def _summed(records: Sequence[RequestAcceptance]) -> RequestAcceptance:
     """Several requests' acceptance as one: histograms and draft tokens added."""
-    width = max(len(r.histogram) for r in records)
-    hist = [
-        sum(r.histogram[j] if j < len(r.histogram) else 0 for r in records) for j in range(width)
-    ]
-    return RequestAcceptance(tuple(hist), sum(r.num_draft_tokens for r in records))
-
-
-def reconcile_per_request(runs: Sequence[_LevelRun]) -> pd.DataFrame:
-    """Per run: the requests' own acceptance added up next to the counter delta of the same span.
-
-    Each response's histogram counts that request's verify steps; the counters count every step of
-    every request; a level's requests are all the server did meanwhile, so the two agree exactly
-    (`equal`) wherever every request carried its acceptance. Without per-request data the
-    per-request columns are NaN and `equal` says "not available in this vLLM".
-    """
-    rows = []
-    for run in runs:
-        summed = counters_of(run.acceptances)
-        complete = bool(run.results) and len(run.acceptances) == len(run.results)
-        pairs = {
-            "drafts": (summed.num_drafts, run.counters.num_drafts),
-            "draft_tokens": (summed.num_draft_tokens, run.counters.num_draft_tokens),
-            "accepted": (summed.num_accepted_tokens, run.counters.num_accepted_tokens),
-        }
-        row: dict[str, Any] = {
-            "length": run.length,
-            "concurrency": run.concurrency,
-            "repeat": run.repeat,
-            "requests": len(run.results),
-            "with_acceptance": len(run.acceptances),
-        }
-        for name, (ours, theirs) in pairs.items():
-            row[f"{name}_requests"] = ours if complete else math.nan
-            row[f"{name}_counters"] = theirs
-        if complete:
-            row["per_position_equal"] = tuple(summed.accepted_per_pos) == tuple(
-                run.counters.accepted_per_pos
-            )
-            row["equal"] = all(a == b for a, b in pairs.values())
-        else:  # nothing to compare: the server returned no (or not every) request's record
-            row["per_position_equal"] = row["equal"] = _NOT_AVAILABLE
-        rows.append(row)
-    return pd.DataFrame(rows)
+    hist = tuple(map(sum, zip(*(r.histogram for r in records), strict=True)))  # k + 1 each
+    return RequestAcceptance(hist, sum(r.num_draft_tokens for r in records))
 
 
 # ---------------------------------------------------------------- comparison

@@ -340,13 +340,7 @@ def helper_processes(owner_pid: int | None = None) -> list[psutil.Process]:
             ).startswith(prefix)
             if mine and _live(proc):
                 found[proc.pid] = proc
-        except (
-            psutil.NoSuchProcess,
-            psutil.AccessDenied,
-            psutil.ZombieProcess,
-            ProcessLookupError,
-            OSError,
-        ):
+        except (psutil.Error, OSError):  # gone, or not ours to read
             continue
     return list(found.values())
 

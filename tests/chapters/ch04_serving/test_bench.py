@@ -16,8 +16,9 @@ from chapters.ch04_serving.bench import (
 from helpers.common.prompts import CATEGORIES, load_prompts
 from tests.support import notebook_defs
 
-#: Notebook 04's speedup_table, as its cell defines it.
-speedup_table = notebook_defs("04_serving_and_benchmarks.ipynb")["speedup_table"]
+#: What notebook 04's cells define (speedup_table, reconcile_per_request, counters_frame).
+NB = notebook_defs("04_serving_and_benchmarks.ipynb")
+speedup_table = NB["speedup_table"]
 
 
 def bench_frame(
@@ -117,7 +118,7 @@ def test_interleaved_runs_alternate_modes_and_repeat_every_level(
         ("spec", 4),
     ]
     assert [r.repeat for r in runs] == [0, 0, 0, 0, 1, 1, 1, 1]
-    pooled = bench.counters_frame([r for r in runs if r.mode == "spec"])
+    pooled = NB["counters_frame"]([r for r in runs if r.mode == "spec"])
     assert pooled.spec_decode_num_drafts.tolist() == [4, 4]
     assert pooled.tau_min.tolist() == pooled.tau_max.tolist() == [2.5, 2.5]
     assert pooled.repeats.tolist() == [2, 2]
@@ -151,12 +152,12 @@ def test_records_add_up_to_the_counters_or_say_they_do_not() -> None:
     # a: 4 steps, 8 accepted, per position (3, 3, 2); b: 3 steps, 1 accepted, (1, 0, 0)
     counters = SpecCounters(7, 21, 9, (4, 3, 2))
     run = bench._LevelRun("spec", 2, [a, b], 2.0, 0, counters)
-    row = bench.reconcile_per_request([run]).iloc[0]
+    row = NB["reconcile_per_request"]([run]).iloc[0]
     assert row.equal and row.per_position_equal and row.accepted_requests == 9
     off = bench._LevelRun("spec", 2, [a, b], 2.0, 0, SpecCounters(8, 24, 9, (4, 3, 2)))
-    assert not bench.reconcile_per_request([off]).equal.iloc[0]  # one step the records missed
+    assert not NB["reconcile_per_request"]([off]).equal.iloc[0]  # one step the records missed
     bare = bench._LevelRun("spec", 2, [_stream(0, 1, None), _stream(0, 1, None)], 1.0, 0, counters)
-    row = bench.reconcile_per_request([bare]).iloc[0]
+    row = NB["reconcile_per_request"]([bare]).iloc[0]
     assert row.equal == "not available in this vLLM" and row.with_acceptance == 0
     assert row.drafts_requests != row.drafts_requests  # NaN: nothing to add up
     # both requests asked the same prompt (index -1): one unit, the records added up

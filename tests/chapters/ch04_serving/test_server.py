@@ -46,6 +46,7 @@ from helpers.common.paths import DATA_DIR, REPO_ROOT
 from helpers.common.profiles import load_profile
 from helpers.engine import compat, lifecycle
 from helpers.engine.lifecycle import IN_PROCESS_ENV
+from tests.support import notebook_defs
 
 DOCUMENTS_COMMAND = (
     "vllm serve Qwen/Qwen3-30B-A3B-Instruct-2507 -tp 1 --speculative-config "
@@ -491,14 +492,14 @@ def test_per_request_acceptance_adds_up_to_the_counter_delta(spec_server: VllmSe
         pytest.skip(compat.label("per_request_spec_decode_metrics"))
     from concurrent.futures import ThreadPoolExecutor
 
-    from chapters.ch04_serving.bench import _run_level, bench_prompts, reconcile_per_request
+    from chapters.ch04_serving.bench import _run_level, bench_prompts
     from chapters.ch04_serving.clients import response_acceptance
     from helpers.common.counters import counters_of
     from helpers.common.prompts import as_messages
 
     prompts = bench_prompts(4)
     run = _run_level(spec_server.base_url, spec_server.model, prompts, 4, 4, 32, 120.0, "spec")
-    row = reconcile_per_request([run]).iloc[0]
+    row = notebook_defs("04_serving_and_benchmarks.ipynb")["reconcile_per_request"]([run]).iloc[0]
     assert row.with_acceptance == 4 and row.drafts_counters > 0
     assert row.equal and row.per_position_equal, row
     before = scrape_spec_counters(spec_server.base_url)
