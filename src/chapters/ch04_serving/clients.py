@@ -25,12 +25,15 @@ from helpers.common.counters import RequestAcceptance, SpecCounters
 from helpers.common.vllm_names import METRICS, RESPONSE_KEYS
 
 __all__ = [
+    "chat",
     "answer_text",
     "response_acceptance",
     "stream_chat",
     "scrape_metrics_text",
     "scrape_spec_counters",
     "scrape_engine_stats",
+    "tokenize",
+    "complete_tokens",
     "served_models",
 ]
 

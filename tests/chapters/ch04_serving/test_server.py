@@ -157,12 +157,12 @@ def test_per_request_flag_where_this_vllm_has_it(monkeypatch: pytest.MonkeyPatch
     tiny = load_profile("tiny")
     flag = "--per-request-spec-decode-metrics"
     monkeypatch.setitem(compat._PROBES, "per_request_spec_decode_metrics", lambda: True)
-    assert srv_mod.per_request_flags() == ([flag, "summary"], [])
+    assert srv_mod._per_request_flags() == ([flag, "summary"], [])
     spec = launch_command(tiny, k=3, gpu=False)
     assert spec[spec.index(flag) + 1] == "summary"
     assert flag not in launch_command(tiny, k=0, gpu=False)  # a plain server has nothing to record
     monkeypatch.setitem(compat._PROBES, "per_request_spec_decode_metrics", lambda: False)
-    flags, lines = srv_mod.per_request_flags()
+    flags, lines = srv_mod._per_request_flags()
     assert flags == [] and lines == [
         "this vLLM has no per_request_spec_decode_metrics: no per-request acceptance, so no intervals"
     ]
