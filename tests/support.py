@@ -1,5 +1,5 @@
 """Shared by tests: import a script as a module, run a module as make does, a shipped MoE shape,
-the functions a notebook cell defines."""
+what a notebook's cells define."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from helpers.common.paths import DATA_DIR, REPO_ROOT
+from helpers.common.paths import DATA_DIR, NOTEBOOKS_DIR, REPO_ROOT
 
 
 def _drafted_verifier(config: dict[str, Any]) -> str | None:
@@ -50,6 +50,38 @@ def shape_named(name: str) -> Any:
     shapes = {shape.name: shape for shape in shipped_shapes()}
     assert name in shapes, f"no shape {name!r} in data/shapes/: {sorted(shapes)}"
     return shapes[name]
+
+
+def notebook_defs(notebook: str, *names: str) -> dict[str, Any]:
+    """What a notebook's code cells define, d2l style, for a test to call: every import, function
+    and class of its cells, its literal constants (`DTYPE_BYTES = {...}`) and the assignments to
+    `names`, run in cell order (nothing else runs: no engine, no server)."""
+    import nbformat
+
+    space: dict[str, Any] = {}
+    for cell in nbformat.read(str(NOTEBOOKS_DIR / notebook), as_version=4).cells:
+        if cell.cell_type != "code":
+            continue
+        for node in ast.parse(cell.source).body:
+            targets = [t.id for t in getattr(node, "targets", []) if isinstance(t, ast.Name)]
+            assigned = isinstance(node, ast.Assign) and (
+                any(t in names for t in targets) or _literal_constant(targets, node.value)
+            )
+            kinds = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef)
+            if assigned or isinstance(node, kinds):
+                exec(compile(ast.Module([node], []), notebook, "exec"), space)
+    missing = [name for name in names if name not in space]
+    assert not missing, f"{notebook} defines no {missing} in its cells"
+    return space
+
+
+def _literal_constant(targets: list[str], value: ast.expr) -> bool:
+    """True for `NAME = <a Python literal>` (an upper-case name)."""
+    try:
+        ast.literal_eval(value)
+    except ValueError:
+        return False
+    return bool(targets) and all(t.isupper() for t in targets)
 
 
 def load_script(name: str) -> ModuleType:
@@ -105,26 +137,3 @@ needs_shipped = pytest.mark.skipif(
     not (DATA_DIR / "tiny-qwen3-moe-eagle3" / "model.safetensors").is_file(),
     reason="needs the shipped tiny pair",
 )
-
-
-def cell_definitions(notebook: str, cell_id: str, **namespace: Any) -> dict[str, Any]:
-    """What the notebook cell with this id defines (functions, classes, UPPER_CASE constants), run
-    as written in `namespace` (the notebook's imports and earlier names it needs); the cell's other
-    statements (prints, calls on the run's tables) are left out."""
-    import nbformat
-
-    from helpers.common.paths import NOTEBOOKS_DIR
-
-    nb = nbformat.read(str(NOTEBOOKS_DIR / notebook), as_version=4)
-    source = next(c.source for c in nb.cells if c.get("id") == cell_id)
-
-    def defines(node: ast.stmt) -> bool:
-        if isinstance(node, ast.Assign):
-            return all(isinstance(t, ast.Name) and t.id.isupper() for t in node.targets)
-        return isinstance(node, (ast.FunctionDef, ast.ClassDef))
-
-    body = [node for node in ast.parse(source).body if defines(node)]
-    exec(
-        compile(ast.Module(body=body, type_ignores=[]), f"{notebook}:{cell_id}", "exec"), namespace
-    )
-    return namespace

@@ -96,9 +96,9 @@ def started_groups(tmp_path: Path, names: tuple[str, ...] = ("fault-a", "fault-b
 def assert_all_gone(pgids: list[int]) -> None:
     """Every process group ends within GONE_WITHIN seconds."""
     wait_until(
-        lambda: not any(server.group_processes(g) for g in pgids),
+        lambda: not any(server._group_processes(g) for g in pgids),
         GONE_WITHIN,
-        f"server groups {[g for g in pgids if server.group_processes(g)]} still run",
+        f"server groups {[g for g in pgids if server._group_processes(g)]} still run",
     )
 
 
@@ -109,7 +109,7 @@ def test_a_plain_owner_killed_mid_start_leaves_nothing(tmp_path: Path) -> None:
     owner = subprocess.Popen([sys.executable, "-c", start_code(tmp_path)])
     try:
         pgids = started_groups(tmp_path)
-        assert all(server.group_processes(g) for g in pgids)
+        assert all(server._group_processes(g) for g in pgids)
     finally:
         owner.kill()
         owner.wait()
@@ -193,7 +193,7 @@ def test_an_owner_killed_right_after_launching_the_tiny_server_leaves_nothing(
         wait_until(lambda: pgid_file.exists() and pgid_file.read_text(), 60, "no server launched")
         pgid = int(pgid_file.read_text())
         time.sleep(2)  # well inside vLLM's import, long before /health
-        assert server.group_processes(pgid), "the server should still be starting"
+        assert server._group_processes(pgid), "the server should still be starting"
     finally:
         owner.kill()
         owner.wait()

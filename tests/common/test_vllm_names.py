@@ -10,9 +10,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from chapters.ch04_serving import monitoring
 from helpers.common import vllm_names
 from helpers.common.paths import NOTEBOOKS_DIR, REPO_ROOT
+from tests.support import notebook_defs
 
 #: vLLM 0.26.0's source, where a session unpacked the GPU stack's wheel (checked when present).
 VLLM_026 = Path("/tmp/vllm026/src/vllm")
@@ -66,7 +66,7 @@ PER_REQUEST_IN: tuple[tuple[str, str, str], ...] = (
     (vllm_names.PER_REQUEST.per_step_accepted, "v1/metrics/stats.py", r"\b{}\s*:"),
     (vllm_names.PER_REQUEST.per_step_drafted, "v1/metrics/stats.py", r"\b{}\s*:"),
 )
-#: What monitoring.PROMQL and TAU_ALERT read before they were built from vllm_names.
+#: What notebook 04's PROMQL and TAU_ALERT read before they were built from vllm_names.
 PROMQL_BEFORE = {
     "acceptance_length": "1 + (rate(vllm:spec_decode_num_accepted_tokens_total[$interval]) / "
     "rate(vllm:spec_decode_num_drafts_total[$interval]))",
@@ -127,8 +127,11 @@ def test_metric_names_share_the_prefixes() -> None:
 
 
 def test_promql_built_from_the_names_is_what_observability_had() -> None:
-    assert monitoring.PROMQL == PROMQL_BEFORE
-    assert ALERT_EXPR_BEFORE in monitoring.TAU_ALERT
+    cells = notebook_defs(
+        "04_serving_and_benchmarks.ipynb", "ACCEPTED", "DRAFTS", "PROMQL", "TAU_ALERT"
+    )
+    assert cells["PROMQL"] == PROMQL_BEFORE
+    assert ALERT_EXPR_BEFORE in cells["TAU_ALERT"]
 
 
 # ------------------------------------------------------------ no one else spells vLLM's names

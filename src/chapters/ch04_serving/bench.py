@@ -1,32 +1,23 @@
 """A bounded serving benchmark: speculative vs plain through the HTTP server, per concurrency level
-(notebook 04).
+(notebook 04, section 6, which describes it).
 
-Like `vllm bench serve --max-concurrency C`, each level keeps C streaming requests in flight
-(a closed loop: a thread pool of C workers) over the same prompt list, with a fixed `max_tokens`
-and `ignore_eos` so both servers generate exactly the same number of tokens (or, with
-`ignore_eos=False`, each answer's natural length). Every level is bounded in requests and in time;
-with the CI environment variable set it sends fewer requests.
-
-While a level runs, a `monitoring.Scraper` samples the server's /metrics, so each level also
-records the spec-decode counter delta, the prefix-cache and preemption deltas, and the peaks of
-the running and waiting gauges; each streamed request carries its own acceptance where the server
-returns it (`clients.response_acceptance`), and the requests of a level add up to its counter
-delta exactly (`reconcile_per_request`).
+Like `vllm bench serve --max-concurrency C`, each level keeps C streaming requests in flight over
+the same prompts, bounded in requests and time (fewer under CI), while a `monitoring.Scraper`
+samples /metrics; a level's requests carry their own acceptance and add up to its counter delta
+exactly (the notebook's `reconcile_per_request`).
 """
 
 from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
-import psutil
-from matplotlib.figure import Figure
 
 from chapters.ch04_serving.clients import EngineStats, StreamResult, stream_chat
 from chapters.ch04_serving.monitoring import Scraper
@@ -36,9 +27,7 @@ from helpers.common.counters import (
     RequestAcceptance,
     SpecCounters,
     acceptance_stats,
-    counters_of,
 )
-from helpers.common.plots import PALETTE, new_figure
 from helpers.common.prompts import as_messages, interleaved, load_prompts
 
 __all__ = [
@@ -46,18 +35,12 @@ __all__ = [
     "bench_prompts",
     "run_interleaved",
     "results_frame",
-    "counters_frame",
     "per_prompt",
-    "reconcile_per_request",
-    "speedup_table",
     "crossing_statement",
-    "plot_serving",
-    "plot_serving_speedup",
 ]
 
 _LEVEL_TIME_LIMIT = 120.0
 _REQUEST_TIMEOUT = 120.0
-_MODES = ("plain", "spec")
 #: Seconds between two /metrics samples while a level runs (peaks of the running/waiting gauges).
 _SAMPLE_EVERY = 0.25
 #: A level's output length: exactly max_tokens per request (ignore_eos) ...
@@ -88,8 +71,6 @@ class _LevelRun:
     duration: float
     skipped: int = 0
     counters: SpecCounters = field(default_factory=SpecCounters)
-    #: CPU seconds spent during the level by role: client (this process), front end, engine.
-    cpu_seconds: dict[str, float] = field(default_factory=dict)
     #: Which repetition of the level this was (run_interleaved repeats every level).
     repeat: int = 0
     #: FORCED (ignore_eos: every request max_tokens long) or NATURAL (each answer's own length).
@@ -147,32 +128,11 @@ class _LevelRun:
             "peak_waiting": self.peak_waiting,
             # time-averaged requests in flight (client side): request-seconds / wall seconds
             "mean_in_flight": busy / self.duration if self.duration > 0 else 0.0,
-            **{f"cpu_s_{role}": round(sec, 2) for role, sec in self.cpu_seconds.items()},
         }
 
 
 #: The server's latency histograms a level reports (clients._HISTOGRAMS), as means in ms.
 _SERVER_TIMES = ("ttft", "tpot")
-#: What a comparison shows where the server returned no per-request acceptance.
-_NOT_AVAILABLE = "not available in this vLLM"
-_ENGINE_PROCESS_NAMES = ("EngineCore", "Worker", "VllmWorker")
-
-
-def _cpu_by_role(server_processes: Sequence[psutil.Process]) -> dict[str, float]:
-    """CPU seconds (user + system) so far of this process (the client), of the server's engine
-    processes (names containing EngineCore / Worker), and of its other processes (front end)."""
-    roles = {"client": 0.0, "front_end": 0.0, "engine": 0.0}
-    me = psutil.Process()
-    roles["client"] = sum(me.cpu_times()[:2])
-    for proc in server_processes:
-        try:
-            seconds = sum(proc.cpu_times()[:2])
-            name = proc.name()  # e.g. "VLLM::EngineCor" (vLLM sets process titles; 15 characters)
-            role = "engine" if any(n in name for n in _ENGINE_PROCESS_NAMES) else "front_end"
-        except psutil.Error:
-            continue
-        roles[role] += seconds
-    return roles
 
 
 def _run_level(
@@ -184,7 +144,6 @@ def _run_level(
     max_tokens: int,
     time_limit: float,
     mode: str,
-    server_processes: Callable[[], Sequence[psutil.Process]],
     ignore_eos: bool = True,
 ) -> _LevelRun:
     """Send n_requests streaming requests, `concurrency` in flight; none starts after `time_limit`
@@ -208,8 +167,6 @@ def _run_level(
         result.prompt_index = i % len(prompts)
         return result
 
-    processes = list(server_processes())
-    cpu_before = _cpu_by_role(processes)
     with Scraper(base_url, interval=_SAMPLE_EVERY) as scraper:
         t0 = time.perf_counter()
         with ThreadPoolExecutor(
@@ -217,7 +174,6 @@ def _run_level(
         ) as pool:
             outcomes = list(pool.map(one, range(n_requests)))
         duration = time.perf_counter() - t0
-    cpu = {k: v - cpu_before[k] for k, v in _cpu_by_role(processes).items()}
     done = [r for r in outcomes if r is not None]
     return _LevelRun(
         mode,
@@ -226,7 +182,6 @@ def _run_level(
         duration,
         len(outcomes) - len(done),
         scraper.total,
-        cpu,
         length=_FORCED if ignore_eos else _NATURAL,
         engine=scraper.engine_total,
         peak_running=scraper.peak("running"),
@@ -254,7 +209,7 @@ def run_interleaved(
 ) -> list[_LevelRun]:
     """Every level `repeats` times on servers that are all up, alternating which mode goes first.
 
-    `servers` maps a mode to a started server (base_url, model, group_processes); one server
+    `servers` maps a mode to a started server (base_url, model); one server
     measures one mode, as the alert of section 9 does on a mismatched pair. Interleaving
     spreads slow drifts of a shared machine (other work, thermal state) over both modes instead of
     charging them to whichever ran second; the repeats give each figure a spread. ignore_eos=False
@@ -277,7 +232,6 @@ def run_interleaved(
                     max_tokens,
                     time_limit,
                     mode,
-                    srv.group_processes,
                     ignore_eos,
                 )
                 run.repeat = rep
@@ -298,34 +252,6 @@ def results_frame(*runs: Sequence[_LevelRun]) -> pd.DataFrame:
     return pd.DataFrame([run.row() for group in runs for run in group]).sort_values(
         ["mode", "concurrency"], ignore_index=True
     )
-
-
-def counters_frame(runs: Sequence[_LevelRun]) -> pd.DataFrame:
-    """The spec-decode counter delta of each level (repeats pooled) with `vllm bench serve`'s keys.
-
-    The `/metrics` counters pool every request of a level; `tau_min` and `tau_max` give τ's range
-    over the repeats. Intervals over requests come from the per-request acceptance each response
-    carries (`per_request`), where the server returns it.
-    """
-    by_level: dict[int, list[SpecCounters]] = {}
-    for run in runs:
-        by_level.setdefault(run.concurrency, []).append(run.counters)
-    rows = []
-    for concurrency, deltas in sorted(by_level.items()):
-        stats = acceptance_stats(sum(deltas, SpecCounters()))
-        per_pos = stats.pop(vllm_names.STATS.per_position_rates)
-        taus = [acceptance_stats(d)[vllm_names.STATS.tau] for d in deltas]
-        rows.append(
-            {
-                "concurrency": concurrency,
-                **stats,
-                "tau_min": min(taus),
-                "tau_max": max(taus),
-                "repeats": len(deltas),
-                **{f"position_{i}_rate": rate for i, rate in enumerate(per_pos)},
-            }
-        )
-    return pd.DataFrame(rows)
 
 
 def per_prompt(runs: Sequence[_LevelRun]) -> dict[int, list[RequestAcceptance]]:
@@ -349,84 +275,11 @@ def per_prompt(runs: Sequence[_LevelRun]) -> dict[int, list[RequestAcceptance]]:
 
 def _summed(records: Sequence[RequestAcceptance]) -> RequestAcceptance:
     """Several requests' acceptance as one: histograms and draft tokens added."""
-    width = max(len(r.histogram) for r in records)
-    hist = [
-        sum(r.histogram[j] if j < len(r.histogram) else 0 for r in records) for j in range(width)
-    ]
-    return RequestAcceptance(tuple(hist), sum(r.num_draft_tokens for r in records))
-
-
-def reconcile_per_request(runs: Sequence[_LevelRun]) -> pd.DataFrame:
-    """Per run: the requests' own acceptance added up next to the counter delta of the same span.
-
-    Each response's histogram counts that request's verify steps; the counters count every step of
-    every request; a level's requests are all the server did meanwhile, so the two agree exactly
-    (`equal`) wherever every request carried its acceptance. Without per-request data the
-    per-request columns are NaN and `equal` says "not available in this vLLM".
-    """
-    rows = []
-    for run in runs:
-        summed = counters_of(run.acceptances)
-        complete = bool(run.results) and len(run.acceptances) == len(run.results)
-        pairs = {
-            "drafts": (summed.num_drafts, run.counters.num_drafts),
-            "draft_tokens": (summed.num_draft_tokens, run.counters.num_draft_tokens),
-            "accepted": (summed.num_accepted_tokens, run.counters.num_accepted_tokens),
-        }
-        row: dict[str, Any] = {
-            "length": run.length,
-            "concurrency": run.concurrency,
-            "repeat": run.repeat,
-            "requests": len(run.results),
-            "with_acceptance": len(run.acceptances),
-        }
-        for name, (ours, theirs) in pairs.items():
-            row[f"{name}_requests"] = ours if complete else math.nan
-            row[f"{name}_counters"] = theirs
-        if complete:
-            row["per_position_equal"] = tuple(summed.accepted_per_pos) == tuple(
-                run.counters.accepted_per_pos
-            )
-            row["equal"] = all(a == b for a, b in pairs.values())
-        else:  # nothing to compare: the server returned no (or not every) request's record
-            row["per_position_equal"] = row["equal"] = _NOT_AVAILABLE
-        rows.append(row)
-    return pd.DataFrame(rows)
+    hist = tuple(map(sum, zip(*(r.histogram for r in records), strict=True)))  # k + 1 each
+    return RequestAcceptance(hist, sum(r.num_draft_tokens for r in records))
 
 
 # ---------------------------------------------------------------- comparison
-
-
-def speedup_table(df: pd.DataFrame) -> pd.DataFrame:
-    """Per concurrency: median plain and spec tok/s, TTFT, TPOT, and the speed-up spec/plain.
-
-    With repeats, each repeat's speed-up pairs the spec and plain runs of that repeat; the table
-    gives their median (`speedup`) and range (`speedup_min`, `speedup_max`).
-    """
-    missing = [m for m in _MODES if m not in set(df["mode"])]
-    if missing:
-        raise ValueError(
-            f"the results have no {missing} rows: run the benchmark on both servers first"
-        )
-    values = ["output_tok_s", "mean_ttft_ms", "mean_tpot_ms"]
-    wide = df.pivot_table(index=["concurrency", "repeat"], columns="mode", values=values)
-    per_repeat = (wide["output_tok_s"]["spec"] / wide["output_tok_s"]["plain"]).groupby(level=0)
-    med = wide.groupby(level=0).median()
-    out = pd.DataFrame(
-        {
-            "plain_tok_s": med["output_tok_s"]["plain"],
-            "spec_tok_s": med["output_tok_s"]["spec"],
-            "plain_ttft_ms": med["mean_ttft_ms"]["plain"],
-            "spec_ttft_ms": med["mean_ttft_ms"]["spec"],
-            "plain_tpot_ms": med["mean_tpot_ms"]["plain"],
-            "spec_tpot_ms": med["mean_tpot_ms"]["spec"],
-            "speedup": per_repeat.median(),
-            "speedup_min": per_repeat.min(),
-            "speedup_max": per_repeat.max(),
-            "repeats": per_repeat.size(),
-        }
-    )
-    return out.reset_index()
 
 
 def _crossing_concurrency(table: pd.DataFrame) -> int | None:
@@ -463,52 +316,3 @@ def crossing_statement(table: pd.DataFrame) -> str:
         f"The ratio first falls below 1 at concurrency {cross} ({t.speedup[i]:.2f}×{prev}): "
         f"from there plain decoding serves more tokens per second ({span})."
     )
-
-
-def plot_serving(df: pd.DataFrame) -> Figure:
-    """Output tok/s, mean TTFT and mean TPOT against concurrency, spec vs plain."""
-    fig, axes = new_figure(ncols=3, width=4.6)
-    panels = [
-        ("output_tok_s", "output tokens/s (all requests)"),
-        ("mean_ttft_ms", "mean TTFT (ms)"),
-        ("mean_tpot_ms", "mean TPOT (ms)"),
-    ]
-    for ax, (col, label) in zip(axes, panels):
-        for mode in _MODES:
-            sub = df[df["mode"] == mode].groupby("concurrency")[col].median()
-            ax.plot(
-                sub.index, sub.values, marker="o", color=PALETTE[mode], label=f"{mode} (median)"
-            )
-        ax.set_xscale("log", base=2)
-        ax.set_xticks(
-            sorted(df["concurrency"].unique()),
-            labels=[str(c) for c in sorted(df["concurrency"].unique())],
-        )
-        ax.set_xlabel("concurrent requests")
-        ax.set_title(label)
-    axes[0].legend()
-    return fig
-
-
-def plot_serving_speedup(table: pd.DataFrame) -> Figure:
-    """Speedup (spec/plain output tok/s) against concurrency, with the break-even line at 1."""
-    fig, (ax,) = new_figure()
-    t = table.sort_values("concurrency")
-    yerr = [t["speedup"] - t["speedup_min"], t["speedup_max"] - t["speedup"]]
-    ax.errorbar(
-        t["concurrency"],
-        t["speedup"],
-        yerr=yerr,
-        marker="o",
-        capsize=4,
-        color=PALETTE["spec"],
-        label="spec / plain tok/s (median, range of repeats)",
-    )
-    ax.axhline(1.0, color=PALETTE["plain"], linestyle="--", label="break-even")
-    ax.set_xscale("log", base=2)
-    ax.set_xticks(list(t["concurrency"]), labels=[str(c) for c in t["concurrency"]])
-    ax.set_xlabel("concurrent requests")
-    ax.set_ylabel("speedup")
-    ax.set_title("EAGLE-3 speedup through the server")
-    ax.legend()
-    return fig

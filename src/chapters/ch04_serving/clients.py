@@ -1,24 +1,17 @@
-"""Clients of a vLLM OpenAI-compatible server: plain and streaming chat calls, curl, and /metrics
-(notebook 04).
+"""Clients of a vLLM OpenAI-compatible server (notebook 04): chat calls, streamed and timed, and
+/metrics.
 
-`chat` is the documents' plain `requests.post(API_URL, json=payload, timeout=120)`. `stream_chat`
-streams the same request and times it the way `vllm bench serve` does: TTFT = first content
-chunk − send; TPOT = (last token − first token) / (output tokens − 1). With speculative decoding
-one chunk may carry several tokens (a whole accepted draft), so inter-chunk latencies are *not*
-per-token latencies; output token counts come from the server's `usage`, not from chunks.
-
-A speculative server started with the per-request flag (`server.per_request_flags`) also returns
-each request's acceptance: `metrics.speculative_decoding` of a response, or of the final usage
-chunk of a stream (`stream_options.include_usage`); `response_acceptance` reads it. `/metrics`
-gives the counters (`scrape_spec_counters`) and the engine's other figures (`scrape_engine_stats`:
-prefix cache, preemptions, the running and waiting requests, the KV cache's size and use).
+`stream_chat` times a request the way `vllm bench serve` does: TTFT = first content chunk − send;
+TPOT = (last token − first token) / (output tokens − 1); token counts come from the server's
+`usage`, not from chunks (one chunk may carry a whole accepted draft). `response_acceptance` reads
+a request's own acceptance (`metrics.speculative_decoding`) from a response or a stream's final
+usage chunk; `scrape_spec_counters` and `scrape_engine_stats` read /metrics.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import shlex
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
@@ -32,13 +25,15 @@ from helpers.common.counters import RequestAcceptance, SpecCounters
 from helpers.common.vllm_names import METRICS, RESPONSE_KEYS
 
 __all__ = [
+    "chat",
     "answer_text",
     "response_acceptance",
-    "curl_command",
     "stream_chat",
     "scrape_metrics_text",
     "scrape_spec_counters",
     "scrape_engine_stats",
+    "tokenize",
+    "complete_tokens",
     "served_models",
 ]
 
@@ -112,23 +107,6 @@ def response_acceptance(body: dict[str, Any]) -> RequestAcceptance | None:
     )
 
 
-def curl_command(
-    base_url: str,
-    model: str,
-    messages: _Messages,
-    max_tokens: int = 128,
-    temperature: float = 0.0,
-) -> str:
-    """The curl command sending the same request as `chat`."""
-    body = json.dumps(_chat_payload(model, messages, max_tokens, temperature), indent=2)
-    lines = [
-        f"curl {base_url}{_CHAT_PATH}",
-        "  -H 'Content-Type: application/json'",
-        f"  -d {shlex.quote(body)}",
-    ]
-    return " \\\n".join(lines)
-
-
 # ---------------------------------------------------------------- streaming
 
 
@@ -145,8 +123,6 @@ class StreamResult:
     finish_reason: str | None = None
     first_token_at: float = 0.0
     last_token_at: float = 0.0
-    #: perf_counter() when the request was sent (first/last_token_at are on the same clock).
-    started_at: float = 0.0
     #: The request's acceptance from the final usage chunk (None: not recorded by the server).
     acceptance: RequestAcceptance | None = None
     #: Which prompt of the benchmark's list this request sent (a unit of its intervals).
@@ -158,11 +134,6 @@ class StreamResult:
         if self.output_tokens < 2:
             return 0.0
         return (self.last_token_at - self.first_token_at) / (self.output_tokens - 1)
-
-    @property
-    def user_tok_s(self) -> float:
-        """Decode speed this request's user sees: 1 / TPOT, in tokens per second (0 without one)."""
-        return 1 / self.tpot if self.tpot > 0 else 0.0
 
     @property
     def output_tps(self) -> float:
@@ -211,7 +182,7 @@ def _result_from_events(
 ) -> StreamResult:
     """Fold (arrival time, parsed SSE event) pairs of one request sent at `start` into a
     StreamResult."""
-    result = StreamResult(started_at=start)
+    result = StreamResult()
     parts: list[str] = []
     last = start
     for at, event in events:

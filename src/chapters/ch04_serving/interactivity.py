@@ -1,62 +1,26 @@
-"""Throughput against interactivity: a serving sweep read the way production picks a configuration
-(notebook 04), and the checks a serving benchmark must pass before its numbers mean anything.
+"""The checks a serving sweep must pass before its numbers mean anything, and the sentences read
+from it (notebook 04, section 7, which explains each check).
 
-Every concurrency level of a sweep gives two numbers per mode: the total output tokens/s the server
-produced (what a GPU-hour buys) and the decode speed each user gets (tokens/s per user = 1 / TPOT,
-the TPOT the server itself measured: the mean of its `vllm:request_time_per_output_token_seconds`
-histogram over the level; the client's stream timing is kept beside it as what a user perceives).
-Raising concurrency buys total throughput with per-user speed, so each
-mode traces a curve; comparing the modes *at the same concurrency* mixes two user speeds. Reading
-both curves at the same per-user speed (linear interpolation between measured levels, never
-beyond them) gives the gain an operator gets for a fixed interactivity target.
-
-The checks (`validity_checks`), each computed from the run and printed with its result:
-
-* **repeats**: each level's repeats agree within REPEAT_SPREAD of their median total tokens/s;
-* **prefix cache**: the share of each mode's token work the prefix cache saved differs between
-  the modes by at most CACHE_SKEW (EAGLE drops the last matched block, so a cache-friendly
-  benchmark can favour plain decoding);
-* **queueing**: no request waited inside the server at any level (`vllm:num_requests_waiting`
-  sampled during the level): the server ran C requests at once, not fewer with a queue;
-* **waves**: the client kept at least WAVE_FILL of its C slots busy on average (request-seconds /
-  wall seconds): a level that is mostly ramp-up and drain measures a lower concurrency than C;
-* **preemptions**: the KV cache held every level without pushing a request out;
-* **server timing**: the server's own TPOT is there at every level (the per-user speed rests on it);
-* **stream**: the stream was not coalesced: the client's TPOT is at least STREAM_FLOOR of the
-  server's, and each response arrived in at least STREAM_FLOOR of the chunks its decode steps make
-  (output tokens / τ; a plain step is one token). A front end that falls behind sends a whole
-  answer in one burst, and a TPOT measured at the client then goes to zero.
-
-They follow the checks of speculators' throughput-vs-interactivity tool
-(`scripts/evaluate/throughput_interactivity.py` in vllm-project/speculators, `validate_rows`):
-repeat noise, prefix-cache hits on repeated prompts, closed-loop queueing seen as TTFT, lockstep
-waves; its open-loop checks (offered against achieved rate, a concurrency plateau) do not apply to
-a closed loop, and its x axis is the server's 1 / ITL, as here.
-
-The sentences a notebook prints from a sweep go through `gated`: each is printed only when the
-checks that bear on it hold, else the line says which failed and what the run cannot say
-(`CROSSING_NEEDS` for where the ratio crosses 1, `EQUAL_SPEED_NEEDS` for the gain at equal
-per-user speed).
+`validity_checks` computes, per mode and level, repeats, prefix cache, queueing, waves, preemptions,
+server timing and stream, with the limits below. They follow speculators' throughput-vs-
+interactivity tool (`scripts/evaluate/throughput_interactivity.py` in vllm-project/speculators,
+`validate_rows`); its open-loop checks (offered against achieved rate, a concurrency plateau) do not
+apply to a closed loop, and its x axis is the server's 1 / ITL, as here. A sentence printed from a
+sweep goes through `gated`: printed only when the checks that bear on it hold (`CROSSING_NEEDS`,
+`EQUAL_SPEED_NEEDS`), else one line saying which failed and what the run cannot say.
 """
 
 from __future__ import annotations
 
 import math
 
-import numpy as np
 import pandas as pd
-from matplotlib.figure import Figure
-
-from helpers.common.plots import PALETTE, new_figure
 
 __all__ = [
     "CROSSING_NEEDS",
     "EQUAL_SPEED_NEEDS",
     "gated",
-    "curves",
-    "gain_at_equal_speed",
     "gain_statement",
-    "plot_interactivity",
     "validity_checks",
     "check_lines",
 ]
@@ -74,51 +38,6 @@ _STREAM_FLOOR = 0.5
 CROSSING_NEEDS = ("queueing", "waves", "preemptions", "prefix cache")
 #: The checks that bear on the gain at equal per-user speed (also the speed each user gets).
 EQUAL_SPEED_NEEDS = (*CROSSING_NEEDS, "server timing", "stream")
-
-
-def curves(results: pd.DataFrame) -> pd.DataFrame:
-    """Per mode and concurrency: median total output tok/s and median per-user tok/s over
-    repeats."""
-    return (
-        results.groupby(["mode", "concurrency"])[["output_tok_s", "per_user_tok_s"]]
-        .median()
-        .reset_index()
-        .sort_values(["mode", "concurrency"], ignore_index=True)
-    )
-
-
-def _total_at(curve: pd.DataFrame, speed: float) -> float:
-    """A mode's total tok/s at a per-user speed, interpolated between its levels (NaN outside)."""
-    c = curve.sort_values("per_user_tok_s")
-    x, y = c.per_user_tok_s.to_numpy(), c.output_tok_s.to_numpy()
-    if len(x) == 0 or not (x.min() <= speed <= x.max()):
-        return math.nan
-    return float(np.interp(speed, x, y))
-
-
-def gain_at_equal_speed(curve: pd.DataFrame) -> pd.DataFrame:
-    """At every measured per-user speed that both modes cover: each mode's total tok/s there
-    (one measured, the other interpolated) and the gain spec / plain."""
-    by_mode = {m: curve[curve["mode"] == m] for m in ("plain", "spec")}
-    rows = []
-    for mode, other in (("plain", "spec"), ("spec", "plain")):
-        for _, level in by_mode[mode].iterrows():
-            speed = float(level.per_user_tok_s)
-            totals = {mode: float(level.output_tok_s), other: _total_at(by_mode[other], speed)}
-            if math.isnan(totals[other]):
-                continue
-            rows.append(
-                {
-                    "per_user_tok_s": speed,
-                    "measured": f"{mode} at concurrency {int(level.concurrency)}",
-                    "plain_tok_s": totals["plain"],
-                    "spec_tok_s": totals["spec"],
-                    "gain": totals["spec"] / totals["plain"],
-                }
-            )
-    columns = ["per_user_tok_s", "measured", "plain_tok_s", "spec_tok_s", "gain"]
-    frame = pd.DataFrame(rows, columns=columns)
-    return frame.sort_values("per_user_tok_s", ascending=False, ignore_index=True)
 
 
 def gain_statement(gains: pd.DataFrame, curve: pd.DataFrame) -> str:
@@ -142,45 +61,6 @@ def gain_statement(gains: pd.DataFrame, curve: pd.DataFrame) -> str:
         f"At equal per-user speed the speculative server delivered {trend}; it served more "
         f"tokens/s at {above} of the {len(gains)} shared speeds (per-user ranges: {span})."
     )
-
-
-def plot_interactivity(curve: pd.DataFrame, gains: pd.DataFrame) -> Figure:
-    """Total output tok/s against tok/s per user, one curve per mode (points labelled with their
-    concurrency), and the equal-speed comparisons as vertical segments."""
-    fig, (ax,) = new_figure(width=7)
-    for mode in ("plain", "spec"):
-        sub = curve[curve["mode"] == mode].sort_values("concurrency")
-        ax.plot(
-            sub.per_user_tok_s,
-            sub.output_tok_s,
-            marker="o",
-            color=PALETTE[mode],
-            label=f"{mode} (median of repeats)",
-        )
-        for _, row in sub.iterrows():
-            ax.annotate(
-                f"C={int(row.concurrency)}",
-                (row.per_user_tok_s, row.output_tok_s),
-                textcoords="offset points",
-                xytext=(4, 4),
-                fontsize=8,
-                color=PALETTE[mode],
-            )
-    for i, row in gains.iterrows():
-        ax.plot(
-            [row.per_user_tok_s] * 2,
-            [row.plain_tok_s, row.spec_tok_s],
-            ls=":",
-            color="grey",
-            label="same user speed" if i == 0 else None,
-        )
-    ax.set(
-        xlabel="tokens/s per user (1 / the server's TPOT)",
-        ylabel="total output tokens/s",
-        title="throughput against interactivity",
-    )
-    ax.legend(fontsize=8)
-    return fig
 
 
 def _check(name: str, where: str, value: float, limit: str, holds: bool) -> dict[str, object]:

@@ -1,38 +1,13 @@
-"""Acceptance the way production reads it: Prometheus series, the dashboard's PromQL, an alert rule,
-and the server's "SpecDecoding metrics" log line, each reconciled with counter deltas.
-
-A Prometheus server scrapes `/metrics` every few seconds and a Grafana panel evaluates PromQL over
-the stored series. `Scraper` does the scraping here (a thread, one sample per `interval`), and
-`dashboard` evaluates the queries vLLM documents for its spec-decode metrics
-(`vllm/v1/spec_decode/metrics.py`, `SpecDecodingProm`) over a rate window:
-
-    τ              1 + rate(vllm:spec_decode_num_accepted_tokens_total[W])
-                       / rate(vllm:spec_decode_num_drafts_total[W])
-    per position   rate(vllm:spec_decode_num_accepted_tokens_per_pos_total[W])
-                       / rate(vllm:spec_decode_num_drafts_total[W])
-    accepted/s     rate(vllm:spec_decode_num_accepted_tokens_total[W])
-
-`rate` here is Prometheus's without its extrapolation to the window's edges: the increase between
-the first and last sample inside the window over the time between them. τ is a ratio of two rates
-over the same samples, so extrapolation would cancel in it anyway.
-
-The log line counts what happened since the previous line and the server prints it every
-VLLM_LOG_STATS_INTERVAL seconds, so right after traffic stops the last interval is not in the log
-yet: `wait_for_spec_log` polls the log until its lines add up to the counters (or says, after a
-bounded wait, how far apart they still are) instead of sleeping for a time that assumes a speed.
-The server also logs its KV cache's size once at start (`kv_capacity_from_log`).
+"""`Scraper`: a server's /metrics sampled in a thread, as Prometheus does (notebook 04). Section 6
+reads each level's counters and gauges from it, section 8 the burst's peaks, section 9 the
+dashboard's PromQL and the alert rule, which its cells evaluate over the samples.
 """
 
 from __future__ import annotations
 
-import math
-import re
 import threading
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
-
-import pandas as pd
 
 from chapters.ch04_serving.clients import (
     EngineStats,
@@ -40,45 +15,11 @@ from chapters.ch04_serving.clients import (
     scrape_metrics_text,
     spec_counters_from_text,
 )
-from helpers.common import vllm_names
-from helpers.common.counters import SpecCounters, acceptance_stats
-from helpers.common.vllm_names import METRICS
+from helpers.common.counters import SpecCounters
 
 __all__ = [
-    "PROMQL",
-    "TAU_ALERT",
     "Scraper",
-    "dashboard",
-    "alert_states",
-    "wait_for_spec_log",
-    "kv_capacity_from_log",
 ]
-
-
-def _rate(metric: str) -> str:
-    """PromQL: the per-second rate of a vLLM counter's exported samples over $interval."""
-    return f"rate({METRICS.exported(metric)}[$interval])"
-
-
-_ACCEPTED = _rate(METRICS.num_accepted_tokens)
-_DRAFTS = _rate(METRICS.num_drafts)
-
-#: The dashboard's queries, as vLLM documents them ($interval is the rate window).
-PROMQL: dict[str, str] = {
-    "acceptance_length": f"1 + ({_ACCEPTED} / {_DRAFTS})",
-    "acceptance_rate": f"{_ACCEPTED} / {_rate(METRICS.num_draft_tokens)}",
-    "per_position": f"{_rate(METRICS.accepted_per_pos)} / {_DRAFTS}",
-    "accepted_tokens_per_s": _ACCEPTED,
-}
-#: A Prometheus alerting rule for a drop in τ while the server is drafting ($threshold: your floor).
-TAU_ALERT = f"""- alert: SpecDecodeAcceptanceDrop
-  expr: |
-    (1 + {_ACCEPTED}
-       / {_DRAFTS}) < $threshold
-    and {_DRAFTS} > 0
-  for: $for
-  annotations:
-    summary: "EAGLE-3 acceptance length below $threshold: drafter and verifier out of step?\""""
 
 
 @dataclass(frozen=True)
@@ -144,110 +85,3 @@ class Scraper:
         """The highest value an EngineStats gauge ('running', 'waiting', 'kv_cache_usage') took
         in any sample."""
         return max(getattr(s.engine, gauge) for s in self.samples)
-
-
-def dashboard(samples: list[_Sample], window: float) -> pd.DataFrame:
-    """The dashboard's panels at every sample: τ, acceptance rate, accepted tokens/s, per
-    position."""
-    rows = []
-    for i, now in enumerate(samples):
-        inside = [s for s in samples[: i + 1] if s.t >= now.t - window]
-        first, span = inside[0], now.t - inside[0].t
-        delta = now.counters - first.counters
-        if span <= 0 or delta.num_drafts == 0:
-            continue
-        stats = acceptance_stats(delta)  # vLLM's formulas, as everywhere in the workbook
-        row = {
-            "t": now.t,
-            "acceptance_length": stats[vllm_names.STATS.tau],
-            "acceptance_rate": stats[vllm_names.STATS.acceptance_rate] / 100,
-            "accepted_tokens_per_s": delta.num_accepted_tokens / span,
-            "drafts_per_s": delta.num_drafts / span,
-        }
-        rates = stats[vllm_names.STATS.per_position_rates]
-        row |= {f"position_{j + 1}": r for j, r in enumerate(rates)}
-        rows.append(row)
-    return pd.DataFrame(rows)
-
-
-def _alert_firing(panels: pd.DataFrame, threshold: float) -> pd.Series:
-    """TAU_ALERT's expression at each evaluation: τ below the threshold while drafts flow."""
-    return (panels.acceptance_length < threshold) & (panels.drafts_per_s > 0)
-
-
-def alert_states(panels: pd.DataFrame, threshold: float, for_seconds: float) -> pd.Series:
-    """The rule's state at each evaluation, as Prometheus keeps it: "inactive" while the
-    expression is false, "pending" from the evaluation where it turned true, "firing" once it has
-    held at every evaluation for `for_seconds` (the rule's `for:`)."""
-    true = _alert_firing(panels, threshold).to_numpy()
-    states, since = [], None
-    for t, now in zip(panels.t.to_numpy(), true):
-        since = (since if since is not None else t) if now else None
-        states.append(
-            "inactive" if since is None else "firing" if t - since >= for_seconds else "pending"
-        )
-    return pd.Series(states, index=panels.index, name="state")
-
-
-#: vLLM's periodic log line (`SpecDecodingLogging.log`), every VLLM_LOG_STATS_INTERVAL seconds.
-_LOG_LINE = re.compile(
-    r"SpecDecoding metrics: Mean acceptance length: (?P<tau>[\d.]+), "
-    r"Accepted throughput: (?P<accepted_per_s>[\d.]+) tokens/s, "
-    r"Drafted throughput: (?P<drafted_per_s>[\d.]+) tokens/s, "
-    r"Accepted: (?P<accepted>\d+) tokens, Drafted: (?P<drafted>\d+) tokens, "
-    r"Per-position acceptance rate: (?P<per_position>[\d., ]+), "
-    r"Avg Draft acceptance rate: (?P<rate>[\d.]+)%"
-)
-
-
-def _spec_log_lines(log_text: str) -> pd.DataFrame:
-    """Every SpecDecoding metrics line of a server log as a row (counts since the previous line)."""
-    rows = []
-    for m in _LOG_LINE.finditer(log_text):
-        row = {k: float(v) for k, v in m.groupdict().items() if k != "per_position"}
-        row["per_position"] = [float(x) for x in m["per_position"].split(",") if x.strip()]
-        rows.append(row)
-    return pd.DataFrame(rows)
-
-
-#: Seconds between two reads of a server log while waiting for it to catch up.
-_LOG_POLL = 0.2
-
-
-def wait_for_spec_log(log_path: Path, counters: SpecCounters, timeout: float) -> pd.DataFrame:
-    """The log's SpecDecoding lines once their accepted and drafted tokens add up to `counters`
-    (the server's counters since it started); raise after `timeout` seconds with how far apart they
-    are. The server prints a line per interval with drafts, so the wait is about one interval."""
-    deadline = time.perf_counter() + timeout
-    while True:
-        lines = _spec_log_lines(log_path.read_text(errors="replace"))
-        accepted = int(lines.accepted.sum()) if len(lines) else 0
-        drafted = int(lines.drafted.sum()) if len(lines) else 0
-        if accepted >= counters.num_accepted_tokens and drafted >= counters.num_draft_tokens:
-            return lines
-        if time.perf_counter() > deadline:
-            raise TimeoutError(
-                f"{log_path.name}: after {timeout:.0f} s its {len(lines)} SpecDecoding lines cover "
-                f"{accepted} accepted / {drafted} drafted tokens, the counters "
-                f"{counters.num_accepted_tokens} / {counters.num_draft_tokens}: is the server "
-                f"logging at INFO with VLLM_LOG_STATS_INTERVAL shorter than the timeout?"
-            )
-        time.sleep(_LOG_POLL)
-
-
-#: The KV cache's size the engine logs at start: one line, or two in older vLLMs (compat).
-_KV_SIZE_LINE = re.compile(r"KV cache size: (?P<tokens>[\d,]+) tokens")
-_MAX_CONCURRENCY_LINE = re.compile(
-    r"Maximum concurrency for (?P<max_model_len>[\d,]+) tokens per request: (?P<x>[\d.]+)x"
-)
-
-
-def kv_capacity_from_log(log_text: str) -> dict[str, float]:
-    """From a server log: the KV cache's size in tokens, max_model_len, and the 'maximum
-    concurrency' (sequences of max_model_len tokens the cache holds); NaN where not logged."""
-    size, conc = _KV_SIZE_LINE.search(log_text), _MAX_CONCURRENCY_LINE.search(log_text)
-    return {
-        "kv_cache_tokens": float(size["tokens"].replace(",", "")) if size else math.nan,
-        "max_model_len": float(conc["max_model_len"].replace(",", "")) if conc else math.nan,
-        "max_concurrency": float(conc["x"]) if conc else math.nan,
-    }

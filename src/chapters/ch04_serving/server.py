@@ -184,7 +184,7 @@ def _engine_flags(profile: Profile, gpu: bool | None = None, **overrides: Any) -
     return [part for name, value in args.items() for part in _flag(name, value)]
 
 
-def per_request_flags() -> tuple[list[str], list[str]]:
+def _per_request_flags() -> tuple[list[str], list[str]]:
     """`--per-request-spec-decode-metrics summary` where this vLLM has it (every response then
     carries its request's acceptance), else no flag and one line saying what is lost."""
     if compat.supports(PER_REQUEST.arg):
@@ -204,14 +204,14 @@ def launch_command(
 ) -> list[str]:
     """The full `vllm serve …` this workbook launches: serve_command + engine flags (`engine`
     overrides them), loopback host, a stable model name, and for a speculative server the
-    per-request acceptance flag where this vLLM has it (see `per_request_flags`)."""
+    per-request acceptance flag where this vLLM has it (see `_per_request_flags`)."""
     if profile.is_local:  # fail in one line here rather than as a hub lookup inside the server
         profile.verifier_path()
         profile.drafter_path()
         profile.tokenizer_path()
     k = resolve_k(profile, k)
     name = served_model_name or _model_name(profile)
-    per_request = per_request_flags()[0] if k else []
+    per_request = _per_request_flags()[0] if k else []
     extra = [
         "--host",
         _HOST,
@@ -312,7 +312,7 @@ def _live(proc: psutil.Process) -> bool:
         return False
 
 
-def group_processes(pgid: int) -> list[psutil.Process]:
+def _group_processes(pgid: int) -> list[psutil.Process]:
     """Live processes of one process group."""
     found = []
     for proc in psutil.process_iter(["pid"]):
@@ -341,13 +341,7 @@ def helper_processes(owner_pid: int | None = None) -> list[psutil.Process]:
             ).startswith(prefix)
             if mine and _live(proc):
                 found[proc.pid] = proc
-        except (
-            psutil.NoSuchProcess,
-            psutil.AccessDenied,
-            psutil.ZombieProcess,
-            ProcessLookupError,
-            OSError,
-        ):
+        except (psutil.Error, OSError):  # gone, or not ours to read
             continue
     return list(found.values())
 
@@ -486,7 +480,7 @@ def _owned_processes(record: dict[str, Any]) -> list[psutil.Process]:
     carries the record's token. None for a record without a token (older code)."""
     if not record.get("server_id") or not _same_boot(record):
         return []
-    members = group_processes(int(record["pgid"]))  # identities taken before the proof
+    members = _group_processes(int(record["pgid"]))  # identities taken before the proof
     if _leader_is_servers(record):
         return members
     return [p for p in members if _server_id_of(p.pid) == record["server_id"]]
@@ -536,7 +530,7 @@ def sweep_orphans(directory: Path | None = None, grace: float = 5.0) -> list[str
                 f"{record.get('name', '?')} (port {record.get('port', '?')}, pgid {record['pgid']},"
                 f" owner pid {record['owner_pid']} gone; log {record.get('log', '?')})"
             )
-        elif group_processes(int(record["pgid"])):
+        elif _group_processes(int(record["pgid"])):
             print(f"[sweep] {_left_alone(record)}", file=sys.stderr, flush=True)
         path.unlink(missing_ok=True)
     return stopped
@@ -696,7 +690,7 @@ class VllmServer:
         group id free for reuse), only those carrying this start's token."""
         if self.pgid is None:
             return []
-        members = group_processes(self.pgid)
+        members = _group_processes(self.pgid)
         if self._guard_unreaped():
             return members
         return [p for p in members if _server_id_of(p.pid) == self.server_id]
@@ -778,7 +772,7 @@ def make_server(
     argv = launch_command(
         profile, k=k, port=port, served_model_name=served, gpu=gpu, spec_extra=spec_extra, **engine
     )
-    for line in per_request_flags()[1] if k else []:
+    for line in _per_request_flags()[1] if k else []:
         print(f"make_server {name}: {line}")
     return VllmServer(_entry_point_argv(argv), port, name, served, env=env)
 

@@ -12,91 +12,18 @@ benchmark itself never needs it, so this module builds the same parser with
     python -m chapters.ch04_serving.vllm_bench --base-url URL --model NAME ...
     (every flag of vllm bench serve)
 
-Its result JSON carries the same `spec_decode_*` keys the workbook's helpers compute, from the
-same `/metrics` counters, so the two can be reconciled exactly.
+Notebook 04's cells build that command (`bench_serve_argv`) and run it; its result JSON carries the
+same `spec_decode_*` keys the workbook's helpers compute, from the same `/metrics` counters, so the
+two can be reconciled exactly.
 """
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from collections.abc import Sequence
-from pathlib import Path
-from typing import Any
 
 __all__ = [
-    "write_dataset",
-    "bench_serve_argv",
-    "run_bench_serve",
     "main",
 ]
-
-
-def write_dataset(prompts: Sequence[str], path: Path) -> Path:
-    """Prompts as the JSONL `--dataset-name custom` reads: one {"prompt": ...} per line."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps({"prompt": p}) + "\n" for p in prompts))
-    return path
-
-
-def bench_serve_argv(
-    base_url: str,
-    model: str,
-    tokenizer: str,
-    dataset: Path,
-    num_prompts: int,
-    concurrency: int,
-    output_len: int,
-    result: Path,
-) -> list[str]:
-    """The command line: chat endpoint, the prompts file, forced output length, greedy, saved
-    JSON."""
-    return [
-        sys.executable,
-        "-m",
-        "chapters.ch04_serving.vllm_bench",
-        "--backend",
-        "openai-chat",
-        "--base-url",
-        base_url,
-        "--endpoint",
-        "/v1/chat/completions",
-        "--model",
-        model,
-        "--tokenizer",
-        tokenizer,
-        "--dataset-name",
-        "custom",
-        "--dataset-path",
-        str(dataset),
-        "--custom-output-len",
-        str(output_len),
-        "--num-prompts",
-        str(num_prompts),
-        "--max-concurrency",
-        str(concurrency),
-        "--ignore-eos",
-        "--temperature",
-        "0",
-        "--disable-tqdm",
-        "--save-result",
-        "--result-dir",
-        str(result.parent),
-        "--result-filename",
-        result.name,
-    ]
-
-
-def run_bench_serve(argv: Sequence[str], timeout: float = 600) -> dict[str, Any]:
-    """Run the benchmark subprocess and return its result JSON (raise with its output's tail)."""
-    result = Path(argv[argv.index("--result-dir") + 1]) / argv[argv.index("--result-filename") + 1]
-    result.unlink(missing_ok=True)
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
-    if done.returncode != 0 or not result.is_file():
-        tail = (done.stdout + done.stderr).strip().splitlines()[-5:]
-        raise RuntimeError("vllm bench serve failed: " + " | ".join(tail))
-    return json.loads(result.read_text())
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -1,37 +1,35 @@
 """Notebook 03's own functions, written in its cells because they are the lesson: vLLM CI's check
 of a run against a baseline (`check_row`) and one run read in every engine's acceptance vocabulary
-(`translate`). Each cell is read from the notebook by id and run as it is."""
+(`translate`). Each is read from the notebook's cells and run as written."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import pandas as pd
 import pytest
 
 from chapters.ch03_acceptance import harness
-from helpers.common import counters
 from helpers.common.counters import RequestAcceptance, counters_of
-from tests.support import cell_definitions
+from tests.support import notebook_defs
 
 NOTEBOOK = "03_acceptance_analytics.ipynb"
 
 
-def cell_function(cell_id: str, name: str) -> Callable[..., Any]:
-    """The function `name` that notebook 03's cell with this id defines."""
-    ns = cell_definitions(NOTEBOOK, cell_id, Sequence=Sequence, pd=pd, counters=counters)
-    return ns[name]
+def cell_function(name: str) -> Callable[..., Any]:
+    """The function `name` that notebook 03's cells define."""
+    return notebook_defs(NOTEBOOK, name)[name]
 
 
 def check_row() -> Callable[..., list[str]]:
     """vLLM CI's check, as notebook 03 writes it."""
-    return cell_function("cirule", "check_row")
+    return cell_function("check_row")
 
 
 def translate() -> Callable[..., pd.DataFrame]:
     """One run in every engine's vocabulary, as notebook 03 writes it."""
-    return cell_function("vocab1", "translate")
+    return cell_function("translate")
 
 
 def test_vllm_ci_checks_pass_a_baseline_and_catch_a_drop() -> None:

@@ -1,5 +1,6 @@
-"""chapters.ch04_serving.bench: the spec/plain comparison, the crossing sentence computed from the table,
-and the bounded request counts (the live benchmark runs in notebook 04 under nbval)."""
+"""chapters.ch04_serving.bench: the crossing sentence computed from the table (notebook 04's
+speedup_table cell makes it), and the bounded request counts (the live benchmark runs in notebook 04
+under nbval)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,13 @@ from chapters.ch04_serving.bench import (
     bench_prompts,
     crossing_statement,
     requests_for,
-    speedup_table,
 )
 from helpers.common.prompts import CATEGORIES, load_prompts
+from tests.support import notebook_defs
+
+#: What notebook 04's cells define (speedup_table, reconcile_per_request, counters_frame).
+NB = notebook_defs("04_serving_and_benchmarks.ipynb")
+speedup_table = NB["speedup_table"]
 
 
 def bench_frame(
@@ -66,26 +71,6 @@ def test_bench_prompts_interleave_the_categories() -> None:
     assert prompts[:4] == [per_category[c][0] for c in CATEGORIES]
 
 
-def test_cpu_by_role_splits_engine_and_front_end() -> None:
-    import os
-    import subprocess
-    import sys
-
-    import psutil
-
-    from chapters.ch04_serving.bench import _cpu_by_role
-
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(5)"])
-    try:
-        roles = _cpu_by_role([psutil.Process(child.pid)])
-        assert set(roles) == {"client", "front_end", "engine"}
-        assert roles["client"] > 0 and roles["engine"] == 0.0
-        assert _cpu_by_role([psutil.Process(os.getpid())])["front_end"] > 0
-    finally:
-        child.kill()
-        child.wait()
-
-
 def test_repeats_give_a_median_and_a_range_and_the_sentence_says_when_1_is_inside() -> None:
     frames = []
     for rep, (plain, spec) in enumerate(
@@ -114,15 +99,13 @@ def test_interleaved_runs_alternate_modes_and_repeat_every_level(
 
     calls = []
 
-    def fake_level(url, model, prompts, c, n, max_tokens, limit, mode, procs, ignore_eos=True):
+    def fake_level(url, model, prompts, c, n, max_tokens, limit, mode, ignore_eos=True):
         calls.append((mode, c))
         return bench._LevelRun(mode, c, [], 1.0, 0, SpecCounters(2, 6, 3, (2, 1, 0)))
 
     monkeypatch.setattr(bench, "_run_level", fake_level)
     monkeypatch.setattr(bench, "_warm_up", lambda *a, **k: None)
-    servers = {
-        m: SimpleNamespace(base_url=m, model=m, group_processes=list) for m in ("spec", "plain")
-    }
+    servers = {m: SimpleNamespace(base_url=m, model=m) for m in ("spec", "plain")}
     runs = bench.run_interleaved(servers, ["p"], (1, 4), 8, repeats=2, progress=False)
     assert calls == [
         ("spec", 1),
@@ -135,7 +118,7 @@ def test_interleaved_runs_alternate_modes_and_repeat_every_level(
         ("spec", 4),
     ]
     assert [r.repeat for r in runs] == [0, 0, 0, 0, 1, 1, 1, 1]
-    pooled = bench.counters_frame([r for r in runs if r.mode == "spec"])
+    pooled = NB["counters_frame"]([r for r in runs if r.mode == "spec"])
     assert pooled.spec_decode_num_drafts.tolist() == [4, 4]
     assert pooled.tau_min.tolist() == pooled.tau_max.tolist() == [2.5, 2.5]
     assert pooled.repeats.tolist() == [2, 2]
@@ -156,7 +139,6 @@ def _stream(start: float, latency: float, hist: tuple[int, ...] | None, tokens: 
         latency=latency,
         first_token_at=start + 0.1,
         last_token_at=start + latency,
-        started_at=start,
         finish_reason="stop",
         acceptance=None if hist is None else RequestAcceptance(hist, 3 * sum(hist)),
     )
@@ -170,12 +152,12 @@ def test_records_add_up_to_the_counters_or_say_they_do_not() -> None:
     # a: 4 steps, 8 accepted, per position (3, 3, 2); b: 3 steps, 1 accepted, (1, 0, 0)
     counters = SpecCounters(7, 21, 9, (4, 3, 2))
     run = bench._LevelRun("spec", 2, [a, b], 2.0, 0, counters)
-    row = bench.reconcile_per_request([run]).iloc[0]
+    row = NB["reconcile_per_request"]([run]).iloc[0]
     assert row.equal and row.per_position_equal and row.accepted_requests == 9
     off = bench._LevelRun("spec", 2, [a, b], 2.0, 0, SpecCounters(8, 24, 9, (4, 3, 2)))
-    assert not bench.reconcile_per_request([off]).equal.iloc[0]  # one step the records missed
+    assert not NB["reconcile_per_request"]([off]).equal.iloc[0]  # one step the records missed
     bare = bench._LevelRun("spec", 2, [_stream(0, 1, None), _stream(0, 1, None)], 1.0, 0, counters)
-    row = bench.reconcile_per_request([bare]).iloc[0]
+    row = NB["reconcile_per_request"]([bare]).iloc[0]
     assert row.equal == "not available in this vLLM" and row.with_acceptance == 0
     assert row.drafts_requests != row.drafts_requests  # NaN: nothing to add up
     # both requests asked the same prompt (index -1): one unit, the records added up

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from helpers.common.profiles import load_profile
-from tests.support import needs_shipped
+from tests.support import needs_shipped, notebook_defs
 
 # ------------------------------------------------------------------------------------ notebook 04
 
@@ -36,13 +36,12 @@ def test_04_ex2_short_form_override(tiny) -> None:
 
 
 def test_04_ex3_ttft_and_tpot_columns() -> None:
-    from chapters.ch04_serving.bench import speedup_table
-
     results = pd.DataFrame(
         [{"mode": m, "concurrency": c, "repeat": 0, "output_tok_s": 10.0 * (1 + (m == "spec")),
           "mean_ttft_ms": 50.0, "mean_tpot_ms": 20.0 / (1 + (m == "spec"))}
          for m in ("spec", "plain") for c in (1, 4)]
     )  # fmt: skip
+    speedup_table = notebook_defs("04_serving_and_benchmarks.ipynb")["speedup_table"]
     table = speedup_table(results).reset_index()
     cols = ["spec_ttft_ms", "plain_ttft_ms", "spec_tpot_ms", "plain_tpot_ms"]
     assert table.set_index("concurrency")[cols].notna().all().all()

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from chapters.ch04_serving import guard
-from chapters.ch04_serving.server import _GUARD_FILE, _guarded_argv, group_processes
+from chapters.ch04_serving.server import _GUARD_FILE, _group_processes, _guarded_argv
 
 #: Seconds a group may take to go once its owner is gone: the guard's poll + SIGTERM (a sleeping
 #: stand-in ends at once), with room for a loaded 2-core machine.
@@ -23,8 +23,8 @@ GONE_WITHIN = 10.0
 def wait_gone(pgid: int, within: float = GONE_WITHIN) -> float:
     """Seconds until process group `pgid` has no live process (fails the test after `within`)."""
     t0 = time.monotonic()
-    while group_processes(pgid):
-        assert time.monotonic() - t0 < within, f"group {pgid} still runs: {group_processes(pgid)}"
+    while _group_processes(pgid):
+        assert time.monotonic() - t0 < within, f"group {pgid} still runs: {_group_processes(pgid)}"
         time.sleep(0.1)
     return time.monotonic() - t0
 
@@ -96,7 +96,7 @@ def test_an_owner_killed_takes_the_whole_group_with_it(tmp_path: Path) -> None:
         while not pids.exists() or len(pids.read_text().split()) < 2:
             assert time.monotonic() < deadline
             time.sleep(0.05)
-        assert len(group_processes(pgid)) == 3  # guard, sh, sleep
+        assert len(_group_processes(pgid)) == 3  # guard, sh, sleep
     finally:
         owner.kill()
         owner.wait()

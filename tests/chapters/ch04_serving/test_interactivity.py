@@ -1,4 +1,5 @@
-"""chapters.ch04_serving.interactivity: the equal-user-speed gain, its sentence, and the run's checks."""
+"""Section 7 of notebook 04: the equal-user-speed gain (its cells' own definitions), and
+chapters.ch04_serving.interactivity's sentence and checks."""
 
 from __future__ import annotations
 
@@ -6,6 +7,10 @@ import pandas as pd
 import pytest
 
 from chapters.ch04_serving import interactivity as it
+from tests.support import notebook_defs
+
+#: What notebook 04's cells define (curves, gain_at_equal_speed).
+NB = notebook_defs("04_serving_and_benchmarks.ipynb")
 
 
 def sweep(rows: list[tuple[str, int, float, float]]) -> pd.DataFrame:
@@ -16,7 +21,7 @@ def sweep(rows: list[tuple[str, int, float, float]]) -> pd.DataFrame:
 def test_gain_is_read_at_the_same_user_speed_by_interpolation() -> None:
     # plain: 100 tok/s/user at C=1 (100 total), 50 at C=4 (200 total);
     # spec:  80 tok/s/user at C=4 (320 total), 150 at C=1 (150 total)
-    curve = it.curves(
+    curve = NB["curves"](
         sweep(
             [
                 ("plain", 1, 100, 100),
@@ -26,7 +31,7 @@ def test_gain_is_read_at_the_same_user_speed_by_interpolation() -> None:
             ]
         )
     )
-    gains = it.gain_at_equal_speed(curve).set_index("per_user_tok_s")
+    gains = NB["gain_at_equal_speed"](curve).set_index("per_user_tok_s")
     # at 100 tok/s/user spec lies between 80 (320) and 150 (150): 320 - 20/70 * 170
     assert gains.spec_tok_s[100] == pytest.approx(320 - 20 / 70 * 170)
     assert gains.gain[100] == pytest.approx((320 - 20 / 70 * 170) / 100)
@@ -44,11 +49,12 @@ def test_gain_is_read_at_the_same_user_speed_by_interpolation() -> None:
 
 
 def test_no_shared_speed_is_said() -> None:
-    curve = it.curves(sweep([("plain", 1, 100, 100), ("plain", 4, 200, 50), ("spec", 1, 300, 300)]))
-    gains = it.gain_at_equal_speed(curve)
+    curve = NB["curves"](
+        sweep([("plain", 1, 100, 100), ("plain", 4, 200, 50), ("spec", 1, 300, 300)])
+    )
+    gains = NB["gain_at_equal_speed"](curve)
     assert gains.empty
     assert "share no per-user speed" in it.gain_statement(gains, curve)
-    assert it.plot_interactivity(curve, gains) is not None
 
 
 def level(mode: str, c: int, tok: float, **over: float) -> dict:
@@ -112,8 +118,8 @@ def test_a_coalesced_stream_fails_its_check_and_prints_no_gain() -> None:
     stream = checks[checks.check == "stream"].set_index("where")
     assert not stream.holds["spec C=1"] and stream.holds["plain C=1"]
     assert stream.value["spec C=1"] == pytest.approx(0.001)
-    curve = it.curves(results)
-    sentence = it.gain_statement(it.gain_at_equal_speed(curve), curve)
+    curve = NB["curves"](results)
+    sentence = it.gain_statement(NB["gain_at_equal_speed"](curve), curve)
     printed = it.gated(sentence, checks, it.EQUAL_SPEED_NEEDS, "the gain at equal per-user speed")
     assert "×" not in printed and printed.startswith("This run cannot say the gain at equal")
     assert "stream at spec C=1" in printed

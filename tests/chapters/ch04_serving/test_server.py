@@ -46,6 +46,7 @@ from helpers.common.paths import DATA_DIR, REPO_ROOT
 from helpers.common.profiles import load_profile
 from helpers.engine import compat, lifecycle
 from helpers.engine.lifecycle import IN_PROCESS_ENV
+from tests.support import notebook_defs
 
 DOCUMENTS_COMMAND = (
     "vllm serve Qwen/Qwen3-30B-A3B-Instruct-2507 -tp 1 --speculative-config "
@@ -156,12 +157,12 @@ def test_per_request_flag_where_this_vllm_has_it(monkeypatch: pytest.MonkeyPatch
     tiny = load_profile("tiny")
     flag = "--per-request-spec-decode-metrics"
     monkeypatch.setitem(compat._PROBES, "per_request_spec_decode_metrics", lambda: True)
-    assert srv_mod.per_request_flags() == ([flag, "summary"], [])
+    assert srv_mod._per_request_flags() == ([flag, "summary"], [])
     spec = launch_command(tiny, k=3, gpu=False)
     assert spec[spec.index(flag) + 1] == "summary"
     assert flag not in launch_command(tiny, k=0, gpu=False)  # a plain server has nothing to record
     monkeypatch.setitem(compat._PROBES, "per_request_spec_decode_metrics", lambda: False)
-    flags, lines = srv_mod.per_request_flags()
+    flags, lines = srv_mod._per_request_flags()
     assert flags == [] and lines == [
         "this vLLM has no per_request_spec_decode_metrics: no per-request acceptance, so no intervals"
     ]
@@ -491,15 +492,14 @@ def test_per_request_acceptance_adds_up_to_the_counter_delta(spec_server: VllmSe
         pytest.skip(compat.label("per_request_spec_decode_metrics"))
     from concurrent.futures import ThreadPoolExecutor
 
-    from chapters.ch04_serving.bench import _run_level, bench_prompts, reconcile_per_request
+    from chapters.ch04_serving.bench import _run_level, bench_prompts
     from chapters.ch04_serving.clients import response_acceptance
     from helpers.common.counters import counters_of
     from helpers.common.prompts import as_messages
 
     prompts = bench_prompts(4)
-    url, model, procs = spec_server.base_url, spec_server.model, spec_server.group_processes
-    run = _run_level(url, model, prompts, 4, 4, 32, 120.0, "spec", procs)
-    row = reconcile_per_request([run]).iloc[0]
+    run = _run_level(spec_server.base_url, spec_server.model, prompts, 4, 4, 32, 120.0, "spec")
+    row = notebook_defs("04_serving_and_benchmarks.ipynb")["reconcile_per_request"]([run]).iloc[0]
     assert row.with_acceptance == 4 and row.drafts_counters > 0
     assert row.equal and row.per_position_equal, row
     before = scrape_spec_counters(spec_server.base_url)

@@ -1,21 +1,16 @@
-"""chapters.ch04_serving.vllm_bench: the command parses with vLLM's own parser; the dataset file."""
+"""Notebook 04's `vllm bench serve` command (its cells' own definitions) parses with vLLM's own
+parser, and a failed run of chapters.ch04_serving.vllm_bench says so."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
-from chapters.ch04_serving.vllm_bench import bench_serve_argv, run_bench_serve, write_dataset
+from tests.support import notebook_defs
 
-
-def test_dataset_is_the_custom_jsonl(tmp_path: Path) -> None:
-    path = write_dataset(["a", 'b "quoted"'], tmp_path / "p.jsonl")
-    assert [json.loads(line) for line in path.read_text().splitlines()] == [
-        {"prompt": "a"},
-        {"prompt": 'b "quoted"'},
-    ]
+NB = notebook_defs("04_serving_and_benchmarks.ipynb")
+bench_serve_argv, run_bench_serve = NB["bench_serve_argv"], NB["run_bench_serve"]
 
 
 def test_argv_parses_with_vllm_bench_serves_parser(tmp_path: Path) -> None:

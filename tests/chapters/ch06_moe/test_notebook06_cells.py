@@ -1,22 +1,20 @@
 """Notebook 06's own functions, written in its cells because they are the lesson: the bytes-only
 c(k, B), the fixed + bytes step model fitted to the lab, the utility controller and the replay of
 static k, the schedule and the controller, and the predicted speed-up with PR #49163's choice of
-k. Each cell's definitions are read from the notebook by id and run as written."""
+k. Each is read from the notebook's cells and run as written."""
 
 from __future__ import annotations
 
 import functools
-import itertools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from chapters.ch06_moe import answer, lab, moe, schedule
+from chapters.ch06_moe import answer, lab, schedule
 from helpers.analytics import speedup
-from helpers.common import tables
 from helpers.common.tables import COLUMNS
 from tests.chapters.ch06_moe.test_answer import _costs, _taus
 from tests.chapters.ch06_moe.test_schedule import (
@@ -26,35 +24,20 @@ from tests.chapters.ch06_moe.test_schedule import (
     iid_trace,
     taus,
 )
-from tests.support import cell_definitions, shape_named
+from tests.support import notebook_defs, shape_named
 
 NOTEBOOK = "06_does_eagle3_pay_on_moe.ipynb"
-IMPORTS = {
-    "Callable": Callable,
-    "Mapping": Mapping,
-    "Sequence": Sequence,
-    "answer": answer,
-    "itertools": itertools,
-    "moe": moe,
-    "np": np,
-    "pd": pd,
-    "schedule": schedule,
-    "tables": tables,
-    "step_bytes": moe.step_bytes,  # cell c14's twin (tests/test_notebook_twins.py)
-}
 
 
-def cells(*cell_ids: str) -> dict[str, Any]:
-    """The definitions of these notebook 06 cells, in order, in one namespace."""
-    ns = dict(IMPORTS)
-    for cell_id in cell_ids:
-        ns = cell_definitions(NOTEBOOK, cell_id, **ns)
-    return ns
+@functools.cache
+def defs() -> dict[str, Any]:
+    """What notebook 06's cells define (functions, classes, literal constants), run as written."""
+    return notebook_defs(NOTEBOOK)
 
 
 def fitted_model(record: dict) -> Callable[[int, int, float], float]:
     """Section 4's fitted step model on a record's as-loaded cells, as (k, C, GB) -> ms."""
-    ns = cells("fit1")
+    ns = defs()
     table = lab.cells(record)
     coef = ns["fit_step_model"](table[table.routing == lab.AS_LOADED])
     return functools.partial(ns["step_ms"], coef)
@@ -65,7 +48,7 @@ def fitted_model(record: dict) -> Callable[[int, int, float], float]:
 
 @pytest.mark.parametrize("name", ["qwen3-30b-a3b", "qwen3-235b-a22b"])
 def test_cost_grows_with_k_and_with_independence(name: str) -> None:
-    relative_cost = cells("c14b")["relative_cost"]
+    relative_cost = defs()["relative_cost"]
     shape = shape_named(name)
     assert 1 < relative_cost(shape, 1, 1, 0.0) < relative_cost(shape, 3, 1, 0.0)
     assert relative_cost(shape, 3, 1, 1.0) < relative_cost(shape, 3, 1, 0.0)
@@ -87,7 +70,7 @@ def synthetic(coef: dict[str, float]) -> pd.DataFrame:
 
 
 def test_fit_recovers_the_costs_it_was_built_from() -> None:
-    ns = cells("fit1")
+    ns = defs()
     coef = {"fixed_ms": 2.5, "per_draft_ms": 0.2, "ms_per_gb": 1 / 3.0, "per_token_ms": 0.01}
     fit = ns["fit_step_model"](synthetic(coef))
     for name, value in coef.items():
@@ -97,7 +80,7 @@ def test_fit_recovers_the_costs_it_was_built_from() -> None:
 
 
 def test_fit_keeps_every_cost_non_negative() -> None:
-    ns = cells("fit1")
+    ns = defs()
     coef = {"fixed_ms": 2.0, "per_draft_ms": 0.0, "ms_per_gb": 0.25, "per_token_ms": 0.0}
     table = synthetic(coef)
     table["step_ms"] *= np.where(table[COLUMNS.k] > 0, 0.9, 1.0)  # drafts cheaper than free
@@ -108,7 +91,7 @@ def test_fit_keeps_every_cost_non_negative() -> None:
 
 
 def test_fit_on_the_shipped_record_reports_every_cell() -> None:
-    ns = cells("fit1")
+    ns = defs()
     table = lab.cells(lab.load_lab())
     out = ns["residuals"](ns["fit_step_model"](table), table)
     assert len(out) == len(speedup.trusted_rows(lab.load_lab()))
@@ -116,7 +99,7 @@ def test_fit_on_the_shipped_record_reports_every_cell() -> None:
 
 
 def test_a_fit_bounded_by_the_peak_never_credits_more_bandwidth() -> None:
-    ns = cells("fit1")
+    ns = defs()
     table = lab.cells(lab.load_lab())
     fit = ns["fit_step_model"](table[table.routing == lab.AS_LOADED], peak_tb_s=1.0)
     assert fit["ms_per_gb"] >= 1.0 - 1e-12
@@ -126,7 +109,7 @@ def test_a_fit_bounded_by_the_peak_never_credits_more_bandwidth() -> None:
 
 
 def test_static_and_schedule_replays_are_tau_over_c() -> None:
-    replay_table = cells("util1", "util2")["replay_table"]
+    replay_table = defs()["replay_table"]
     trace = [0, 1, 5, 2, 3, 0]
     table = replay_table({"t": [trace]}, {1: {3: 1.5}}, {"t": [(1, 1, 3)]}).iloc[0]
     assert table["k=3"] == pytest.approx(schedule.trace_tau(trace, 3) / 1.5)
@@ -136,7 +119,7 @@ def test_static_and_schedule_replays_are_tau_over_c() -> None:
 
 
 def test_utility_controller_stops_speculating_when_it_does_not_pay() -> None:
-    replay_utility = cells("util1", "util2")["replay_utility"]
+    replay_utility = defs()["replay_utility"]
     never = [[0] * 200 for _ in range(4)]
     speed, share = replay_utility(never, COSTS[1], probe_every=16)
     assert share < 0.15 and speed > 0.9  # probes cost a little, as Cascade caps slowdown
@@ -146,14 +129,14 @@ def test_utility_controller_stops_speculating_when_it_does_not_pay() -> None:
 
 
 def test_utility_controller_learns_alpha_from_what_it_drafted() -> None:
-    ctl = cells("util1")["UtilityController"](COSTS[4])
+    ctl = defs()["UtilityController"](COSTS[4])
     for seed in range(400):
         ctl.observe(5, min(iid_trace(0.7, 1, seed=seed)[0], 5))
     assert ctl.expected_tokens(3) == pytest.approx(expected_tokens_per_step(3, 0.7), abs=0.15)
 
 
 def test_replay_table_has_every_rule_per_trace_and_batch() -> None:
-    replay_table = cells("util1", "util2")["replay_table"]
+    replay_table = defs()["replay_table"]
     traces = {"alpha 0.4": [iid_trace(ALPHA, 300, seed=s) for s in range(4)]}
     best = {b: schedule.best_k(taus(), c)[0] for b, c in COSTS.items()}
     table = replay_table(traces, COSTS, {"alpha 0.4": schedule.schedule_ranges(best)})
@@ -168,12 +151,12 @@ def test_replay_table_has_every_rule_per_trace_and_batch() -> None:
 
 def predict(costs: pd.DataFrame, published: pd.DataFrame) -> pd.DataFrame:
     """Section 7's prediction, as notebook 06 writes it."""
-    return cells("pred1")["predict"](costs, published)
+    return defs()["predict"](costs, published)
 
 
 def best_by_concurrency(prediction: pd.DataFrame, **kwargs: Any) -> dict[int, int]:
     """Section 7's choice of k per concurrency (vLLM PR #49163), as notebook 06 writes it."""
-    return cells("pred1")["best_by_concurrency"](prediction, **kwargs)
+    return defs()["best_by_concurrency"](prediction, **kwargs)
 
 
 def test_the_prediction_bands_tau_over_c() -> None:
