@@ -86,9 +86,9 @@ def test_06_ex3_a_smaller_draft_vocabulary_lowers_c() -> None:
 
 def test_06_ex4_probing_less_often() -> None:
     from chapters.ch06_moe import schedule
-    from tests.chapters.ch06_moe.test_notebook06_cells import cells
+    from tests.chapters.ch06_moe.test_notebook06_cells import defs
 
-    replay_table = cells("util1", "util2")["replay_table"]  # section 6's, as its cell writes it
+    replay_table = defs()["replay_table"]  # section 6's, as its cell writes it
     costs = _lab_costs()
     traces = {"weak": schedule.iid_traces(0.15, 4, 64, 5, seed=1)}
     ranges = {"weak": [(1, max(costs), 0)]}
