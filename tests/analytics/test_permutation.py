@@ -4,6 +4,7 @@ never 0."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from helpers.analytics.permutation import permutation_test
 
@@ -33,3 +34,9 @@ def test_a_different_distribution_is_rejected() -> None:
     a = rng.choice(3, 400, p=[0.5, 0.3, 0.2]).tolist()
     b = rng.choice(3, 400, p=[0.35, 0.35, 0.3]).tolist()
     assert permutation_test(a, b, permutations=500)[1] < 0.05
+
+
+def test_tvd_of_known_distributions() -> None:
+    assert permutation_test("aabb", "aabb", permutations=9)[0] == 0.0
+    assert permutation_test("aaaa", "bbbb", permutations=9)[0] == 1.0
+    assert permutation_test("aab", "abb", permutations=9)[0] == pytest.approx(1 / 3)

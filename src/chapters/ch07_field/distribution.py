@@ -19,7 +19,6 @@ takes the engine's counter delta over the sampling and `exercised` requires both
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -34,12 +33,6 @@ __all__ = [
     "lossless_test",
     "draw_samples",
 ]
-
-
-def _tvd(a: Sequence[Hashable], b: Sequence[Hashable]) -> float:
-    """Total variation distance between the empirical distributions of two samples."""
-    ca, cb = Counter(a), Counter(b)
-    return 0.5 * sum(abs(ca[x] / len(a) - cb[x] / len(b)) for x in set(ca) | set(cb))
 
 
 @dataclass(frozen=True)

@@ -1,25 +1,17 @@
-"""chapters.ch07_field.distribution: TVD and the permutation test keep their level and have power."""
+"""chapters.ch07_field.distribution: the permutation test keeps its level and has power."""
 
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 from chapters.ch07_field.distribution import (
     _permutation_test,
     _tokens_at,
-    _tvd,
     lossless_test,
     position_tests,
     rejects_any,
 )
 from helpers.common.counters import SpecCounters
-
-
-def test_tvd_of_known_distributions() -> None:
-    assert _tvd("aabb", "aabb") == 0.0
-    assert _tvd("aaaa", "bbbb") == 1.0
-    assert _tvd("aab", "abb") == pytest.approx(1 / 3)
 
 
 def test_same_distribution_is_not_rejected_and_a_different_one_is() -> None:
