@@ -66,8 +66,13 @@ prefetch: venv ## download PROFILE's models into the HF cache and validate them,
 run: venv preflight ## execute all notebooks headless -> build/*.ipynb, build/*.html, build/run-summary.json
 	$(VPY) -m kit.runner $(NOTEBOOKS)
 
-test: venv preflight lint ## lint, then pytest tests/ plus every notebook via nbval
-	$(VPY) -m pytest tests --nbval-lax --nbval-current-env notebooks
+# The light tests share TEST_JOBS workers (pytest-xdist, one test file per worker); the engine tests
+# and the notebooks start vLLM, which uses every core itself, so they run one at a time after them.
+TEST_JOBS ?= 2
+test: venv preflight lint ## lint, the light tests (TEST_JOBS workers), the engine tests, every notebook via nbval
+	$(VPY) -m pytest tests -m "not vllm" -n $(TEST_JOBS) --dist loadfile
+	$(VPY) -m pytest tests -m vllm
+	$(VPY) -m pytest --nbval-lax --nbval-current-env notebooks
 
 # Your files in exercises/ (or EXERCISES=folder), graded by the checks that hold the reference
 # solutions: one line per exercise, ok or a one-line hint. EXERCISES=reference grades the library's own.
