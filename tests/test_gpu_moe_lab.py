@@ -168,7 +168,7 @@ def test_the_cpu_smoke_run_exercises_every_path(tmp_path: Path) -> None:
     assert lab.main([*argv, "--routing", "as-loaded,rho:0.5,zipf:1.0"]) == 0
     record = json.loads(out.read_text())
     assert record["format"] == lab.FORMAT and "stopped" not in record
-    assert set(record["engine_start_s"]) == {"plain", "k=3"}
+    assert set(record["engine_start_s"]) == {"plain", "k=3"}, record.get("errors")
     layers = read_config(lab.parse_args(["--cpu"]).verifier)["num_hidden_layers"]
     every = layers * record["settings"]["prompt_tokens"]  # every position of the prompt, per layer
     assert record["routing_check"] == {"positions": every, "agree": every}
