@@ -207,14 +207,17 @@ def install(python: Path, device: str, root: Path, verbose: bool) -> None:
     quiet_flags = [] if verbose else ["-q"]
     run([*pip, "install", *quiet_flags, "--upgrade", "pip"], "upgrading pip", quiet=not verbose)
     req = requirements_file(device, root)
+    # --no-compile: no bytecode for the ~25k Python files of the venv up front; Python writes it
+    # for the modules that are imported, the first time they are (measured in docs/measurements.md)
+    install_flags = [*quiet_flags, "--progress-bar", "off", "--no-compile"]
     run(
-        [*pip, "install", *quiet_flags, "--progress-bar", "off", "-r", str(req), "-e", str(root)],
+        [*pip, "install", *install_flags, "-r", str(req), "-e", str(root)],
         f"installing {req.relative_to(root)} + the workbook (-e .); a few minutes the first time",
         quiet=not verbose,
     )
     no_deps = root / "requirements" / "no-deps.txt"
     run(
-        [*pip, "install", *quiet_flags, "--progress-bar", "off", "--no-deps", "-r", str(no_deps)],
+        [*pip, "install", *install_flags, "--no-deps", "-r", str(no_deps)],
         f"installing {no_deps.relative_to(root)} with --no-deps (speculators and what it imports)",
         quiet=not verbose,
     )
@@ -242,16 +245,28 @@ def remove_broken_extensions(python: Path) -> list[str]:
     return broken
 
 
-def verify_imports(python: Path) -> None:
-    """Fail with one clear line unless every REQUIRED_IMPORTS statement works in the venv."""
-    for statement in REQUIRED_IMPORTS:
-        ok, reason = try_import(python, statement)
-        if not ok:
-            raise SetupError(
-                f"`{statement}` fails in {python}: {reason}\n"
-                f"[setup] fix the cause, or start over with `rm -rf .venv && make venv`"
-            )
+#: Runs each statement given on its command line, printing it once it worked (one process: torch
+#: is imported once, not once per statement).
+_IMPORT_CHECK = "import sys\nfor s in sys.argv[1:]:\n    exec(s)\n    print(s, flush=True)\n"
+
+
+def verify_imports(python: Path, statements: Sequence[str] = REQUIRED_IMPORTS) -> None:
+    """Fail with one clear line unless every statement (REQUIRED_IMPORTS) works in the venv."""
+    done = subprocess.run(
+        [str(python), "-c", _IMPORT_CHECK, *statements],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+    )
+    passed = [line for line in done.stdout.splitlines() if line in statements]
+    for statement in passed:
         log(f"ok: {statement}")
+    if done.returncode != 0 or len(passed) < len(statements):
+        statement = statements[min(len(passed), len(statements) - 1)]
+        raise SetupError(
+            f"`{statement}` fails in {python}: {import_failure_reason(done.stderr)}\n"
+            f"[setup] fix the cause, or start over with `rm -rf .venv && make venv`"
+        )
 
 
 def build_qwen_tokenizer(python: Path) -> bool:

@@ -270,3 +270,17 @@ def test_main_rejects_bad_device_in_one_line(monkeypatch: pytest.MonkeyPatch, ca
     assert se.main([]) == 1
     err = capsys.readouterr().err.strip()
     assert err.startswith("[setup] error:") and "\n" not in err
+
+
+def test_the_import_check_logs_each_statement_that_works(capsys) -> None:
+    se.verify_imports(Path(sys.executable), ("import json", "import os"))
+    out = capsys.readouterr().out
+    assert "ok: import json" in out and "ok: import os" in out
+
+
+def test_the_import_check_names_the_first_statement_that_fails(capsys) -> None:
+    statements = ("import json", "import no_such_module_here", "import os")
+    with pytest.raises(se.SetupError, match=r"`import no_such_module_here` fails in .*No module"):
+        se.verify_imports(Path(sys.executable), statements)
+    out = capsys.readouterr().out
+    assert "ok: import json" in out and "ok: import os" not in out
