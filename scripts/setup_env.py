@@ -207,8 +207,8 @@ def install(python: Path, device: str, root: Path, verbose: bool) -> None:
     quiet_flags = [] if verbose else ["-q"]
     run([*pip, "install", *quiet_flags, "--upgrade", "pip"], "upgrading pip", quiet=not verbose)
     req = requirements_file(device, root)
-    # --no-compile: no bytecode for the ~25k Python files of the venv up front; Python writes it
-    # for the modules that are imported, the first time they are (measured in docs/measurements.md)
+    # --no-compile: pip compiles the ~25k Python files one at a time; main's compile_bytecode does
+    # it on every core (and must: where PYTHONDONTWRITEBYTECODE is set, no import ever writes it)
     install_flags = [*quiet_flags, "--progress-bar", "off", "--no-compile"]
     run(
         [*pip, "install", *install_flags, "-r", str(req), "-e", str(root)],
@@ -220,6 +220,18 @@ def install(python: Path, device: str, root: Path, verbose: bool) -> None:
         [*pip, "install", *install_flags, "--no-deps", "-r", str(no_deps)],
         f"installing {no_deps.relative_to(root)} with --no-deps (speculators and what it imports)",
         quiet=not verbose,
+    )
+
+
+def compile_bytecode(python: Path, folder: Path) -> None:
+    """Compile the Python files under `folder` to bytecode on every core (`compileall -j 0`). Never
+    fails setup: a file that does not compile (a template, a Python 2 leftover) stays uncompiled."""
+    log(f"compiling {folder} to bytecode on every core")
+    subprocess.run(
+        [str(python), "-m", "compileall", "-q", "-j", "0", str(folder)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL,
     )
 
 
@@ -332,6 +344,7 @@ def main(argv: Sequence[str] = ()) -> int:
         stamp_path.unlink(missing_ok=True)
         install(python, device, REPO_ROOT, verbose)
         remove_broken_extensions(python)
+        compile_bytecode(python, VENV_DIR / "lib")
         verify_imports(python)
         stamp_path.write_text(expected + "\n")
         build_qwen_tokenizer(python)

@@ -284,3 +284,11 @@ def test_the_import_check_names_the_first_statement_that_fails(capsys) -> None:
         se.verify_imports(Path(sys.executable), statements)
     out = capsys.readouterr().out
     assert "ok: import json" in out and "ok: import os" not in out
+
+
+def test_bytecode_is_written_and_a_file_that_does_not_compile_is_left(tmp_path: Path) -> None:
+    (tmp_path / "good.py").write_text("x = 1\n")
+    (tmp_path / "bad.py").write_text("print 'python 2'\n")
+    se.compile_bytecode(Path(sys.executable), tmp_path)
+    compiled = sorted(p.name.split(".")[0] for p in (tmp_path / "__pycache__").glob("*.pyc"))
+    assert compiled == ["good"]
