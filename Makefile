@@ -17,7 +17,7 @@ LAB_FLAGS := $(if $(filter 0,$(shell id -u)),--allow-root)
 UNAME_S := $(shell uname -s 2>/dev/null)
 UNAME_M := $(shell uname -m 2>/dev/null)
 WORKBOOK_ALLOW_PLATFORM ?=
-PLATFORM_GOALS := venv preflight prefetch run test lint lab browser-test tiny-models bench check-exercises
+PLATFORM_GOALS := venv preflight prefetch run test test-notebooks test-tests lint lab browser-test tiny-models bench check-exercises
 ifneq ($(UNAME_S)-$(UNAME_M),Linux-x86_64)
 ifeq ($(WORKBOOK_ALLOW_PLATFORM),)
 ifneq ($(filter $(PLATFORM_GOALS),$(MAKECMDGOALS)),)
@@ -35,7 +35,7 @@ export TRANSFORMERS_OFFLINE := 1
 endif
 
 .DEFAULT_GOAL := help
-.PHONY: help doctor venv preflight prefetch lint run test check-exercises lab browser-test tiny-models bench clean FORCE
+.PHONY: help doctor venv preflight prefetch lint run test test-notebooks test-tests check-exercises lab browser-test tiny-models bench clean FORCE
 
 help: ## list the targets
 	@echo "make <target> [PROFILE=tiny|qwen3-30b-a3b-shape|qwen3-30b-a3b]   (PROFILE=$(PROFILE))"
@@ -66,13 +66,24 @@ prefetch: venv ## download PROFILE's models into the HF cache and validate them,
 run: venv preflight ## execute all notebooks headless -> build/*.ipynb, build/*.html, build/run-summary.json
 	$(VPY) -m kit.runner $(NOTEBOOKS)
 
-# The light tests share TEST_JOBS workers (pytest-xdist, one test file per worker); the engine tests
-# and the notebooks start vLLM, which uses every core itself, so they run one at a time after them.
+# Two lanes at once (docs/commands.md has the measurements): the notebooks under nbval, one after
+# another | the tests that start vLLM, one at a time, then the light ones on TEST_JOBS workers
+# (pytest-xdist, one test file per worker). Each lane's process gets one OpenMP thread, and vLLM
+# does not pin its engines (its automatic binding puts every engine on the first core): two
+# lanes of spinning OpenMP threads on two cores stalled each other. make prints each command's
+# output whole, when the command ends.
 TEST_JOBS ?= 2
-test: venv preflight lint ## lint, the light tests (TEST_JOBS workers), the engine tests, every notebook via nbval
-	$(VPY) -m pytest tests -m "not vllm" -n $(TEST_JOBS) --dist loadfile
-	$(VPY) -m pytest tests -m vllm
+LANE_ENV := OMP_NUM_THREADS=1 VLLM_CPU_OMP_THREADS_BIND=nobind
+test: venv preflight lint ## lint, then two lanes at once: the notebooks via nbval | the engine tests, the light tests
+	@echo "make test: two lanes at once, the notebooks | the tests; each command's output is printed when it ends"
+	@$(LANE_ENV) $(MAKE) --no-print-directory -j 2 --output-sync=line test-notebooks test-tests
+
+test-notebooks: venv ## make test's first lane: every notebook via nbval, one after another
 	$(VPY) -m pytest --nbval-lax --nbval-current-env notebooks
+
+test-tests: venv ## make test's second lane: the engine tests one at a time, then the light tests
+	$(VPY) -m pytest tests -m vllm
+	$(VPY) -m pytest tests -m "not vllm" -n $(TEST_JOBS) --dist loadfile
 
 # Your files in exercises/ (or EXERCISES=folder), graded by the checks that hold the reference
 # solutions: one line per exercise, ok or a one-line hint. EXERCISES=reference grades the library's own.

@@ -1,0 +1,51 @@
+"""`make test` runs everything it ran one step at a time before, now in two lanes at once: every
+notebook under nbval, and every test (the `vllm` selection and its complement), each lane's
+processes with one OpenMP thread and vLLM's engines left unpinned (docs/commands.md says why)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+
+from helpers.common.paths import REPO_ROOT
+
+pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="needs GNU make")
+
+
+def dry_run(*goals: str) -> list[str]:
+    """The commands `make -n GOALS` would run (recursive makes print theirs too)."""
+    done = subprocess.run(
+        ["make", "-n", *goals], cwd=REPO_ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.splitlines()
+
+
+def test_the_two_lanes_run_at_once_with_one_thread_each() -> None:
+    lines = dry_run("test")
+    lanes = [line for line in lines if "test-notebooks test-tests" in line]
+    assert len(lanes) == 1, lines
+    assert "-j 2" in lanes[0] and "OMP_NUM_THREADS=1" in lanes[0], lanes
+    assert "VLLM_CPU_OMP_THREADS_BIND=nobind" in lanes[0], lanes
+    assert lines.index(lanes[0]) > max(i for i, line in enumerate(lines) if "ruff" in line)
+
+
+def test_every_notebook_and_every_test_is_run() -> None:
+    lines = dry_run("test")
+    pytest_runs = [line.split(" -m pytest ", 1)[1] for line in lines if " -m pytest " in line]
+    assert any(run.startswith("--nbval-lax") and run.endswith(" notebooks") for run in pytest_runs)
+    selections = {run for run in pytest_runs if run.startswith("tests ")}
+    assert any(run.startswith("tests -m vllm") for run in selections), selections
+    assert any(run.startswith('tests -m "not vllm"') for run in selections), selections
+    assert len(pytest_runs) == 3, pytest_runs
+
+
+def test_each_lane_runs_alone_too() -> None:
+    assert any("--nbval-lax" in line for line in dry_run("test-notebooks"))
+    tests = [line for line in dry_run("test-tests") if " -m pytest " in line]
+    assert [line.split(" -m pytest ", 1)[1].split(" -n ")[0] for line in tests] == [
+        "tests -m vllm",
+        'tests -m "not vllm"',
+    ]
