@@ -4,14 +4,9 @@ processes with one OpenMP thread and vLLM's engines left unpinned (docs/commands
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 
-import pytest
-
 from helpers.common.paths import REPO_ROOT
-
-pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="needs GNU make")
 
 
 def dry_run(*goals: str) -> list[str]:
