@@ -196,7 +196,7 @@ def test_readme_rows_have_one_row_per_recorded_k() -> None:
 
 def test_routing_rows_list_every_design() -> None:
     text = moe_lab._routing_rows(routing_record())
-    assert f"| {lab.AS_LOADED} | 0.00 |" in text and "| rho 0.5 | 0.50 |" in text
+    assert f"| {lab.AS_LOADED} | 0.60 |" in text and "| rho 0.5 | 0.70 |" in text
     assert "no routing designs" in moe_lab._routing_rows(
         shipped()
     ) or "| rho" in moe_lab._routing_rows(shipped())

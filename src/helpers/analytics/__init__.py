@@ -1,6 +1,6 @@
 """Analytics two or more notebooks share: the sweeps over k, temperature and task with intervals
 over requests (`sweeps`, `intervals`), published real-pair τ next to the toy's (`calibration`), the
-speed-up model with the recorded H200 and published measurements (`speedup`), figures, and the
+speed-up model with the recorded GPU lab and published measurements (`speedup`), figures, and the
 explorers' widget plumbing with the speed-up model's explorer (`explorers`), and the permutation
 test of two samples (`permutation`: notebook 07's losslessness test, the grader's check of notebook
 03's rejection-sampling exercise). Each notebook's own

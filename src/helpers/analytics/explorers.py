@@ -113,8 +113,10 @@ def _speedup_state(
     c: float,
     lab: pd.DataFrame | None = None,
     published: pd.DataFrame | None = None,
+    where: str = "recorded",
 ) -> ExplorerState:
-    """Speed-up τ / c and break-even τ = c, beside the recorded c(k, batch) and published runs."""
+    """Speed-up τ / c and break-even τ = c, beside the recorded c(k, batch) (`where` names the
+    record, e.g. "recorded on an H200") and published runs."""
     tau = min(max(tau, 1.0), k + 1.0)
     values: dict[str, Any] = {
         "tau": tau,
@@ -140,9 +142,9 @@ def _speedup_state(
                 [t / rc for t in taus],
                 "--",
                 color=PALETTE["plain"],
-                label=f"recorded H200 c = {rc:.2f} (k={k}, C={batch})",
+                label=f"{where}: c = {rc:.2f} (k={k}, C={batch})",
             )
-            recorded = f"; recorded H200 c(k={k}, C={batch}) {rc:.2f} → {tau / rc:.2f}×"
+            recorded = f"; {where}: c(k={k}, C={batch}) {rc:.2f} → {tau / rc:.2f}×"
     if published is not None and len(published):
         pts = published[published.batch == batch]
         if len(pts):
@@ -179,14 +181,19 @@ def speedup_explorer(
     k: int = 3,
     batch: int = 1,
     c: float = 1.8,
+    where: str = "recorded",
 ) -> Explorer:
-    """Sliders for τ, k, batch and the step-cost ratio c over the speed-up model."""
+    """Sliders for τ, k, batch (the record's concurrencies) and the step-cost ratio c over the
+    speed-up model; `where` names the record the dashed line comes from."""
     import ipywidgets as w
 
+    batches = (
+        sorted(int(b) for b in lab.concurrency.unique()) if lab is not None else [1, 4, 16, 64]
+    )
     controls = {
         "tau": w.FloatSlider(value=tau, min=1.0, max=k + 1.0, step=0.05, description="τ"),
         "k": w.IntSlider(value=k, min=1, max=7, description="k"),
-        "batch": w.SelectionSlider(options=[1, 4, 16, 64], value=batch, description="batch"),
+        "batch": w.SelectionSlider(options=batches, value=batch, description="batch"),
         "c": w.FloatSlider(value=c, min=0.8, max=4.0, step=0.05, description="c(k, batch)"),
     }
 
@@ -197,6 +204,6 @@ def speedup_explorer(
     return Explorer(
         "Speed-up model: does speculation pay?",
         controls,
-        lambda **v: _speedup_state(**v, lab=lab, published=published),
+        lambda **v: _speedup_state(**v, lab=lab, published=published, where=where),
         clamp_tau,
     )

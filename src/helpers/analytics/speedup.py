@@ -1,11 +1,12 @@
 """When does speculation pay? A speculative step emits τ tokens and costs c(k) plain steps, so
-the speed-up is τ / c(k): the recorded H200 MoE lab's c and published real-pair runs (notebooks 01
+the speed-up is τ / c(k): the recorded GPU MoE lab's c and published real-pair runs (notebooks 01
 and 06).
 
-The H200 costs of the real Qwen3-30B-A3B shape are *recorded* measurements from another
-machine, never results of this run: the MoE lab (`LAB_FILE`, scripts/gpu_moe_lab.py: distinct
-prompts, concurrency 1-64). Notebook 06's chapter reads the rest of what it records
-(`chapters.ch06_moe.lab`).
+The GPU costs of the real Qwen3-30B-A3B shape are *recorded* measurements from another machine,
+never results of this run: the MoE lab (`LAB_FILE`, scripts/gpu_moe_lab.py: distinct prompts,
+concurrency 1-64, the pinned vLLM). `lab_rows` reads one graph mode and model runner of it at a time
+(the main grid's by default: what the lab ran as a deployment runs) and refuses a record whose
+cells cannot be trusted; notebook 06's chapter reads the rest (`chapters.ch06_moe.lab`).
 """
 
 from __future__ import annotations
@@ -24,20 +25,28 @@ from helpers.common.tables import COLUMNS
 __all__ = [
     "published_points",
     "LAB_FILE",
-    "trusted_rows",
+    "lab_mode",
+    "lab_rows",
     "lab_step_costs",
     "AS_LOADED",
     "peak_tb_s",
 ]
 
-#: The MoE lab's recorded H200 run (scripts/gpu_moe_lab.py), with its provenance.
-LAB_FILE: Path = DATA_DIR / "measurements" / "h200-moe-lab.json"
+#: The MoE lab's recorded GPU run (scripts/gpu_moe_lab.py), with its provenance.
+LAB_FILE: Path = DATA_DIR / "measurements" / "gpu-moe-lab.json"
 #: The routing label of the lab's rows measured on the weights as loaded (random), and of old
 #: records (kit.moe_lab names its designs beside it).
 AS_LOADED = "random weights (as loaded)"
-#: Peak HBM bandwidth by GPU (TB/s), from the vendor's datasheet: NVIDIA H200 (HBM3e),
-#: https://www.nvidia.com/en-us/data-center/h200/ ("4.8TB/s" memory bandwidth).
-_PEAK_HBM_TB_S: Mapping[str, float] = {"H200": 4.8}
+#: The cells of C requests decoding together (prefill excluded): the lab's grid. Format 4 adds
+#: served-mix and one-prompt cells beside them; older records hold lockstep cells only.
+_LOCKSTEP = "lockstep"
+#: The first record format whose every cell read back the routing it labels (format 2 measured
+#: some designs' routing under as-loaded labels and is not read).
+_FIRST_TRUSTED_FORMAT = 3
+#: Peak HBM bandwidth by GPU (TB/s), from the vendor's datasheets, read 2026-12-06: NVIDIA H200
+#: (HBM3e), https://www.nvidia.com/en-us/data-center/h200/ ("4.8TB/s"); H100 SXM (HBM3),
+#: https://www.nvidia.com/en-us/data-center/h100/ ("3.35TB/s"; the NVL card: 3.9TB/s).
+_PEAK_HBM_TB_S: Mapping[str, float] = {"H200": 4.8, "H100 NVL": 3.9, "H100": 3.35}
 
 
 def peak_tb_s(gpu: str) -> float | None:
@@ -48,39 +57,54 @@ def peak_tb_s(gpu: str) -> float | None:
     return None
 
 
-def trusted_rows(record: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The lab's rows whose routing is known to be their label's.
+def lab_mode(record: Mapping[str, Any]) -> tuple[str, str | None]:
+    """The main grid's graph mode and model runner: what `lab_rows` reads unless told otherwise
+    (the runner is None for a record that did not read it back, format 3)."""
+    labels = record.get("engine_labels", {})
+    return record["settings"]["graphs"], labels.get("plain", {}).get("runner")
 
-    From format 3 on the lab writes a cell only after the worker read back the routing it labels
-    (`routing_read_back`), so a row without that match is dropped. Format 2 never restored the
-    weights as loaded after a design: its as-loaded cells after an engine's first routing block
-    measured the last design's routing (the τ grid's tail at k = 3 and 5 carries the Zipf design's
-    read-back signature). Of those records only the first block's as-loaded cells are kept: per
-    engine, the first two τ it measured (the lab's `blocks` put them before any design).
-    """
-    rows = list(record["rows"])
-    if record.get("format", 0) >= 3:
-        return [r for r in rows if r.get("routing_read_back", r.get("routing")) == r.get("routing")]
-    first: dict[int, list[Any]] = {}
-    for r in rows:
-        if r.get("routing", AS_LOADED) == AS_LOADED:
-            taus = first.setdefault(r["k"], [])
-            if r["tau_target"] not in taus and len(taus) < 2:
-                taus.append(r["tau_target"])
-    return [
-        r
-        for r in rows
-        if r.get("routing", AS_LOADED) != AS_LOADED or r["tau_target"] in first[r["k"]]
-    ]
+
+def lab_rows(
+    record: Mapping[str, Any],
+    graphs: str | None = None,
+    runner: str | None = None,
+    cell: str = _LOCKSTEP,
+) -> pd.DataFrame:
+    """The record's cells of one graph mode, one model runner and one kind (default: the main
+    grid's, `lab_mode`, lockstep), k as COLUMNS.k. Raises ValueError for a record older than
+    format 3, or for a cell whose read-back routing is not its label's."""
+    version = record.get("format", 0)
+    if version < _FIRST_TRUSTED_FORMAT:
+        raise ValueError(
+            f"a format {version} MoE-lab record: its cells did not read their routing back; "
+            f"measure again with scripts/gpu_moe_lab.py (format {_FIRST_TRUSTED_FORMAT} or later)"
+        )
+    main_graphs, main_runner = lab_mode(record)
+    graphs, runner = graphs or main_graphs, runner or main_runner
+    df = pd.DataFrame(record["rows"]).rename(columns={"k": COLUMNS.k})
+    for name, default in (("cell", _LOCKSTEP), ("runner", main_runner), ("graphs", main_graphs)):
+        if name not in df:
+            df[name] = default
+        df[name] = df[name].fillna(default) if default is not None else df[name]
+    wrong = df[df.get("routing_read_back", df.routing) != df.routing]
+    if len(wrong):
+        r = wrong.iloc[0]
+        raise ValueError(
+            f"{len(wrong)} cell(s) read back another routing than their label (k={r[COLUMNS.k]}, "
+            f"C={r.concurrency}: {r.routing!r} read back {r.routing_read_back!r}): not read"
+        )
+    keep = (df.graphs == graphs) & (df.cell == cell)
+    if runner is not None:
+        keep &= df.runner == runner
+    return df[keep].reset_index(drop=True)
 
 
 def lab_step_costs(record: Mapping[str, Any]) -> pd.DataFrame:
-    """The MoE lab's speculative rows with their speed-up and measured c(k, C) over plain decoding
-    at the same concurrency (the median of plain's cells there), for the routing as loaded, over
-    `trusted_rows` only (`chapters.ch06_moe.lab.routing_table` reads the designs)."""
-    rows = pd.DataFrame(trusted_rows(record)).rename(columns={"k": COLUMNS.k})
-    if "routing" in rows:
-        rows = rows[rows.routing == AS_LOADED]
+    """The main grid's speculative cells on the weights as loaded, with their speed-up and
+    measured c(k, C) over plain decoding at the same concurrency (the median of every plain cell
+    there, both as-loaded blocks pooled); `chapters.ch06_moe.lab` reads the designs and checks."""
+    rows = lab_rows(record)
+    rows = rows[rows.routing == AS_LOADED]
     plain = rows[rows[COLUMNS.k] == 0].groupby("concurrency")[["tok_s", "steps_per_s"]].median()
     lab = rows[rows[COLUMNS.k] > 0].copy()
     lab["speedup"] = lab.tok_s / lab.concurrency.map(plain.tok_s)
@@ -92,21 +116,17 @@ _PUBLISHED_FILE: Path = DATA_DIR / "published" / "qwen3-30b-a3b-eagle3.json"
 
 
 def published_points(path: Path = _PUBLISHED_FILE) -> pd.DataFrame:
-    """Published Qwen3-30B-A3B + EAGLE-3 runs (recorded, another framework and GPU): one row per
-    run with its batch, acceptance length, and speed-up over the same source's plain run."""
-    record = json.loads(Path(path).read_text())
-    rows = []
-    for run in record["spec"]:
-        plain = record["plain_tok_s"][run["source"]].get(str(run["batch"]))
-        if plain is None:
-            continue
-        rows.append(
-            {
-                **run,
-                "plain_tok_s": plain,
-                "speedup_vs_plain": run["tok_s"] / plain,
-                "date": record["sources"][run["source"]]["date"],
-                "role": record["sources"][run["source"]].get("role", ""),
-            }
-        )
+    """Published Qwen3-30B-A3B + EAGLE-3 runs (recorded; other engines and GPUs): one row per run
+    with its conditions, τ as `acceptance_length` and the speed-up over the same source's plain
+    run at the same batch (runs without a stated batch or a plain rate are left out)."""
+    record = json.loads(Path(path).read_text(encoding="utf-8"))
+    rows = [
+        {
+            **run,
+            "acceptance_length": run["tau"],
+            "speedup_vs_plain": run["spec_tok_s"] / run["plain_tok_s"],
+        }
+        for run in record["runs"]
+        if run["batch"] is not None and run["plain_tok_s"] and run["spec_tok_s"]
+    ]
     return pd.DataFrame(rows)

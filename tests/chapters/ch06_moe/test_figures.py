@@ -31,13 +31,12 @@ def test_expert_union_figure_has_both_panels() -> None:
 
 
 def test_the_answer_figure_has_the_band_and_the_map() -> None:
-    from chapters.ch06_moe import lab
-    from tests.chapters.ch06_moe.test_notebook06_cells import fitted_model
+    from chapters.ch06_moe import answer, lab
 
-    record = lab.load_lab()
-    answer = lab.answer_table(record, fitted_model(record), 0.4)
-    fig = ap.plot_answer(answer, 3, "test")
+    bands = answer.c_bands(lab.load_lab())
+    fig = ap.plot_answer(bands, 3, "test")
     left, right = fig.axes[0], fig.axes[1]
-    assert len(left.lines) == answer.num_speculative_tokens.nunique()
-    assert len(left.collections) == answer.num_speculative_tokens.nunique()  # one band per k
+    assert len(left.lines) == bands.num_speculative_tokens.nunique()
+    assert len(left.collections) == bands.num_speculative_tokens.nunique()  # one band per k
     assert right.get_title().startswith("k = 3")
+    assert bands.band_source.iloc[0] in left.get_title()

@@ -1,20 +1,18 @@
-"""chapters.ch06_moe.lab: the MoE lab's record read, old format and new, the bandwidth each plain
-step reached, and the band a step model (notebook 06's fit) puts on c."""
+"""chapters.ch06_moe.lab: the MoE lab's record read in one graph mode and runner at a time, the
+replicates pooled by median, the bandwidth each plain step reached, the routing designs, the graph
+and runner checks, the served-mix and one-prompt cells."""
 
 from __future__ import annotations
 
 import copy
-import json
-from pathlib import Path
+from collections.abc import Callable
 
 import pandas as pd
 import pytest
 
 from chapters.ch06_moe import lab, moe
 from helpers.analytics import speedup
-from helpers.common.paths import REPO_ROOT
 from helpers.common.tables import COLUMNS
-from tests.chapters.ch06_moe.test_notebook06_cells import fitted_model
 
 
 def shipped() -> dict:
@@ -24,6 +22,7 @@ def shipped() -> dict:
 def test_the_shipped_lab_keeps_its_provenance() -> None:
     # Provenance travels with the numbers: where, what stack, which command, which caveats.
     assert {"gpu", "vllm", "machine", "command", "workbook", "caveats"} <= set(shipped())
+    assert shipped()["vllm"] == "0.31.0" and shipped()["format"] >= 3
 
 
 def test_load_lab_wants_provenance(tmp_path) -> None:
@@ -33,14 +32,29 @@ def test_load_lab_wants_provenance(tmp_path) -> None:
         lab.load_lab(bare)
 
 
-def test_cells_of_a_record_without_routing_use_the_independent_union() -> None:
+def _numbers_only(table: pd.DataFrame, columns: list[str]) -> None:
+    """Every cell of those columns is one number (not a Series, not a list)."""
+    for column in columns:
+        for value in table[column]:
+            assert isinstance(value, (int, float)), (column, type(value), value)
+
+
+def test_the_shipped_record_is_read_in_one_graph_mode_and_runner() -> None:
+    record = shipped()
+    graphs, runner = speedup.lab_mode(record)
+    df = lab.cells(record)
+    assert set(df.graphs) == {graphs} and set(df.cell) == {speedup._LOCKSTEP}
+    assert df.runner.nunique(dropna=False) == 1
+    assert len(df) < len(record["rows"]) or not {r.get("graphs") for r in record["rows"]} - {graphs}
+    _numbers_only(lab.c_table(record), ["c", "c_low", "c_high"])
+    _numbers_only(lab.routing_table(record, 3), ["plain_step_ms", "spec_step_ms", "measured_c"])
+    _numbers_only(lab.design_costs(record), ["c", "spec_step_ms", "step_ms_plain"])
+
+
+def test_cells_carry_the_bytes_and_bandwidth_of_their_union() -> None:
     record = shipped()
     df = lab.cells(record)
-    assert len(df) == len(speedup.trusted_rows(record))
-    if "routing" not in record["rows"][0]:
-        assert (df.union_source == "independent (expected)").all()
-        plain = df[df[COLUMNS.k] == 0].set_index("concurrency")
-        assert plain.union[4] == pytest.approx(moe.independent_union(128, 8, 4))
+    assert (df.union_source == "read back").any()
     assert (df.achieved_tb_s == df.gb_per_step / df.step_ms).all()
     shape, context = lab.lab_shape(record), lab.lab_context(record)
     row = df.iloc[-1]
@@ -52,103 +66,103 @@ def test_cells_of_a_record_without_routing_use_the_independent_union() -> None:
 def test_plain_steps_stay_below_the_gpus_peak() -> None:
     table = lab.plain_bandwidth(shipped())
     assert list(table.concurrency) == sorted(table.concurrency)
+    assert table.concurrency.is_unique, "the blocks are pooled: one row per concurrency"
     assert (table.share_of_peak > 0).all() and (table.share_of_peak < 1).all(), table
 
 
+def _row(k: int, routing: str, ms: float, **extra) -> dict:
+    """One cell of a record in miniature (C = 1)."""
+    return {"k": k, "tau_target": None if k == 0 else 2.5, "concurrency": 1, "routing": routing,
+            "routing_read_back": routing, "tok_s": 1e3 / ms, "steps_per_s": 1e3 / ms,
+            "step_ms": ms, "tau": 1.0 if k == 0 else 2.5} | extra  # fmt: skip
+
+
 def routing_record() -> dict:
-    """A format-2 record in miniature: two designs, plain and k = 3."""
+    """A record in miniature: two designs, plain twice as loaded (an engine's two blocks) and once
+    designed, k = 3 under each."""
     record = copy.deepcopy(shipped())
-    rows = []
-    for design, union_1, union_4, ms in (
-        (lab.AS_LOADED, 8.0, 29.0, 4.0),
-        ("rho 0.5", 8.0, 18.0, 4.0),
-    ):
-        rows.append(
-            {
-                "k": 0,
-                "tau_target": None,
-                "concurrency": 1,
-                "routing": design,
-                "tok_s": 1e3 / ms,
-                "steps_per_s": 1e3 / ms,
-                "step_ms": ms,
-                "tau": 1.0,
-                "batch_union_1": union_1,
-                "rho_4": 0.5 if design != lab.AS_LOADED else 0.0,
-                "effective_experts": 120.0,
-            }
-        )
-        spec_ms = ms * union_4 / 16
-        rows.append({"k": 3, "tau_target": 2.5, "concurrency": 1, "routing": design,
-                     "tok_s": 2.5e3 / spec_ms, "steps_per_s": 1e3 / spec_ms, "step_ms": spec_ms,
-                     "tau": 2.5, "batch_union_4": union_4})  # fmt: skip
+    rows = [
+        _row(0, lab.AS_LOADED, 4.0, batch_union_1=8.0, rho_4=0.6, effective_experts=20.0),
+        _row(0, "rho 0.5", 4.0, batch_union_1=8.0, rho_4=0.7, effective_experts=18.0),
+        _row(0, lab.AS_LOADED, 4.2, batch_union_1=8.0, rho_4=0.6, effective_experts=20.0),
+        _row(3, lab.AS_LOADED, 4.1 * 29 / 16, batch_union_4=29.0),
+        _row(3, "rho 0.5", 4.0 * 18 / 16, batch_union_4=18.0),
+    ]
     record["rows"] = rows
     return record
 
 
-def test_routing_table_sets_designs_side_by_side() -> None:
+def test_routing_table_pools_plains_blocks_into_one_number() -> None:
     table = lab.routing_table(routing_record(), 3)
     assert list(table.routing) == [lab.AS_LOADED, "rho 0.5"]
+    assert table.plain_step_ms.tolist() == pytest.approx([4.1, 4.0])  # the median of 4.0 and 4.2
     assert table.measured_c.tolist() == pytest.approx([29 / 16, 18 / 16])
-    assert (table.spec_union < 29.5).all() and table.rho_4.iloc[1] == 0.5
-    cells = lab.cells(routing_record())
-    assert (cells.union_source == "read back").all()
+    assert table.rho_4.tolist() == pytest.approx([0.6, 0.7])
+    assert (lab.cells(routing_record()).union_source == "read back").all()
 
 
-def test_answer_table_bands_the_measured_c() -> None:
-    record = shipped()
-    answer = lab.answer_table(record, fitted_model(record), 0.4)
-    assert (answer.c_low <= answer.c).all() and (answer.c <= answer.c_high).all()
-    measured = (
-        speedup.lab_step_costs(record).groupby([COLUMNS.k, "concurrency"]).measured_c.median()
+def test_a_record_older_than_format_3_or_a_mislabelled_cell_is_refused() -> None:
+    with pytest.raises(ValueError, match="format 2"):
+        lab.cells({**routing_record(), "format": 2})
+    wrong = routing_record()
+    wrong["rows"][-1]["routing_read_back"] = "zipf 1"
+    with pytest.raises(ValueError, match="read back another routing"):
+        lab.c_table(wrong)
+
+
+def format4(record: dict | None = None) -> dict:
+    """A format-4 record built from a record's main grid: the graph check (breakable, 10 % slower),
+    the runner check (V1 at k = 0 and 3, 20 % slower), one-prompt and served-mix cells."""
+    record = copy.deepcopy(record or shipped())
+    graphs = record["settings"]["graphs"]
+    grid = [r | {"runner": "V2", "cell": "lockstep", "graphs": graphs} for r in record["rows"]
+            if r.get("graphs", graphs) == graphs]  # fmt: skip
+    loaded = [r for r in grid if r["routing"] == lab.AS_LOADED]
+    other = "breakable" if graphs == "compiled" else "compiled"
+    checks = [r | {"graphs": other, "step_ms": r["step_ms"] * 1.1} for r in loaded]
+    checks += [
+        r | {"runner": "V1", "step_ms": r["step_ms"] * 1.2} for r in loaded if r["k"] in (0, 3)
+    ]
+    extras = []
+    for k in (0, 3):
+        first = next(r for r in loaded if r["k"] == k and r["concurrency"] == 16)
+        extras.append(first | {"cell": "one prompt", "step_ms": first["step_ms"] * 0.5})
+        tau = 1.0 if k == 0 else 2.5
+        extras.append(_row(k, lab.AS_LOADED, 1.0) | {"cell": "served mix", "concurrency": 64,
+                      "graphs": graphs, "runner": "V2", "requests": 192, "tau": tau,
+                      "tok_s": 1000.0 * (1.8 if k else 1.0), "tpot_ms_median": 20.0 / (1.8 if k else 1.0)})  # fmt: skip
+    record["rows"] = grid + checks + extras
+    record["engine_labels"] = {"plain": {"runner": "V2"}}
+    record["format"] = 4
+    return record
+
+
+def test_the_graph_and_runner_checks_are_ratios_to_the_main_grid() -> None:
+    record = format4()
+    graph = lab.graph_check(record)
+    assert graph.ratio.to_numpy() == pytest.approx(1.1)
+    main_c = lab.c_table(record).set_index([COLUMNS.k, "concurrency"]).c
+    for r in graph[graph[COLUMNS.k] > 0].itertuples():
+        assert r[-1] == pytest.approx(r[-2], rel=0.02)  # the same 10 % on both: c unmoved
+        assert main_c[(getattr(r, COLUMNS.k), r.concurrency)] == pytest.approx(r[-2], rel=0.02)
+    runner = lab.runner_check(record)
+    assert set(runner[COLUMNS.k]) == {0, 3} and runner.ratio.to_numpy() == pytest.approx(1.2)
+    k3 = runner[runner[COLUMNS.k] == 3]
+    assert k3.c_v1.to_numpy() == pytest.approx((k3.c_main * 1.2).to_numpy(), rel=0.02)
+    assert lab.cells(record).runner.unique().tolist() == ["V2"], "the checks stay out of the grid"
+
+
+def test_served_mix_and_one_prompt_cells_stand_beside_the_grid() -> None:
+    record = format4()
+    mix = lab.served_mix(record).iloc[0]
+    assert mix.speedup == pytest.approx(1.8) and mix.c_served == pytest.approx(2.5 / 1.8)
+    assert mix.c_lockstep == pytest.approx(
+        lab.c_table(record).set_index([COLUMNS.k, "concurrency"]).c[(3, 64)]
     )
-    assert answer.set_index([COLUMNS.k, "concurrency"]).c.tolist() == pytest.approx(
-        measured.tolist()
-    )
-
-
-def test_without_designs_the_band_is_the_step_models_move_to_rho() -> None:
-    record = {**shipped(), "rows": [r for r in shipped()["rows"] if r.get("routing", lab.AS_LOADED)
-                                    == lab.AS_LOADED]}  # fmt: skip
-    bytes_only = lab.answer_table(record, lambda k, conc, gb: gb, 0.4)
-    assert (bytes_only.band_source == "fitted model, rho 0 to 0.40").all()
-    # correlated routing reads fewer experts: c can only fall, so the band lies below c
-    assert (bytes_only.c_low < bytes_only.c).all() and (bytes_only.c_high == bytes_only.c).all()
-
-
-def test_answer_table_bands_with_measured_designs() -> None:
-    record = routing_record()
-    answer = lab.answer_table(record, fitted_model(record), 0.4)
-    row = answer.iloc[0]
-    assert row.band_source == "routing designs, measured"
-    assert (row.c_low, row.c_high) == pytest.approx((18 / 16, 29 / 16))
-
-
-def _old_rows() -> list[dict]:
-    """A format-2 engine: as loaded at τ 2.5 and 2.0, a design, then as loaded at 3.0 (after it)."""
-    row = {"k": 3, "concurrency": 1, "tok_s": 1.0, "steps_per_s": 1.0, "step_ms": 1.0}
-    order = [(lab.AS_LOADED, 2.5), (lab.AS_LOADED, 2.0), ("zipf 1", 2.5), (lab.AS_LOADED, 3.0)]
-    plain = {**row, "k": 0, "tau_target": None, "routing": lab.AS_LOADED}
-    return [plain] + [row | {"routing": r, "tau_target": t} for r, t in order]
-
-
-def test_an_old_record_keeps_as_loaded_cells_of_the_first_block_only() -> None:
-    kept = speedup.trusted_rows({"format": 2, "rows": _old_rows()})
-    assert [(r["routing"], r["tau_target"]) for r in kept[1:]] == [
-        (lab.AS_LOADED, 2.5), (lab.AS_LOADED, 2.0), ("zipf 1", 2.5)
-    ]  # fmt: skip
-    # the shipped record: its k = 3 tail after the designs carries the Zipf design's signature
-    rows = speedup.trusted_rows(shipped())
-    assert {r["tau_target"] for r in rows if r["k"] == 3 and r["routing"] == lab.AS_LOADED} == {
-        2.5, 2.0
-    }  # fmt: skip
-
-
-def test_a_new_record_keeps_the_cells_that_read_back_their_label() -> None:
-    rows = [r | {"routing_read_back": r["routing"]} for r in _old_rows()]
-    rows[-1]["routing_read_back"] = "zipf 1"
-    kept = speedup.trusted_rows({"format": 3, "rows": rows})
-    assert len(kept) == len(rows) - 1 and kept[-1]["routing"] == "zipf 1"
+    one = lab.one_prompt(record)
+    assert set(one[COLUMNS.k]) == {0, 3}
+    assert (one.copies_step_ms < one.distinct_step_ms).all()
+    assert lab.served_mix(shipped() | {"rows": record["rows"][:3]}).empty
 
 
 def test_c_table_is_the_median_of_the_cells_and_their_range() -> None:
@@ -175,46 +189,27 @@ def test_union_effect_separates_only_beyond_the_replicates() -> None:
     effect = lab.union_effect(shipped(), 3).set_index("concurrency")
     spread = effect.step_ms_high - effect.step_ms_low
     assert (effect.separate == (spread > effect.replicate_spread_ms)).all()
-    only_loaded = [r for r in _old_rows() if r["routing"] == lab.AS_LOADED]
+    only_loaded = [r for r in routing_record()["rows"] if r["routing"] == lab.AS_LOADED]
     assert lab.union_effect({**shipped(), "rows": only_loaded}, 3).empty
 
 
-SHARED_SOURCE = REPO_ROOT.parent / "shared" / "measurements" / "h200-vllm-step-costs.json"
+def _effect(spread: float) -> pd.DataFrame:
+    """One concurrency of union_effect: designs 6.0-7.0 ms, replicates spread `spread` ms."""
+    return pd.DataFrame([{"concurrency": 1, "step_ms_low": 6.0, "step_ms_high": 7.0,
+                          "union_low": 10.0, "union_high": 29.0, "replicate_spread_ms": spread,
+                          "separate": 1.0 > spread}])  # fmt: skip
 
 
-def test_h200_record_loads_with_provenance() -> None:
-    record = lab.load_h200()
-    assert record["what"].startswith("Decode step rates") and "H200" in record["what"]
-    assert "vllm" in record["how"]
-    assert lab.recorded_on(record) == "2026-11-30"
-    if SHARED_SOURCE.is_file():  # the copy in data/ holds the source's numbers, regrouped
-        assert rates_of(json.loads(SHARED_SOURCE.read_text())) == rates_of(record)
+def test_the_union_lines_follow_the_replicates() -> None:
+    assert lab.union_lines(_effect(0.1), 3)[0].endswith("the union moved the step")
+    assert lab.union_lines(_effect(2.0), 3)[0].endswith("within the replicates: not seen here")
+    assert "cannot say" in lab.union_lines(pd.DataFrame(), 3)[0]
 
 
-def rates_of(record: dict) -> dict:
-    """Every recorded (run, batch) -> steps/s, wherever the record keeps it."""
-    out = {}
-    for block in (record[lab._H200_SHAPE], record.get(lab._ONE_PROMPT, {})):
-        for run, by_batch in block.get("steps_per_s", {}).items():
-            out |= {(run, b): v for b, v in by_batch.items()}
-    return out
-
-
-def test_the_one_prompt_batch_is_only_the_contrast() -> None:
-    record = lab.load_h200()
-    assert all(set(r) == {"bs1"} for r in record[lab._H200_SHAPE]["steps_per_s"].values())
-    assert "ONE" in record[lab._ONE_PROMPT]["caveat"] and "one_prompt_batch" in record["caveat"]
-    df = lab.one_prompt_batch(record)
-    assert set(df.batch_size) == {1, 8, 32}
-    plain = df[df.num_speculative_tokens == 0].set_index("batch_size").steps_per_s
-    assert plain[1] == record[lab._H200_SHAPE]["steps_per_s"]["plain"]["bs1"]
-    assert (df[df.num_speculative_tokens == 0].relative_step_cost == 1).all()
-    k3 = df[df.num_speculative_tokens == 3].set_index("batch_size")
-    assert k3.relative_step_cost[8] == pytest.approx(plain[8] / k3.steps_per_s[8])
-
-
-def test_h200_without_provenance_is_refused(tmp_path: Path) -> None:
-    bare = tmp_path / "bare.json"
-    bare.write_text(json.dumps({lab._H200_SHAPE: {}}))
-    with pytest.raises(ValueError, match="provenance"):
-        lab.load_h200(bare)
+def test_placement_names_the_neighbouring_designs() -> None:
+    read = pd.Series({"zipf 1": 0.33, "rho 0.25": 0.51, "rho 0.5": 0.71})
+    said: Callable[[float], str] = lambda rho: lab.placement(read, rho)  # noqa: E731
+    assert "between zipf 1 (read back 0.33) and rho 0.25 (0.51)" in said(0.48)
+    assert "between rho 0.25 (read back 0.51) and rho 0.5 (0.71)" in said(0.6)
+    assert said(0.1).startswith("rho 0.10 is below every design's (lowest: zipf 1")
+    assert said(0.9).startswith("rho 0.90 is above every design's (highest: rho 0.5")
