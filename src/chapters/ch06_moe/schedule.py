@@ -8,17 +8,30 @@ the last range's k (vLLM's `build_dynamic_sd_schedule_lookup`, which `dense_look
 
 A trace is the drafts accepted at each verify step of requests drafted with k_max tokens; a chain
 of k < k_max drafts is the first k of that chain, so `trace_tau` replays τ at k from it.
+
+Which runner honours a schedule is a fact of the vLLM version (`helpers.engine.compat.QUIRKS`):
+`forwards_by_batch` counts what the drafter computed (its forward passes per verifier pass), not
+what the scheduler asked for, and `model_runner` picks the runner an engine starts on.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
 import random
-from collections.abc import Mapping, Sequence
+import traceback
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any
+
+import pandas as pd
 
 from helpers.common import vllm_names
 from helpers.common.counters import Meter, SpecCounters
+from helpers.common.paths import DATA_DIR
 from helpers.common.prompts import as_messages
+from helpers.engine import vllm_source
 
 __all__ = [
     "best_k",
@@ -26,9 +39,17 @@ __all__ = [
     "dense_lookup",
     "acceptance_traces",
     "iid_traces",
-    "drafts_by_batch",
+    "forwards_by_batch",
+    "model_runner",
+    "start_failure",
+    "recorded_runners",
     "trace_tau",
 ]
+
+#: The schedule check of a GPU run, recorded (notebook 06 shows it where no GPU runs).
+_RECORDED_FILE: Path = DATA_DIR / "measurements" / "gpu-schedule-check.json"
+#: vLLM's switch between its two GPU model runners ("0": V1, "1": V2; unset: vLLM's choice).
+_RUNNER_ENV = "VLLM_USE_V2_MODEL_RUNNER"
 
 
 def best_k(
@@ -123,16 +144,68 @@ def iid_traces(alpha: float, requests: int, steps: int, k: int, seed: int = 0) -
     return traces
 
 
-def drafts_by_batch(llm: Any, prompts: Sequence[str], params: Any) -> dict[int, float]:
-    """Draft tokens per verify step an engine proposed with the first prompt alone and with all
-    of them at once (0 when it did not speculate): how a running engine read its schedule."""
+def forwards_by_batch(llm: Any, prompts: Sequence[str], params: Any) -> dict[int, dict[str, float]]:
+    """With the first prompt alone and then all at once: the drafter's forward passes per verifier
+    pass (what it computed: one pass per draft token) and the draft tokens the scheduler asked for
+    per verify step (vLLM's counters). The engine needs `vllm_source.WORKER_PROBE`."""
     out = {}
     for batch in (prompts[:1], prompts):
+        vllm_source.engine_forwards(llm, True)
         with Meter(llm) as meter:
             llm.chat([as_messages(p) for p in batch], params, use_tqdm=False)
+        counts = vllm_source.engine_forwards(llm, False)
         d = meter.delta
-        out[len(batch)] = d.num_draft_tokens / d.num_drafts if d.num_drafts else 0.0
+        out[len(batch)] = {
+            "drafter_per_step": counts["drafter"] / counts["verifier"]
+            if counts["verifier"]
+            else 0.0,
+            "scheduled_per_step": d.num_draft_tokens / d.num_drafts if d.num_drafts else 0.0,
+        }
     return out
+
+
+@contextlib.contextmanager
+def model_runner(runner: str | None) -> Iterator[None]:
+    """Engines started inside run on vLLM's V1 runner ("V1"), Model Runner V2 ("V2") or vLLM's
+    choice (None): VLLM_USE_V2_MODEL_RUNNER, with vLLM's cache of its environment cleared so the
+    engine reads it; the variable is restored afterwards."""
+    before = os.environ.get(_RUNNER_ENV)
+    if runner is None:
+        os.environ.pop(_RUNNER_ENV, None)
+    else:
+        os.environ[_RUNNER_ENV] = {"V1": "0", "V2": "1"}[runner]
+    from vllm import envs
+
+    envs.disable_envs_cache()
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(_RUNNER_ENV, None)
+        else:
+            os.environ[_RUNNER_ENV] = before
+        envs.disable_envs_cache()
+
+
+def start_failure(err: BaseException) -> str:
+    """Why an engine did not start, in one line: the exception and the innermost frame of vLLM's
+    it came from (an assert without a message says nothing else)."""
+    frames = [f for f in traceback.extract_tb(err.__traceback__) if "vllm" in f.filename]
+    where = ""
+    if frames:
+        path = frames[-1].filename.replace(os.sep, "/")
+        where = f" at {path.split('/vllm/', 1)[-1]}:{frames[-1].name}"
+    message = str(err).strip().splitlines()
+    return f"{type(err).__name__}{where}" + (f": {message[-1][:160]}" if message else "")
+
+
+def recorded_runners(path: Path = _RECORDED_FILE) -> pd.DataFrame:
+    """The schedule check as a GPU run recorded it (rows as notebook 06's table), with the run's
+    conditions in `.attrs["how"]` and the GPU and date in `.attrs["gpu"]`, `.attrs["date"]`."""
+    record = json.loads(path.read_text(encoding="utf-8"))
+    table = pd.DataFrame(record["rows"])
+    table.attrs.update(how=record["how"], gpu=record["gpu"], date=record["date"])
+    return table
 
 
 def _tokens_at(accepted: int, k: int) -> int:

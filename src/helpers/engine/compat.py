@@ -31,6 +31,7 @@ __all__ = [
     "QUIRKS",
     "supports",
     "label",
+    "label_quirk",
 ]
 
 #: The vLLM a learner installs (requirements/*.txt pin it; tests/engine/test_compat.py checks that).
@@ -166,6 +167,37 @@ QUIRKS: Mapping[str, _Quirk] = {
         instead="the workbook's plugin makes the merge carry the record in every vLLM process "
         "(`helpers.engine.vllm_stream_records`)",
     ),
+    "mrv2_schedule_capture": _Quirk(
+        "on Model Runner V2 (vLLM's default runner on CUDA, `VllmConfig.use_v2_model_runner` in "
+        "vllm/config/vllm.py) a `num_speculative_tokens_per_batch_size` schedule fails at CUDA-"
+        "graph capture: `CudaGraphManager._init_candidates` "
+        "(vllm/v1/worker/gpu/cudagraph_utils.py) sizes the drafter's graphs as "
+        "decode_query_len - num_speculative_tokens + k with "
+        "decode_query_len = 1, so k below the maximum gives a negative query length and "
+        "`InputBatch.make_dummy`'s `0 < num_reqs <= num_tokens` assert fails (vLLM #48494)",
+        seen_in=("vLLM 0.31.0 on an H100 (2026-12-06)", "vLLM 0.31.0 on an H200 (2026-12-02)"),
+        instead="the workbook's answer is a static num_speculative_tokens; a schedule is shown "
+        "only on the V1 runner (VLLM_USE_V2_MODEL_RUNNER=0), priced in its PIECEWISE graphs",
+    ),
+    "mrv2_schedule_ignored": _Quirk(
+        "on Model Runner V2 without CUDA graphs the drafter ignores a schedule: "
+        "`AutoRegressiveSpeculator.propose()` (Model Runner V2's autoregressive speculator, "
+        "under vllm/v1/worker/gpu/) drafts num_speculative_tokens every step, and only the V1 runner "
+        "(vllm/v1/worker/gpu_model_runner.py) reads the scheduler's num_spec_tokens_to_schedule; "
+        "a scheduled k = 1 under a maximum of 5 costs five drafter passes (vLLM #51510)",
+        seen_in=("vLLM 0.31.0 on an H100 (2026-12-06)",),
+        instead="notebook 06 counts drafter forward passes, not scheduled drafts, and prices a "
+        "schedule only on the V1 runner",
+    ),
+    "v1_schedule_piecewise": _Quirk(
+        "on the V1 runner (VLLM_USE_V2_MODEL_RUNNER=0, called deprecated in "
+        "`_get_v1_model_runner_unsupported_features`) a schedule is honoured but full CUDA graphs "
+        "are downgraded to PIECEWISE (`_maybe_override_dynamic_sd_cudagraph_mode`, "
+        "vllm/config/vllm.py)",
+        seen_in=("vLLM 0.31.0 (read in its source; run on an H100, 2026-12-06)",),
+        instead="the MoE lab measures V1 in PIECEWISE graphs and notebook 06 prices a schedule's "
+        "steps at that cost",
+    ),
     "flashinfer": _Quirk(
         "the GPU engine would not start without flashinfer (No module named 'flashinfer')",
         seen_in=("vLLM 0.26.0 on an H200",),
@@ -251,6 +283,12 @@ def label(name: str) -> str:
     """One line: the feature, the versions read with and without it, and what is lost without it."""
     f = FEATURES[name]
     return f"{name}: in {', '.join(f.has)}; not in {', '.join(f.lacks)}; without it: {f.lost}"
+
+
+def label_quirk(name: str) -> str:
+    """One line: what a vLLM does, where it was seen, and what the workbook does instead."""
+    q = QUIRKS[name]
+    return f"{q.what} (seen in {', '.join(q.seen_in)}): {q.instead}"
 
 
 def dropped_args(kwargs: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:

@@ -141,3 +141,73 @@ def test_monotonic_pieces() -> None:
 def test_alpha_out_of_range_rejected() -> None:
     with pytest.raises(ValueError):
         expected_tokens_per_step(3, 1.2)
+
+
+class _FakeEngine:
+    """An engine whose worker counts passes: `drafts` drafter passes per verifier pass, and
+    counters of `scheduled` draft tokens per verify step."""
+
+    def __init__(self, drafts: float, scheduled: int) -> None:
+        self.drafts, self.scheduled, self.steps, self.counting = drafts, scheduled, 0, False
+
+    def collective_rpc(self, method: str, args: tuple = ()) -> list:
+        assert method == "workbook_count_forwards"
+        if args[0]:
+            self.steps, self.counting = 0, True
+            return [{"verifier": 0, "drafter": 0}]
+        self.counting = False
+        return [{"verifier": self.steps, "drafter": round(self.steps * self.drafts)}]
+
+    def chat(self, messages, params, use_tqdm=False) -> list:
+        self.steps += 10 * len(messages)
+        return []
+
+
+def test_forwards_by_batch_counts_what_the_drafter_computed(monkeypatch) -> None:
+    from helpers.common import counters
+
+    engine = _FakeEngine(drafts=5, scheduled=1)
+    reads = iter(
+        [counters.SpecCounters(), counters.SpecCounters(num_drafts=10, num_draft_tokens=10)] * 2
+    )
+    monkeypatch.setattr(counters, "snapshot", lambda llm: next(reads))
+    seen = schedule.forwards_by_batch(engine, ["a", "b", "c"], params=None)
+    assert set(seen) == {1, 3}
+    assert seen[1] == {"drafter_per_step": 5.0, "scheduled_per_step": 1.0}
+
+
+def test_the_runner_switch_is_set_inside_and_restored_after(monkeypatch) -> None:
+    import os
+
+    monkeypatch.delenv("VLLM_USE_V2_MODEL_RUNNER", raising=False)
+    with schedule.model_runner("V1"):
+        assert os.environ["VLLM_USE_V2_MODEL_RUNNER"] == "0"
+    assert "VLLM_USE_V2_MODEL_RUNNER" not in os.environ
+    monkeypatch.setenv("VLLM_USE_V2_MODEL_RUNNER", "1")
+    with schedule.model_runner(None):
+        assert "VLLM_USE_V2_MODEL_RUNNER" not in os.environ
+    assert os.environ["VLLM_USE_V2_MODEL_RUNNER"] == "1"
+
+
+def test_a_failed_start_is_named_by_where_vllm_raised_it() -> None:
+    from vllm.v1.worker.gpu import input_batch
+
+    # a function whose frame names input_batch.py, as the assert of vLLM #48494 does
+    code = compile("def make_dummy():\n    raise AssertionError\n", input_batch.__file__, "exec")
+    ns: dict = {}
+    exec(code, ns)
+    try:
+        ns["make_dummy"]()
+    except AssertionError as err:
+        said = schedule.start_failure(err)
+    assert said == "AssertionError at v1/worker/gpu/input_batch.py:make_dummy"
+    assert schedule.start_failure(ValueError("a\nlast line")) == "ValueError: last line"
+
+
+def test_the_recorded_gpu_check_shows_both_mrv2_behaviours() -> None:
+    recorded = schedule.recorded_runners()
+    assert recorded.attrs["gpu"].startswith("NVIDIA") and recorded.attrs["date"]
+    by = recorded.set_index("runner")
+    assert by.drafter_per_step["V2, eager"] == by.k_max["V2, eager"] > by.schedule_k["V2, eager"]
+    assert by.drafter_per_step["V1"] == by.schedule_k["V1"]
+    assert not by.started["V2, CUDA graphs"] and "make_dummy" in by.error["V2, CUDA graphs"]
