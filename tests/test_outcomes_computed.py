@@ -27,7 +27,7 @@ OUTCOME_CALLS: dict[str, set[str]] = {
     "03": {"intervals.ranking", "experiments.best_k_sentence", "calibration.calibration_sentence"},
     "04": {"intervals.ranking", "bench.crossing_statement", "interactivity.gain_statement"},
     "05": {"sweeps.tau_ranking"},
-    "06": {"lab.shape_verdict", "answer.summary_lines"},
+    "06": {"lab.shape_verdict", "lab.union_lines", "answer.summary_lines", "answer.outside_lines"},
     "07": {"intervals.ranking"},
 }
 
@@ -111,29 +111,55 @@ def test_the_crossing_is_where_the_table_crosses() -> None:
     assert "below 1 at every concurrency" in bench.crossing_statement(_speedups([0.9, 0.8, 0.7]))
 
 
-def _prediction(low: dict[int, float]) -> pd.DataFrame:
-    """A prediction at one concurrency: per k its conservative speed-up (the band's low end)."""
+def _prediction(speedups: dict[int, tuple[float, float, float]]) -> pd.DataFrame:
+    """A prediction at one concurrency: per k its speed-up, low and high end."""
     return pd.DataFrame(
-        {
-            "concurrency": [1] * len(low),
-            COLUMNS.k: list(low),
-            "speedup": [v + 0.1 for v in low.values()],
-            "speedup_low": list(low.values()),
-            "speedup_high": [v + 0.2 for v in low.values()],
-        }
+        [(1, k, *v) for k, v in speedups.items()],
+        columns=["concurrency", COLUMNS.k, "speedup", "speedup_low", "speedup_high"],
     )
 
 
-def test_the_best_k_follows_the_prediction() -> None:
-    """Notebook 06 writes PR #49163's choice of k in a cell (pred1) and prints it through
-    answer.summary_lines."""
-    from tests.chapters.ch06_moe.test_notebook06_cells import best_by_concurrency
+def test_the_chosen_k_follows_the_prediction() -> None:
+    """Notebook 06 chooses k on the medians in a cell and prints it through answer.summary_lines."""
+    from tests.chapters.ch06_moe.test_notebook06_cells import defs
 
-    for low, best in (({0: 1.0, 1: 1.3, 3: 1.6}, 3), ({0: 1.0, 1: 1.6, 3: 1.3}, 1)):
-        prediction = _prediction(low)
-        chosen = best_by_concurrency(prediction)
-        assert chosen == {1: best}
-        assert f"best k {best}," in answer.summary_lines(prediction, chosen, {})[0]
+    choose_k = defs()["choose_k"]
+    a = _prediction({0: (1.0, 1.0, 1.0), 1: (1.3, 1.2, 1.4), 3: (1.6, 1.5, 1.7)})
+    b = _prediction({0: (1.0, 1.0, 1.0), 1: (1.6, 1.5, 1.7), 3: (1.3, 1.2, 1.4)})
+    assert answer.summary_lines(a, choose_k(a), "v", "d")[0].startswith("C = 1: k = 3,")
+    assert answer.summary_lines(b, choose_k(b), "v", "d")[0].startswith("C = 1: k = 1,")
+    close = _prediction({0: (1.0, 1.0, 1.0), 1: (1.3, 0.9, 1.6), 3: (1.35, 0.95, 1.7)})
+    assert (
+        "cannot tell it from plain, k = 1"
+        in answer.summary_lines(close, choose_k(close), "v", "d")[0]
+    )
+
+
+def test_the_outside_check_and_the_union_lines_flip_with_their_tables() -> None:
+    check = pd.DataFrame(
+        [
+            {
+                "id": "r",
+                "batch": 8,
+                "measured": 1.5,
+                "predicted_low": 1.2,
+                "predicted_high": 1.8,
+                "at_concurrency": 8,
+                "covered": True,
+                "not_comparable": None,
+            }
+        ]  # fmt: skip
+    )
+    assert answer.outside_lines(check)[0] == "the prediction covers 1 of 1 comparable public runs"
+    missed = check.assign(measured=2.0, covered=False)
+    assert answer.outside_lines(missed)[0].startswith("the prediction covers 0 of 1")
+    assert answer.outside_lines(missed)[1].endswith("above")
+    effect = pd.DataFrame([{"concurrency": 1, "step_ms_low": 6.0, "step_ms_high": 7.0,
+                            "union_low": 10.0, "union_high": 29.0, "replicate_spread_ms": 0.1,
+                            "separate": True}])  # fmt: skip
+    assert lab.union_lines(effect, 3)[0].endswith("the union moved the step")
+    hidden = effect.assign(replicate_spread_ms=2.0, separate=False)
+    assert lab.union_lines(hidden, 3)[0].endswith("not seen here")
 
 
 def _gains(gains: list[float]) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -44,6 +44,12 @@ OTHER_PROJECTS = {
     "9155cf0": "sgl-project/sglang, its spec_decoding_meta.py",
     "a6b6b02": "sgl-project/SpecForge, its benchmarker utils.py",
     "0123456789abcdef0123456789abcdef01234567": "a made-up hub snapshot in a prefetch fixture",
+    # the revisions a published number was read at, in its source's permalink (data/published/)
+    "21bdec8ae04ac26d3de57a3e09220a568c890ad3": "Li-changwu/MoE-SD: the ablation and routing trace",
+    "fdc682d97b5bf1d3a9254f02e2343ea951ad9112": "Li-changwu/MoE-SD: the concurrent and pilot sweeps",
+    "21a395c0cb724d2ac075a937b51c1974fa7b4824": "Li-changwu/MoE-SD: the baseline bench (later deleted)",
+    "d9952d16004c94d0c01f71e13e11f1e5ad12b21d": "sgl-project/SpecForge: SpecBundle's data.json",
+    "88fe50c50c529f17c4dcbcb46fb7a46ea2a825b0": "sgl-project/sgl-cookbook: its SpecBundle page",
 }
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 

@@ -29,8 +29,9 @@ __all__ = [
 ]
 
 _PUBLISHED_TAU_FILE: Path = DATA_DIR / "published" / "real-pair-tau.json"
-#: The record the toy is compared with: a chain with per-position rates, on nine open-chat subsets.
-_REFERENCE = "speculators-610"
+#: The record the toy is compared with: a chain with per-position rates, the profiles' own pair
+#: (Instruct-2507 + RedHat's speculator) in vLLM at T = 0 on chat prompts.
+_REFERENCE = "moesd-ablation"
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,13 @@ class _PublishedTau:
     tau: float
     per_position: tuple[float, ...] | None = None
     tau_by_subset: dict[str, float] | None = None
+    #: When the record was read in its source, the verifier's release, the batch it ran at, the
+    #: values a summarised τ came from, and how a τ that is not the source's own number was made.
+    read: str | None = None
+    release: str | None = None
+    batch: int | None = None
+    tau_runs: tuple[float, ...] | None = None
+    note: str | None = None
 
     def tau_at(self, k: int) -> float | None:
         """τ of this drafter at k drafts from its per-position rates (None without them, or k > its
@@ -65,10 +73,14 @@ class _PublishedTau:
 
 def _published_taus(path: Path = _PUBLISHED_TAU_FILE) -> list[_PublishedTau]:
     """Every record of the published-τ file, in file order."""
-    records: list[dict[str, Any]] = json.loads(path.read_text())["records"]
+    records: list[dict[str, Any]] = json.loads(path.read_text(encoding="utf-8"))["records"]
     return [
         _PublishedTau(
-            **{**r, "per_position": tuple(r["per_position"]) if r["per_position"] else None}
+            **{
+                **r,
+                "per_position": tuple(r["per_position"]) if r["per_position"] else None,
+                "tau_runs": tuple(r["tau_runs"]) if r.get("tau_runs") else None,
+            }
         )
         for r in records
     ]
@@ -81,6 +93,7 @@ def published_table(records: Sequence[_PublishedTau] | None = None) -> pd.DataFr
             "source": r.source,
             "date": r.date,
             "verifier": r.verifier,
+            "release": r.release,
             "engine, hardware": f"{r.engine}; {r.hardware}",
             "drafting": r.drafting,
             "k": r.k,
@@ -130,14 +143,14 @@ def calibration_sentence(
     at_k = ref.tau_at(real_k)
     if at_k is None or ref.per_position is None or not rates:
         raise ValueError(f"{ref.id}: a comparison at k={k} needs per-position rates on both sides")
-    temperature = "" if not ref.temperature else f" and at T = {ref.temperature}"
-    kinds = ", ".join(list(ref.tau_by_subset or {})[:4])
+    temperature = f"T = {ref.temperature}" if ref.temperature is not None else "T not stated"
+    kinds = f": {', '.join(list(ref.tau_by_subset)[:4])}, …" if ref.tau_by_subset else ""
     return (
         f"The tiny pair's τ {tau:.2f} at k={k} (T = 0) is {tau / at_k:.1f}× the {at_k:.2f} a "
-        f"{ref.verifier} EAGLE-3 chain reaches at k={real_k} ({ref.source}, {ref.date}), and "
-        f"its first draft is accepted {rates[0]:.0%} of the time against "
+        f"{ref.verifier} EAGLE-3 chain reaches at k={real_k} ({ref.source}, {ref.date}, "
+        f"{temperature}), and its first draft is accepted {rates[0]:.0%} of the time against "
         f"{ref.per_position[0]:.0%}: the toy was trained and tested on {tasks} templated "
         f"synthetic tasks with a {vocab_size:,}-token vocabulary, the real drafter on open-ended "
-        f"requests ({ref.dataset}: {kinds}, …) with Qwen3's vocabulary{temperature}, so the "
-        f"toy's τ shows that the mechanism works, not what a real pairing reaches."
+        f"requests ({ref.dataset}{kinds}) with Qwen3's vocabulary, so the toy's τ shows that the "
+        f"mechanism works, not what a real pairing reaches."
     )

@@ -1,11 +1,13 @@
 """Notebook 06's own functions, written in its cells because they are the lesson: the bytes-only
 c(k, B), the fixed + bytes step model fitted to the lab, the utility controller and the replay of
-static k, the schedule and the controller, and the predicted speed-up with PR #49163's choice of
-k. Each is read from the notebook's cells and run as written."""
+static k, the schedule and the controller, and the predicted speed-up with its choice of k on the
+medians and the ks the bands cannot tell apart. Each is read from the notebook's cells and run as
+written."""
 
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -16,7 +18,6 @@ import pytest
 from chapters.ch06_moe import answer, lab, schedule
 from helpers.analytics import speedup
 from helpers.common.tables import COLUMNS
-from tests.chapters.ch06_moe.test_answer import _costs, _taus
 from tests.chapters.ch06_moe.test_schedule import (
     ALPHA,
     COSTS,
@@ -94,7 +95,7 @@ def test_fit_on_the_shipped_record_reports_every_cell() -> None:
     ns = defs()
     table = lab.cells(lab.load_lab())
     out = ns["residuals"](ns["fit_step_model"](table), table)
-    assert len(out) == len(speedup.trusted_rows(lab.load_lab()))
+    assert len(out) == len(speedup.lab_rows(lab.load_lab()))
     assert np.isfinite(out.residual).all()
 
 
@@ -116,6 +117,13 @@ def test_static_and_schedule_replays_are_tau_over_c() -> None:
     assert table.schedule == table["k=3"], "the schedule drafts 3 at batch 1"
     plain = replay_table({"t": [trace]}, {1: {3: 1.5}}, {"t": [(1, 1, 0)]}, k0_cost=lambda b: 1.25)
     assert plain.schedule.iloc[0] == pytest.approx(1 / 1.25), "a k = 0 entry costs what it costs"
+    on_v1 = replay_table(
+        {"t": [trace]}, {1: {3: 1.5}}, {"t": [(1, 1, 3)]}, schedule_costs={1: {3: 1.8}}
+    )
+    assert on_v1.schedule.iloc[0] == pytest.approx(schedule.trace_tau(trace, 3) / 1.8)
+    assert on_v1["k=3"].iloc[0] == table["k=3"], "static k keeps the default runner's price"
+    unpriced = replay_table({"t": [trace]}, {1: {3: 1.5}}, {}, schedule_costs={})
+    assert math.isnan(unpriced.schedule.iloc[0]), "no runner check: the schedule is not priced"
 
 
 def test_utility_controller_stops_speculating_when_it_does_not_pay() -> None:
@@ -146,38 +154,71 @@ def test_replay_table_has_every_rule_per_trace_and_batch() -> None:
     assert at16["num_speculative_tokens (schedule)"] == 0 and at16.schedule == 1.0
 
 
-# ------------------------------------------------------------ section 7: prediction, best k
+# ------------------------------------------------------------ section 7: prediction, choice of k
 
 
-def predict(costs: pd.DataFrame, published: pd.DataFrame) -> pd.DataFrame:
-    """Section 7's prediction, as notebook 06 writes it."""
-    return defs()["predict"](costs, published)
+def _bands() -> pd.DataFrame:
+    rows = [
+        (1, 1, 1.4, 1.3, 1.5),
+        (1, 3, 1.8, 1.7, 1.9),
+        (64, 1, 1.05, 1.0, 1.1),
+        (64, 3, 1.12, 1.1, 1.15),
+    ]
+    return pd.DataFrame(rows, columns=["concurrency", COLUMNS.k, "c", "c_low", "c_high"])
 
 
-def best_by_concurrency(prediction: pd.DataFrame, **kwargs: Any) -> dict[int, int]:
-    """Section 7's choice of k per concurrency (vLLM PR #49163), as notebook 06 writes it."""
-    return defs()["best_by_concurrency"](prediction, **kwargs)
+def _taus() -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "source": ["a", "a", "b", "b", "c"],
+            COLUMNS.k: [1, 3, 3, 3, 3],
+            "tau": [1.6, 2.0, 1.8, 2.4, 3.0],
+        }
+    )
+
+
+def test_tau_by_k_counts_each_source_once() -> None:
+    t = defs()["tau_by_k"](_taus())
+    # k = 3: the sources' medians are 2.0, 2.1 and 3.0; their median is 2.1 (not 2.2 of all four)
+    assert t.loc[3].tau == pytest.approx(2.1) and t.loc[3].sources == 3
+    assert (t.loc[3].tau_low, t.loc[3].tau_high) == (1.8, 3.0)
 
 
 def test_the_prediction_bands_tau_over_c() -> None:
-    p = predict(_costs(), _taus()).set_index(["concurrency", COLUMNS.k])
+    p = defs()["predict"](_bands(), _taus()).set_index(["concurrency", COLUMNS.k])
     row = p.loc[(1, 3)]
-    assert row.speedup == pytest.approx(1.9 / 1.8)
-    assert (row.speedup_low, row.speedup_high) == pytest.approx((1.8 / 1.9, 2.0 / 1.7))
-    assert p.loc[(64, 0)].speedup == pytest.approx(1 / answer.k0_cost(64))
+    assert row.speedup == pytest.approx(2.1 / 1.8)
+    assert (row.speedup_low, row.speedup_high) == pytest.approx((1.8 / 1.9, 3.0 / 1.7))
+    assert p.loc[(64, 0)].speedup == 1.0 and p.loc[(64, 0)].speedup_low == 1.0
 
 
-def test_best_k_takes_the_smaller_of_tied_candidates() -> None:
-    p = predict(_costs(), _taus())
-    # C = 1: k = 1's low end 1.6 / 1.5 beats k = 3's 1.8 / 1.9; C = 64: k = 3's 1.8 / 1.15 wins
-    assert best_by_concurrency(p) == {1: 1, 64: 3}
-    tied = p.assign(speedup_low=p.speedup_low.where(p[COLUMNS.k] != 3, 1.6 / 1.5 * 0.995))
-    assert best_by_concurrency(tied)[1] == 1
-    assert best_by_concurrency(p, tie=0.5)[64] == 0, "a wide tie falls back to the smallest"
+def _prediction(rows: list[tuple[int, float, float, float]]) -> pd.DataFrame:
+    """One concurrency: (k, speed-up, low, high) per k."""
+    return pd.DataFrame(
+        [(1, k, s, lo, hi) for k, s, lo, hi in rows],
+        columns=["concurrency", COLUMNS.k, "speedup", "speedup_low", "speedup_high"],
+    )
 
 
-def test_the_shipped_prediction_rests_on_the_trusted_cells() -> None:
-    p = predict(lab.c_table(lab.load_lab()), answer.published_taus("Qwen3-30B-A3B"))
-    assert set(p.concurrency) == {1, 4, 16, 64} and (p.speedup_low <= p.speedup_high).all()
-    config = answer.speculative_config("d", best_by_concurrency(p))
-    assert not config or config["num_speculative_tokens"] >= 1
+def test_k_is_chosen_on_the_medians_and_overlaps_are_named() -> None:
+    choose_k = defs()["choose_k"]
+    clear = _prediction([(0, 1.0, 1.0, 1.0), (1, 1.2, 1.1, 1.3), (3, 1.6, 1.4, 1.8)])
+    assert choose_k(clear) == {1: {"k": 3, "cannot_tell": []}}
+    overlapping = _prediction([(0, 1.0, 1.0, 1.0), (1, 1.3, 1.1, 1.5), (3, 1.4, 0.9, 1.9)])
+    assert choose_k(overlapping) == {1: {"k": 3, "cannot_tell": [0, 1]}}
+    losing = _prediction([(0, 1.0, 1.0, 1.0), (3, 0.8, 0.7, 0.9)])
+    assert choose_k(losing) == {1: {"k": 0, "cannot_tell": []}}
+    tied = _prediction([(0, 1.0, 1.0, 1.0), (1, 1.5, 1.4, 1.6), (3, 1.5, 1.2, 1.8)])
+    assert choose_k(tied)[1]["k"] == 1, "a tie goes to the smaller k"
+
+
+def test_the_shipped_prediction_gives_every_concurrency_a_static_k() -> None:
+    ns = defs()
+    bands = answer.c_bands(lab.load_lab())
+    p = ns["predict"](bands, answer.with_derived(answer.published_taus(), (1, 3, 5)))
+    assert set(p.concurrency) == set(bands.concurrency) and (p.speedup_low <= p.speedup_high).all()
+    choice = ns["choose_k"](p)
+    assert set(choice) == set(bands.concurrency)
+    for ch in choice.values():
+        config = answer.speculative_config("d", ch["k"])
+        assert "num_speculative_tokens_per_batch_size" not in config
