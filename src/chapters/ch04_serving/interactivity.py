@@ -20,6 +20,7 @@ __all__ = [
     "CROSSING_NEEDS",
     "EQUAL_SPEED_NEEDS",
     "gated",
+    "holds",
     "gain_statement",
     "validity_checks",
     "check_lines",
@@ -34,8 +35,9 @@ _WAVE_FILL = 0.9
 #: A stream whose client-side TPOT or chunk count falls below this share of the server's is
 #: coalesced.
 _STREAM_FLOOR = 0.5
-#: The checks that bear on the ratio of total tokens/s at a concurrency (and where it crosses 1).
-CROSSING_NEEDS = ("queueing", "waves", "preemptions", "prefix cache")
+#: The checks that bear on the ratio of total tokens/s at a concurrency (and where it crosses 1):
+#: repeats whose noise is as large as the effect cannot rank two modes either.
+CROSSING_NEEDS = ("repeats", "queueing", "waves", "preemptions", "prefix cache")
 #: The checks that bear on the gain at equal per-user speed (also the speed each user gets).
 EQUAL_SPEED_NEEDS = (*CROSSING_NEEDS, "server timing", "stream")
 
@@ -131,12 +133,18 @@ def _stream_check(level: pd.DataFrame, where: str) -> dict[str, object]:
     return _check("stream", where, value, limit, value >= _STREAM_FLOOR)
 
 
+def holds(checks: pd.DataFrame, needs: tuple[str, ...]) -> bool:
+    """True when every check named in `needs` holds everywhere: what `gated` prints a statement
+    under, and what a table or figure read the same way is shown under."""
+    return bool(checks[checks.check.isin(needs)].holds.all())
+
+
 def gated(statement: str, checks: pd.DataFrame, needs: tuple[str, ...], what: str) -> str:
     """`statement` when every check named in `needs` holds everywhere, else one line naming the
     checks that failed and where, and that the run cannot say `what`."""
-    failed = checks[checks.check.isin(needs) & ~checks.holds]
-    if failed.empty:
+    if holds(checks, needs):
         return statement
+    failed = checks[checks.check.isin(needs) & ~checks.holds]
     where = "; ".join(f"{r.check} at {r.where}" for r in failed.head(4).itertuples())
     more = f" (and {len(failed) - 4} more)" if len(failed) > 4 else ""
     return f"This run cannot say {what}: {where}{more} failed (the checks below)."

@@ -131,3 +131,18 @@ def test_no_server_timing_fails_its_check() -> None:
     results = pd.DataFrame([level("plain", 1, 100.0, server_tpot_ms=float("nan"))])
     checks = it.validity_checks(results).set_index("check")
     assert not checks.holds["server timing"]
+
+
+def test_noisy_repeats_gate_the_ratio_and_the_gain_alike() -> None:
+    rows = [level(m, c, 100.0 * c) for m in ("plain", "spec") for c in (1, 4)]
+    results = pd.DataFrame(rows).assign(per_user_tok_s=[100.0, 50.0, 150.0, 80.0])
+    clean = it.validity_checks(results)
+    assert it.holds(clean, it.CROSSING_NEEDS) and it.holds(clean, it.EQUAL_SPEED_NEEDS)
+    noisy = clean.copy()
+    noisy.loc[noisy.check == "repeats", "holds"] = [False] + [True] * (
+        int((noisy.check == "repeats").sum()) - 1
+    )
+    assert not it.holds(noisy, it.CROSSING_NEEDS) and not it.holds(noisy, it.EQUAL_SPEED_NEEDS)
+    assert it.gated("ratio", noisy, it.CROSSING_NEEDS, "where the ratio crosses 1").startswith(
+        "This run cannot say where the ratio crosses 1: repeats at"
+    )
