@@ -35,6 +35,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from functools import lru_cache
@@ -103,8 +104,14 @@ _GUARD_FILE: Path = Path(guard.__file__)
 _SERVERS_DIR: Path = BUILD_DIR / "servers"
 _PROGRESS_EVERY = 5.0
 _LOG_TAIL_LINES = 20
+#: Local addresses whose listener a connection to 127.0.0.1 can reach (IPv4 and dual-stack).
+_REACHES_LOOPBACK = frozenset({"127.0.0.1", "0.0.0.0", "::", "::ffff:127.0.0.1", "::ffff:0.0.0.0"})
+#: What a server's log says when its port was taken (its bind failed).
+_PORT_TAKEN_LINE = "Address already in use"
 
 _running: list[VllmServer] = []
+#: Held while a server checks its port and registers in _running (two starts of one process).
+_launch_lock = threading.Lock()
 _started_pgids: set[int] = set()
 _started_ports: set[int] = set()
 
@@ -280,6 +287,33 @@ def _port_in_use(port: int, host: str = _HOST) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.settimeout(0.5)
         return s.connect_ex((host, port)) == 0
+
+
+def _listeners(port: int) -> list[int | None]:
+    """Pids of the processes listening on TCP `port` where a connection to 127.0.0.1 lands (None:
+    a listener whose process this user cannot see)."""
+    return [
+        conn.pid
+        for conn in psutil.net_connections(kind="tcp")
+        if conn.status == psutil.CONN_LISTEN
+        and conn.laddr
+        and conn.laddr.port == port
+        and conn.laddr.ip in _REACHES_LOOPBACK
+    ]
+
+
+def _describe(pid: int | None) -> str:
+    """A listener in a few words: a server of this process by name, else its pid and command."""
+    if pid is None:
+        return "a process of another user"
+    for srv in _running:
+        if srv.pgid is not None and pid in {p.pid for p in srv._members()}:
+            return f"server {srv.name!r} (pid {pid}, started here)"
+    try:
+        command = " ".join(" ".join(psutil.Process(pid).cmdline()).split())[:80]  # one line
+    except psutil.Error:
+        command = "?"
+    return f"pid {pid} ({command})"
 
 
 def _free_port(host: str = _HOST) -> int:
@@ -575,11 +609,7 @@ class VllmServer:
         if it dies)."""
         if self.alive:
             return self
-        if _port_in_use(self.port):
-            raise RuntimeError(
-                f"port {self.port} on {_HOST} is already in use: stop what holds it, "
-                f"or pass port=None to pick a free one"
-            )
+        self._check_port()  # before its log is emptied; again right before launch
         build_path("logs", f"{self.name}.log")
         # Local model folders never need the hub; hub models keep the caller's setting (first
         # downloads).
@@ -604,23 +634,10 @@ class VllmServer:
             _SERVER_ID_ENV: self._new_server_id(),
         }
         t0 = time.perf_counter()
-        with self.log_path.open("w") as log:
+        with self.log_path.open("w", encoding="utf-8") as log:
             log.write(f"$ {shell_text(self.argv)}\n")
             log.flush()
-            # The guard leads the new session and runs the server as its child (see guard.py).
-            self.process = subprocess.Popen(
-                _guarded_argv(self.argv),
-                cwd=REPO_ROOT,
-                env=env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-            )
-        self.pgid = self.process.pid  # a new session: the leader's pid is the group id
-        _started_pgids.add(self.pgid)
-        _started_ports.add(self.port)
-        _running.append(self)
+            self._launch(env, log)
         self.record = _write_record(self)
         try:
             self._wait_healthy(t0, timeout, progress)
@@ -640,6 +657,43 @@ class VllmServer:
         )
         return self
 
+    def _launch(self, env: dict[str, str], log: Any) -> None:
+        """Check the port right before launch, then start the guard, leading a new session, that
+        runs the server; under a lock with the registration in _running, so that no two starts of
+        this process launch on one port."""
+        with _launch_lock:
+            self._check_port()
+            # The guard leads the new session and runs the server as its child (see guard.py).
+            self.process = subprocess.Popen(
+                _guarded_argv(self.argv),
+                cwd=REPO_ROOT,
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+            self.pgid = self.process.pid  # a new session: the leader's pid is the group id
+            _started_pgids.add(self.pgid)
+            _started_ports.add(self.port)
+            if self not in _running:
+                _running.append(self)
+
+    def _check_port(self) -> None:
+        """Raise in one line when another server of this process, or anything else, holds the
+        port."""
+        holder = next((s for s in _running if s.port == self.port and s.alive), None)
+        if holder is not None and holder is not self:
+            raise RuntimeError(
+                f"port {self.port} is already server {holder.name!r}'s (started here): give each "
+                f"server its own port, or pass port=None to pick a free one"
+            )
+        if _port_in_use(self.port):
+            raise RuntimeError(
+                f"port {self.port} on {_HOST} is already in use: stop what holds it, "
+                f"or pass port=None to pick a free one"
+            )
+
     def _new_server_id(self) -> str:
         """A fresh random token for this start (kept in self.server_id for its record)."""
         self.server_id = secrets.token_hex(16)
@@ -652,14 +706,20 @@ class VllmServer:
         while True:
             elapsed = time.perf_counter() - t0
             if self.process is not None and self.process.poll() is not None:
-                raise RuntimeError(
-                    f"vLLM server {self.name!r} exited with code {self.process.returncode} after "
-                    f"{elapsed:.0f} s; last lines of {self.log_path}:\n{_log_tail(self.log_path)}"
-                )
-            if self.healthy():
-                if progress:
-                    print(f"[{self.name}] healthy at {self.base_url} after {elapsed:.1f} s")
-                return
+                raise RuntimeError(self._exit_message(elapsed))
+            if self._health_answers():  # from this server, or from whatever took its port
+                listening = _listeners(self.port)
+                strangers = self._strangers(listening)
+                if strangers:
+                    raise RuntimeError(
+                        f"port {self.port} is answered by {_describe(strangers[0])}, not by server "
+                        f"{self.name!r}: another start took the port while this one started; give "
+                        f"each server its own port, or pass port=None to pick a free one"
+                    )
+                if listening:
+                    if progress:
+                        print(f"[{self.name}] healthy at {self.base_url} after {elapsed:.1f} s")
+                    return
             if elapsed > timeout:
                 raise TimeoutError(
                     f"vLLM server {self.name!r} not healthy after {timeout:.0f} s; "
@@ -673,12 +733,59 @@ class VllmServer:
                 next_note += _PROGRESS_EVERY
             time.sleep(0.5)
 
-    def healthy(self) -> bool:
-        """True when GET /health answers 200."""
+    def _exit_message(self, elapsed: float) -> str:
+        """Why the server ended while starting: its port taken (one line), else its exit code and
+        the log's last lines."""
+        assert self.process is not None and self.process.returncode is not None
+        if _PORT_TAKEN_LINE in self._log_text():
+            return (
+                f"vLLM server {self.name!r} could not listen on port {self.port}: another "
+                f"process took it while this one started (log {self._where()}); give each server "
+                f"its own port, or pass port=None to pick a free one"
+            )
+        return (
+            f"vLLM server {self.name!r} exited with code {self.process.returncode} after "
+            f"{elapsed:.0f} s; last lines of {self.log_path}:\n{_log_tail(self.log_path)}"
+        )
+
+    def _log_text(self) -> str:
+        """The server's log ('' before it has one)."""
+        try:
+            return self.log_path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return ""
+
+    def _where(self) -> str:
+        """The log's path, relative to the repository where it is inside it."""
+        try:
+            return str(self.log_path.relative_to(REPO_ROOT))
+        except ValueError:
+            return str(self.log_path)
+
+    def _strangers(self, listening: Sequence[int | None]) -> list[int | None]:
+        """The listeners (pids) on the server's port that are not this start's processes: neither
+        in its process group while its guard leads it, nor carrying its token."""
+        mine = {p.pid for p in self._members()}
+        return [
+            pid
+            for pid in listening
+            if pid is None or (pid not in mine and _server_id_of(pid) != self.server_id)
+        ]
+
+    def _health_answers(self) -> bool:
+        """True when GET /health on the server's port answers 200 (whoever listens there)."""
         try:
             return requests.get(f"{self.base_url}/health", timeout=2).status_code == 200
         except requests.RequestException:
             return False
+
+    def healthy(self) -> bool:
+        """True when GET /health answers 200 and only this server's own processes listen on its
+        port: the answer is provably its own."""
+        if not self._health_answers():
+            return False
+        listening = _listeners(self.port)
+        return bool(listening) and not self._strangers(listening)
 
     def group_processes(self) -> list[psutil.Process]:
         """Live processes of this server (its process group without the guard; empty once

@@ -12,6 +12,7 @@ import os
 import shlex
 import signal
 import socket
+import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -380,6 +381,82 @@ def test_stop_all_stops_every_server_at_once(tmp_path: Path) -> None:
     assert all(s.group_processes() == [] and not _port_in_use(s.port) for s in servers)
 
 
+def health_server(port: int, directory: Path, first: str = "pass") -> str:
+    """Python code that runs `first`, then answers GET /health from `directory` on `port`."""
+    return (
+        f"{first}\nimport functools, http.server\n"
+        f"h = functools.partial(http.server.SimpleHTTPRequestHandler, directory={str(directory)!r})\n"
+        f"http.server.ThreadingHTTPServer(('127.0.0.1', {port}), h).serve_forever()\n"
+    )
+
+
+def test_two_servers_of_one_process_asked_for_one_port_do_not_both_start(tmp_path: Path) -> None:
+    """`start_together` with port=8000 twice: the first to listen would answer both health checks
+    (the second still importing vLLM: here it sleeps before it binds)."""
+    (tmp_path / "health").write_text("ok")
+    port = _free_port()
+    pair = [
+        VllmServer([sys.executable, "-c", health_server(port, tmp_path, first)], port, name, "m")
+        for name, first in (("same-port-a", "pass"), ("same-port-b", "import time; time.sleep(5)"))
+    ]
+    try:
+        with pytest.raises(RuntimeError, match=f"port {port} is already server 'same-port-") as err:
+            srv_mod.start_together(pair, timeout=30, progress=False)
+        assert "\n" not in str(err.value)
+    finally:
+        stop_all()
+    assert all(s.group_processes() == [] for s in pair) and not _port_in_use(port)
+
+
+def test_a_port_taken_by_another_process_while_starting_is_not_taken_for_health(
+    tmp_path: Path,
+) -> None:
+    """Two kernels ask for one port: both check it free, the other's server listens first and
+    answers /health while this one still imports vLLM (here: sleeps before it binds)."""
+    (tmp_path / "health").write_text("ok")
+    port, launched = _free_port(), tmp_path / "launched"
+    waits = f"import os, time\nwhile not os.path.exists({str(launched)!r}): time.sleep(0.02)"
+    other = subprocess.Popen(
+        [sys.executable, "-c", health_server(port, tmp_path, waits)], start_new_session=True
+    )
+    slow = f"open({str(launched)!r}, 'w').close(); import time; time.sleep(60)"
+    server = VllmServer(
+        [sys.executable, "-c", health_server(port, tmp_path, slow)], port, "late", "m"
+    )
+    try:
+        with pytest.raises(
+            RuntimeError, match=f"port {port} is answered by pid {other.pid} "
+        ) as err:
+            server.start(timeout=30, progress=False)
+        assert "not by server 'late'" in str(err.value) and "\n" not in str(err.value)
+        assert not server.alive and server.group_processes() == [] and other.poll() is None
+    finally:
+        server.stop()
+        other.kill()
+        other.wait()
+
+
+def test_a_server_whose_bind_fails_says_its_port_was_taken(tmp_path: Path) -> None:
+    (tmp_path / "health").write_text("ok")
+    port = _free_port()
+    code = "print('OSError: [Errno 98] Address already in use'); raise SystemExit(1)"
+    server = VllmServer([sys.executable, "-c", code], port, "bind-failed", "m")
+    with pytest.raises(RuntimeError, match=f"could not listen on port {port}: another process"):
+        server.start(timeout=30, progress=False)
+
+
+def test_only_the_servers_own_listener_counts_as_healthy(tmp_path: Path) -> None:
+    server = stand_in(tmp_path, "own-listener").start(timeout=30, progress=False)
+    try:
+        [child] = server.group_processes()
+        assert srv_mod._listeners(server.port) == [child.pid] and server.healthy()
+        stranger = VllmServer(["true"], server.port, "stranger", "m")
+        stranger.pgid, stranger.server_id = os.getpid(), "0" * 32  # not the listener's
+        assert stranger._health_answers() and not stranger.healthy()
+    finally:
+        server.stop()
+
+
 # ---------------------------------------------------------------- serving_bench arithmetic (no server)
 
 
@@ -477,7 +554,8 @@ def test_bad_requests_get_4xx_and_the_server_keeps_serving(spec_server: VllmServ
 
 @pytest.mark.vllm
 def test_second_server_on_a_busy_port_fails_clearly(spec_server: VllmServer) -> None:
-    with pytest.raises(RuntimeError, match="already in use"):
+    busy = f"port {spec_server.port} is already server 'test-spec''s \\(started here\\)"
+    with pytest.raises(RuntimeError, match=busy):
         make_server(load_profile("tiny"), port=spec_server.port, name="test-busy").start(
             progress=False
         )
