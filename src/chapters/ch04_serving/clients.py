@@ -5,7 +5,9 @@
 TPOT = (last token − first token) / (output tokens − 1); token counts come from the server's
 `usage`, not from chunks (one chunk may carry a whole accepted draft). `response_acceptance` reads
 a request's own acceptance (`metrics.speculative_decoding`) from a response or a stream's final
-usage chunk; `scrape_spec_counters` and `scrape_engine_stats` read /metrics.
+usage chunk; `scrape_spec_counters` and `scrape_engine_stats` read /metrics. A server error, a
+refused connection or a broken stream from a server this process started carries what broke it
+(`server.failure_note`: a process killed, most likely for memory, and the log's path).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any
 import requests
 from prometheus_client.parser import text_string_to_metric_families
 
+from chapters.ch04_serving.server import failure_note
 from helpers.common import vllm_names
 from helpers.common.counters import RequestAcceptance, SpecCounters
 from helpers.common.vllm_names import METRICS, RESPONSE_KEYS
@@ -77,17 +80,40 @@ def chat(
     """One non-streaming chat completion; the response JSON (HTTP errors raised with the server's
     message)."""
     payload = _chat_payload(model, messages, max_tokens, temperature, stream=False, **extra)
-    response = requests.post(f"{base_url}{_CHAT_PATH}", json=payload, timeout=timeout)
+    response = _send("post", f"{base_url}{_CHAT_PATH}", json=payload, timeout=timeout)
     _raise_for_status(response)
     return response.json()
 
 
+def _explained(err: Exception, url: str) -> Exception:
+    """`err` with what broke the server at `url` appended (server.failure_note), or `err` itself
+    for a server this process did not start."""
+    note = failure_note(url)
+    if not note:
+        return err
+    if isinstance(err, requests.RequestException):
+        return type(err)(f"{err}; {note}", response=err.response, request=err.request)
+    return type(err)(f"{err}; {note}")
+
+
+def _send(method: str, url: str, **kwargs: Any) -> requests.Response:
+    """requests.request; a refused or broken connection carries what broke the server."""
+    try:
+        return requests.request(method, url, **kwargs)
+    except requests.ConnectionError as err:
+        raise _explained(err, url) from None
+
+
 def _raise_for_status(response: requests.Response) -> None:
-    """raise_for_status with the server's error message appended."""
+    """raise_for_status with the server's error message appended, and for a server error (5xx)
+    what broke the server."""
     try:
         response.raise_for_status()
     except requests.HTTPError as err:
-        raise requests.HTTPError(f"{err}: {response.text[:300]}", response=response) from None
+        raised = requests.HTTPError(f"{err}: {response.text[:300]}", response=response)
+        if response.status_code >= 500:
+            raised = _explained(raised, response.url)
+        raise raised from None
 
 
 def answer_text(response: dict[str, Any]) -> str:
@@ -155,6 +181,10 @@ class StreamResult:
         )
 
 
+class _StreamError(RuntimeError):
+    """An error event in a stream (the server's own message)."""
+
+
 def _parse_sse_line(line: str | bytes) -> dict[str, Any] | str | None:
     """One SSE line: the JSON of a `data:` event, DONE for `data: [DONE]`, None for
     blanks/comments/other fields."""
@@ -190,7 +220,7 @@ def _result_from_events(
         if event == _DONE or not isinstance(event, dict):
             continue
         if "error" in event:
-            raise RuntimeError(f"server error in stream: {event['error']}")
+            raise _StreamError(f"server error in stream: {event['error']}")
         content = _chunk_content(event)
         if content:
             if result.chunks == 0:
@@ -225,16 +255,18 @@ def stream_chat(
     """One streaming chat completion (usage included), timed: TTFT, TPOT, tokens/s."""
     payload = _chat_payload(model, messages, max_tokens, temperature, stream=True, **extra)
     start = time.perf_counter()
-    with requests.post(
-        f"{base_url}{_CHAT_PATH}", json=payload, timeout=timeout, stream=True
-    ) as response:
+    url = f"{base_url}{_CHAT_PATH}"
+    with _send("post", url, json=payload, timeout=timeout, stream=True) as response:
         _raise_for_status(response)
         events = (
             (time.perf_counter(), ev)
             for ev in map(_parse_sse_line, response.iter_lines(chunk_size=None))
             if ev is not None
         )
-        return _result_from_events(events, start)
+        try:
+            return _result_from_events(events, start)
+        except (_StreamError, requests.RequestException) as err:  # an error event, a cut stream
+            raise _explained(err, url) from None
 
 
 # ---------------------------------------------------------------- /metrics
@@ -299,7 +331,7 @@ def spec_counters_from_text(text: str) -> SpecCounters:
 
 def scrape_metrics_text(base_url: str, timeout: float = 10) -> str:
     """The raw Prometheus text of GET /metrics."""
-    response = requests.get(f"{base_url}/metrics", timeout=timeout)
+    response = _send("get", f"{base_url}/metrics", timeout=timeout)
     _raise_for_status(response)
     return response.text
 
@@ -392,7 +424,7 @@ def tokenize(base_url: str, model: str, text: str, timeout: float = 30) -> list[
     """Token ids of a raw text (no chat template), from the server's own tokenizer (POST
     /tokenize)."""
     body = {"model": model, "prompt": text, "add_special_tokens": False}
-    response = requests.post(f"{base_url}/tokenize", json=body, timeout=timeout)
+    response = _send("post", f"{base_url}/tokenize", json=body, timeout=timeout)
     _raise_for_status(response)
     return [int(t) for t in response.json()["tokens"]]
 
@@ -414,13 +446,13 @@ def complete_tokens(
         "temperature": 0.0,
         **extra,
     }
-    response = requests.post(f"{base_url}{_COMPLETIONS_PATH}", json=payload, timeout=timeout)
+    response = _send("post", f"{base_url}{_COMPLETIONS_PATH}", json=payload, timeout=timeout)
     _raise_for_status(response)
     return response.json()
 
 
 def served_models(base_url: str, timeout: float = 10) -> list[str]:
     """Model names GET /v1/models lists (what requests must name in `model`)."""
-    response = requests.get(f"{base_url}/v1/models", timeout=timeout)
+    response = _send("get", f"{base_url}/v1/models", timeout=timeout)
     _raise_for_status(response)
     return [m["id"] for m in response.json()["data"]]

@@ -1,13 +1,17 @@
-"""Run a server command tied to the process that started it: when that owner dies, the server dies.
+"""Run a server command tied to the process that started it: when that owner dies, the server dies;
+when the command dies, nothing it started outlives it.
 
     python -I -S guard.py --owner PID [--grace S] -- COMMAND...    (server.VllmServer starts it)
 
-The guard leads the server's process group (the server starts it in a new session) and runs
-COMMAND as its child in that group. It polls its parent: once the parent is no longer the owner
-(killed: SIGKILL, a crash, a kernel shut down before its exit hooks ran), it sends SIGTERM to the
-whole group, SIGKILL after `grace` seconds, and so frees the server's ports, memory and GPU. A
-Linux parent-death signal would fire when the owner's *thread* ends (servers start from worker
-threads, see `server.start_together`), so the guard watches the process instead.
+The guard leads the server's session and process group (the server starts it in a new session)
+and runs COMMAND as its child there. It polls its parent: once the parent is no longer the owner
+(killed: SIGKILL, a crash, a kernel shut down before its exit hooks ran), it stops every other
+process of its session: SIGTERM, then SIGKILL after `grace` seconds; so it frees the server's
+ports, memory and GPU. A Linux parent-death signal would fire when the owner's *thread* ends
+(servers start from worker threads, see `server.start_together`), so the guard watches the process
+instead. When COMMAND itself ends (SIGKILL, a crash, the out-of-memory killer), the guard stops
+the rest of the session the same way (vLLM's EngineCore, its workers and the resource tracker
+would otherwise live on, holding memory) before it exits.
 
 The guard survives the SIGTERM its group gets from `VllmServer.stop` and exits as COMMAND exits,
 with its exit status (or its signal), so the owner sees the server's own end. Standard library
@@ -30,12 +34,17 @@ __all__ = [
 
 #: How often the guard looks at its parent and its child.
 _POLL_SECONDS = 0.25
-#: Seconds between SIGTERM and SIGKILL when the owner is gone.
+#: Seconds between SIGTERM and SIGKILL when the owner is gone or the command has ended.
 _ORPHAN_GRACE = 5.0
+#: Seconds of SIGKILL after that for what is still there.
+_KILL_WAIT = 5.0
+#: Fields of /proc/PID/stat, counted from the state (the field after the command's name).
+_GROUP, _SESSION = 2, 3
 
 
-def _group_members(pgid: int) -> list[int]:
-    """Pids of live (non-zombie) processes in process group `pgid`, read from /proc."""
+def _members(scope: int, field: int) -> list[int]:
+    """Pids of live (non-zombie) processes whose /proc/PID/stat `field` (2: process group, 3:
+    session, counted from the state) is `scope`, read from /proc."""
     found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -45,24 +54,50 @@ def _group_members(pgid: int) -> list[int]:
                 stat = f.read().decode(errors="replace")
         except OSError:
             continue
-        fields = stat[stat.rfind(")") + 2 :].split()  # after "pid (comm) ": state ppid pgrp ...
-        if len(fields) > 2 and fields[0] != "Z" and int(fields[2]) == pgid:
+        fields = stat[stat.rfind(")") + 2 :].split()  # after "pid (comm) ": state ppid pgrp sid
+        if len(fields) > field and fields[0] != "Z" and int(fields[field]) == scope:
             found.append(int(entry))
     return found
 
 
-def _stop_group(child: subprocess.Popen, grace: float = _ORPHAN_GRACE) -> None:
-    """SIGTERM this process group (the guard ignores it), wait up to `grace` s for the others to
-    end, then SIGKILL the group, the guard included."""
-    pgid, me = os.getpgrp(), os.getpid()
-    os.killpg(pgid, signal.SIGTERM)
-    deadline = time.monotonic() + grace
-    while time.monotonic() < deadline:
+def _others() -> list[int]:
+    """The other live processes the guard answers for: its session's when it leads one (as
+    VllmServer starts it), else its group's when it leads that, else none (never its owner's)."""
+    me = os.getpid()
+    if os.getsid(0) == me:
+        return [pid for pid in _members(me, _SESSION) if pid != me]
+    if os.getpgrp() == me:
+        return [pid for pid in _members(me, _GROUP) if pid != me]
+    return []
+
+
+def _signal_all(pids: list[int], sig: int) -> None:
+    """Send sig to each pid still there."""
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except (ProcessLookupError, PermissionError):
+            continue
+
+
+def _stop_others(child: subprocess.Popen, grace: float = _ORPHAN_GRACE) -> None:
+    """SIGTERM every other process of the guard's session, SIGKILL those left after `grace` s;
+    return once none is left (or after a last few seconds of SIGKILLs)."""
+    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, _KILL_WAIT)):
         child.poll()  # reap the command, so it does not linger as a zombie member
-        if not [pid for pid in _group_members(pgid) if pid != me]:
-            break
-        time.sleep(0.1)
-    os.killpg(pgid, signal.SIGKILL)
+        others = _others()
+        if not others:
+            return
+        _signal_all(others, sig)
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            child.poll()
+            others = _others()
+            if not others:
+                return
+            if sig == signal.SIGKILL:  # one forked meanwhile: kill it too
+                _signal_all(others, sig)
+            time.sleep(0.1)
 
 
 def _exit_like(code: int) -> int:
@@ -94,7 +129,8 @@ def _parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Start the command, then wait for it; stop the whole group if the owner dies first."""
+    """Start the command and wait for it, stopping the rest of the session once the owner is
+    gone; when the command ends, stop whatever of the session is left and exit as it did."""
     args = _parse_args(argv)
     if os.getppid() != args.owner:
         return 1  # the owner is already gone: start nothing
@@ -104,11 +140,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     child = subprocess.Popen(args.command)
     while True:
         try:
-            return _exit_like(child.wait(timeout=args.poll))
+            code = child.wait(timeout=args.poll)
         except subprocess.TimeoutExpired:
-            pass
-        if os.getppid() != args.owner:
-            _stop_group(child, args.grace)
+            if os.getppid() != args.owner:
+                _stop_others(child, args.grace)
+                child.kill()  # in case it left the session
+            continue
+        _stop_others(child, args.grace)
+        return _exit_like(code)
 
 
 if __name__ == "__main__":

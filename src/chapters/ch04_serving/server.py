@@ -28,6 +28,7 @@ import atexit
 import contextlib
 import json
 import os
+import re
 import secrets
 import shlex
 import shutil
@@ -35,6 +36,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from functools import lru_cache
@@ -103,8 +105,24 @@ _GUARD_FILE: Path = Path(guard.__file__)
 _SERVERS_DIR: Path = BUILD_DIR / "servers"
 _PROGRESS_EVERY = 5.0
 _LOG_TAIL_LINES = 20
+#: Local addresses whose listener a connection to 127.0.0.1 can reach (IPv4 and dual-stack).
+_REACHES_LOOPBACK = frozenset({"127.0.0.1", "0.0.0.0", "::", "::ffff:127.0.0.1", "::ffff:0.0.0.0"})
+#: What vLLM logs when one of its processes ended by SIGKILL, the out-of-memory killer's signal: a
+#: worker while serving ("Worker proc … died unexpectedly (exit code: -9)"), an engine core at
+#: start ("Failed core proc(s): {'EngineCore_DP0': -9}"), any process ("died with exit code -9").
+_KILLED_LINE = re.compile(r"exit code:? -9\b|': -9\b")
+#: ... and when one died whatever the code, which it may log before it has one ("Worker proc
+#: VllmWorker-0 died unexpectedly (exit code: None)"; the engine core's own death: "engine core
+#: exited unexpectedly").
+_DIED_LINE = re.compile(r"died unexpectedly|exited unexpectedly|died with exit code")
+#: The kernel's count of processes its out-of-memory killer has killed since boot (any cgroup's).
+_VMSTAT = Path("/proc/vmstat")
+#: What a server's log says when its port was taken (its bind failed).
+_PORT_TAKEN_LINE = "Address already in use"
 
 _running: list[VllmServer] = []
+#: Held while a server checks its port and registers in _running (two starts of one process).
+_launch_lock = threading.Lock()
 _started_pgids: set[int] = set()
 _started_ports: set[int] = set()
 
@@ -282,6 +300,33 @@ def _port_in_use(port: int, host: str = _HOST) -> bool:
         return s.connect_ex((host, port)) == 0
 
 
+def _listeners(port: int) -> list[int | None]:
+    """Pids of the processes listening on TCP `port` where a connection to 127.0.0.1 lands (None:
+    a listener whose process this user cannot see)."""
+    return [
+        conn.pid
+        for conn in psutil.net_connections(kind="tcp")
+        if conn.status == psutil.CONN_LISTEN
+        and conn.laddr
+        and conn.laddr.port == port
+        and conn.laddr.ip in _REACHES_LOOPBACK
+    ]
+
+
+def _describe(pid: int | None) -> str:
+    """A listener in a few words: a server of this process by name, else its pid and command."""
+    if pid is None:
+        return "a process of another user"
+    for srv in _running:
+        if srv.pgid is not None and pid in {p.pid for p in srv._members()}:
+            return f"server {srv.name!r} (pid {pid}, started here)"
+    try:
+        command = " ".join(" ".join(psutil.Process(pid).cmdline()).split())[:80]  # one line
+    except psutil.Error:
+        command = "?"
+    return f"pid {pid} ({command})"
+
+
 def _free_port(host: str = _HOST) -> int:
     """A TCP port nothing listens on right now (picked by the OS on 127.0.0.1)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
@@ -292,11 +337,32 @@ def _free_port(host: str = _HOST) -> int:
 # ---------------------------------------------------------------- the server process
 
 
+def _oom_kills() -> int | None:
+    """How many processes the out-of-memory killer has killed since boot (None where the kernel
+    does not say)."""
+    try:
+        text = _VMSTAT.read_text(encoding="ascii")
+    except OSError:
+        return None
+    found = re.search(r"^oom_kill (\d+)$", text, re.MULTILINE)
+    return int(found[1]) if found else None
+
+
 def _log_tail(path: Path, n: int = _LOG_TAIL_LINES) -> str:
     """The last n lines of a log file ('' when it does not exist)."""
     if not path.is_file():
         return ""
     return "\n".join(path.read_text(errors="replace").splitlines()[-n:])
+
+
+def _log_line(pattern: re.Pattern[str], text: str) -> str | None:
+    """The first line of a log where `pattern` matches, without vLLM's prefix (process, level,
+    time, source) and at most 160 characters; None where it matches nowhere."""
+    found = pattern.search(text)
+    if found is None:
+        return None
+    start, end = text.rfind("\n", 0, found.start()) + 1, text.find("\n", found.end())
+    return text[start : len(text) if end < 0 else end].split("] ", 1)[-1].strip()[:160]
 
 
 def _owner_token(name: str) -> str:
@@ -559,6 +625,8 @@ class VllmServer:
         self.record: Path | None = None
         self.server_id: str | None = None  # SERVER_ID_ENV's token, new at each start
         self.startup_seconds: float | None = None
+        self.stopped = False  # True once stop() (or stop_all) ended it: not a death to report
+        self.oom_kills_at_start: int | None = None  # the kernel's count when it started
 
     @property
     def base_url(self) -> str:
@@ -575,11 +643,7 @@ class VllmServer:
         if it dies)."""
         if self.alive:
             return self
-        if _port_in_use(self.port):
-            raise RuntimeError(
-                f"port {self.port} on {_HOST} is already in use: stop what holds it, "
-                f"or pass port=None to pick a free one"
-            )
+        self._check_port()  # before its log is emptied; again right before launch
         build_path("logs", f"{self.name}.log")
         # Local model folders never need the hub; hub models keep the caller's setting (first
         # downloads).
@@ -604,23 +668,10 @@ class VllmServer:
             _SERVER_ID_ENV: self._new_server_id(),
         }
         t0 = time.perf_counter()
-        with self.log_path.open("w") as log:
+        with self.log_path.open("w", encoding="utf-8") as log:
             log.write(f"$ {shell_text(self.argv)}\n")
             log.flush()
-            # The guard leads the new session and runs the server as its child (see guard.py).
-            self.process = subprocess.Popen(
-                _guarded_argv(self.argv),
-                cwd=REPO_ROOT,
-                env=env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-            )
-        self.pgid = self.process.pid  # a new session: the leader's pid is the group id
-        _started_pgids.add(self.pgid)
-        _started_ports.add(self.port)
-        _running.append(self)
+            self._launch(env, log)
         self.record = _write_record(self)
         try:
             self._wait_healthy(t0, timeout, progress)
@@ -640,6 +691,45 @@ class VllmServer:
         )
         return self
 
+    def _launch(self, env: dict[str, str], log: Any) -> None:
+        """Check the port right before launch, then start the guard, leading a new session, that
+        runs the server; under a lock with the registration in _running, so that no two starts of
+        this process launch on one port."""
+        with _launch_lock:
+            self._check_port()
+            oom_kills = _oom_kills()
+            # The guard leads the new session and runs the server as its child (see guard.py).
+            self.process = subprocess.Popen(
+                _guarded_argv(self.argv),
+                cwd=REPO_ROOT,
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+            self.pgid = self.process.pid  # a new session: the leader's pid is the group id
+            self.stopped, self.oom_kills_at_start = False, oom_kills
+            _started_pgids.add(self.pgid)
+            _started_ports.add(self.port)
+            if self not in _running:
+                _running.append(self)
+
+    def _check_port(self) -> None:
+        """Raise in one line when another server of this process, or anything else, holds the
+        port."""
+        holder = next((s for s in _running if s.port == self.port and s.alive), None)
+        if holder is not None and holder is not self:
+            raise RuntimeError(
+                f"port {self.port} is already server {holder.name!r}'s (started here): give each "
+                f"server its own port, or pass port=None to pick a free one"
+            )
+        if _port_in_use(self.port):
+            raise RuntimeError(
+                f"port {self.port} on {_HOST} is already in use: stop what holds it, "
+                f"or pass port=None to pick a free one"
+            )
+
     def _new_server_id(self) -> str:
         """A fresh random token for this start (kept in self.server_id for its record)."""
         self.server_id = secrets.token_hex(16)
@@ -652,14 +742,20 @@ class VllmServer:
         while True:
             elapsed = time.perf_counter() - t0
             if self.process is not None and self.process.poll() is not None:
-                raise RuntimeError(
-                    f"vLLM server {self.name!r} exited with code {self.process.returncode} after "
-                    f"{elapsed:.0f} s; last lines of {self.log_path}:\n{_log_tail(self.log_path)}"
-                )
-            if self.healthy():
-                if progress:
-                    print(f"[{self.name}] healthy at {self.base_url} after {elapsed:.1f} s")
-                return
+                raise RuntimeError(self._exit_message(elapsed))
+            if self._health_answers():  # from this server, or from whatever took its port
+                listening = _listeners(self.port)
+                strangers = self._strangers(listening)
+                if strangers:
+                    raise RuntimeError(
+                        f"port {self.port} is answered by {_describe(strangers[0])}, not by server "
+                        f"{self.name!r}: another start took the port while this one started; give "
+                        f"each server its own port, or pass port=None to pick a free one"
+                    )
+                if listening:
+                    if progress:
+                        print(f"[{self.name}] healthy at {self.base_url} after {elapsed:.1f} s")
+                    return
             if elapsed > timeout:
                 raise TimeoutError(
                     f"vLLM server {self.name!r} not healthy after {timeout:.0f} s; "
@@ -673,12 +769,111 @@ class VllmServer:
                 next_note += _PROGRESS_EVERY
             time.sleep(0.5)
 
-    def healthy(self) -> bool:
-        """True when GET /health answers 200."""
+    def _exit_message(self, elapsed: float) -> str:
+        """Why the server ended while starting: its port taken (one line), a process killed by
+        SIGKILL (one line, memory), else its exit code and the log's last lines."""
+        assert self.process is not None and self.process.returncode is not None
+        if _PORT_TAKEN_LINE in self._log_text():
+            return (
+                f"vLLM server {self.name!r} could not listen on port {self.port}: another "
+                f"process took it while this one started (log {self._where()}); give each server "
+                f"its own port, or pass port=None to pick a free one"
+            )
+        killed = self._killed()
+        if killed is not None:
+            return f"vLLM server {self.name!r} ended after {elapsed:.0f} s: {killed}"
+        return (
+            f"vLLM server {self.name!r} exited with code {self.process.returncode} after "
+            f"{elapsed:.0f} s; last lines of {self.log_path}:\n{_log_tail(self.log_path)}"
+        )
+
+    def _log_text(self) -> str:
+        """The server's log ('' before it has one)."""
+        try:
+            return self.log_path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return ""
+
+    def _where(self) -> str:
+        """The log's path, relative to the repository where it is inside it."""
+        try:
+            return str(self.log_path.relative_to(REPO_ROOT))
+        except ValueError:
+            return str(self.log_path)
+
+    def _oom_killed_since_start(self) -> bool:
+        """True when the kernel's out-of-memory killer has killed a process since this start."""
+        now, then = _oom_kills(), self.oom_kills_at_start
+        return now is not None and then is not None and now > then
+
+    def _killed(self) -> str | None:
+        """One line when a process of the server was killed, memory the likely cause: its log or
+        its exit says SIGKILL, or its log says a process died and the kernel's out-of-memory
+        killer ran since it started; with the fix and the log's path. None otherwise, and once
+        stop() ended it (stop() may send SIGKILL itself)."""
+        if self.process is None or self.stopped:
+            return None
+        log, code = self._log_text(), self.process.poll()
+        killed, died = _log_line(_KILLED_LINE, log), _log_line(_DIED_LINE, log)
+        oom, sigkill = self._oom_killed_since_start(), True
+        if killed is not None:
+            what = killed
+        elif code in (-signal.SIGKILL, 128 + signal.SIGKILL):
+            what = f"its main process: exit code {code}"
+        elif died is not None and oom:
+            what, sigkill = died, False
+        else:
+            return None
+        rose = " (the kernel's OOM kill count rose since it started)" if oom else ""
+        cause = (
+            f"was killed by SIGKILL, most likely by the out-of-memory killer{rose}"
+            if sigkill
+            else f"died while the out-of-memory killer ran{rose}"
+        )
+        return (
+            f"{what!r}: a process of server {self.name!r} {cause}; free memory (stop other "
+            f"kernels or servers) or give it a smaller KV cache (kv_cache_memory_bytes); "
+            f"log {self._where()}"
+        )
+
+    def failure(self) -> str | None:
+        """What broke this server, in one line with its log's path: a process killed (memory, see
+        _killed), a process dead (its log says so), or an exit stop() did not ask for; None while
+        it serves unharmed, and once stopped."""
+        killed = self._killed()
+        if killed is not None or self.process is None or self.stopped:
+            return killed
+        died, code = _log_line(_DIED_LINE, self._log_text()), self.process.poll()
+        if died is not None:
+            return f"{died!r}: a process of server {self.name!r} died; log {self._where()}"
+        if code is not None:
+            return f"server {self.name!r} exited with code {code}; log {self._where()}"
+        return None
+
+    def _strangers(self, listening: Sequence[int | None]) -> list[int | None]:
+        """The listeners (pids) on the server's port that are not this start's processes: neither
+        in its process group while its guard leads it, nor carrying its token."""
+        mine = {p.pid for p in self._members()}
+        return [
+            pid
+            for pid in listening
+            if pid is None or (pid not in mine and _server_id_of(pid) != self.server_id)
+        ]
+
+    def _health_answers(self) -> bool:
+        """True when GET /health on the server's port answers 200 (whoever listens there)."""
         try:
             return requests.get(f"{self.base_url}/health", timeout=2).status_code == 200
         except requests.RequestException:
             return False
+
+    def healthy(self) -> bool:
+        """True when GET /health answers 200 and only this server's own processes listen on its
+        port: the answer is provably its own."""
+        if not self._health_answers():
+            return False
+        listening = _listeners(self.port)
+        return bool(listening) and not self._strangers(listening)
 
     def group_processes(self) -> list[psutil.Process]:
         """Live processes of this server (its process group without the guard; empty once
@@ -743,7 +938,11 @@ class VllmServer:
         self.stop()
 
     def __repr__(self) -> str:
-        state = "running" if self.alive else "stopped"
+        failure = self.failure()
+        if failure is not None:
+            state = f"{'running' if self.alive else 'ended'}: {failure}"
+        else:
+            state = "running" if self.alive else "stopped"
         return f"VllmServer({self.name!r}, {self.base_url}, model={self.model!r}, {state})"
 
 
@@ -805,6 +1004,16 @@ def start_together(
         raise errors[0]
 
 
+def failure_note(url: str) -> str:
+    """For an error from `url`: what broke the server of this process there, in one line (see
+    VllmServer.failure), else where its log is; '' for a URL no running server of this process
+    serves."""
+    for srv in reversed(_running):
+        if url == srv.base_url or url.startswith(f"{srv.base_url}/"):
+            return srv.failure() or f"server {srv.name!r}'s log: {srv._where()}"
+    return ""
+
+
 def running_servers() -> list[VllmServer]:
     """Servers started by this module and not yet stopped."""
     return list(_running)
@@ -814,6 +1023,7 @@ def _stop_servers(servers: Sequence[VllmServer], grace: float) -> None:
     """SIGTERM every server's group at once, SIGKILL those still running after `grace` seconds."""
     started = [srv for srv in servers if srv.process is not None]
     for srv in started:
+        srv.stopped = True
         srv._signal_group(signal.SIGTERM)
     deadline = time.perf_counter() + grace
     while time.perf_counter() < deadline and any(srv._running_still() for srv in started):

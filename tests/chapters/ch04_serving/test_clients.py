@@ -1,20 +1,29 @@
-"""The pure parts of helpers.clients: SSE parsing, TTFT/TPOT arithmetic, /metrics parsing, curl text."""
+"""chapters.ch04_serving.clients: SSE parsing, TTFT/TPOT arithmetic, /metrics parsing (pure), and
+what an error from a broken server says (server stand-ins, no vLLM)."""
 
 from __future__ import annotations
 
 import json
 import math
+import sys
+from collections.abc import Iterator
 
 import pytest
+import requests
 
 from chapters.ch04_serving.clients import (
     _DONE,
     _chat_payload,
     _parse_sse_line,
     _result_from_events,
+    chat,
+    complete_tokens,
     spec_counters_from_text,
+    stream_chat,
 )
+from chapters.ch04_serving.server import VllmServer, _free_port
 from helpers.common.counters import SpecCounters, acceptance_stats
+from helpers.common.paths import REPO_ROOT
 
 
 def chunk(content: str | None = None, role: str | None = None, finish: str | None = None) -> dict:
@@ -251,3 +260,102 @@ def test_latency_histograms_are_read_as_sums_and_counts_and_differenced() -> Non
     assert before.latency["tpot"] == (0.5, 10.0)
     assert (after - before).mean_seconds("tpot") == pytest.approx(0.3 / 6)
     assert math.isnan(before.mean_seconds("ttft")), "a histogram the page lacks"
+
+
+# ---------------------------------------------------------------- a server that broke (stand-ins)
+
+
+#: vLLM's answer once its engine is dead (EngineDeadError), as a learner sees it.
+ENGINE_DEAD = "EngineCore encountered an issue. See stack trace (above) for the root cause."
+#: What the engine core logs when the out-of-memory killer takes its worker.
+WORKER_KILLED = (
+    "(EngineCore_DP0 pid=7) ERROR [multiproc_executor.py:315] Worker proc VllmWorker-0 died "
+    "unexpectedly (exit code: -9), shutting down executor."
+)
+
+
+def broken_server(port: int, log_line: str) -> str:
+    """Python code for a server stand-in: logs `log_line`, answers GET /health with 200, a POST
+    (chat, completion) with vLLM's engine-dead 500, a streamed one with its error event."""
+    error = {"error": {"message": ENGINE_DEAD, "type": "Internal Server Error"}}
+    body, event = json.dumps(error), f"data: {json.dumps(error)}\n\ndata: [DONE]\n\n"
+    return (
+        f"print({log_line!r}, flush=True)\n"
+        "import http.server\n"
+        "class H(http.server.BaseHTTPRequestHandler):\n"
+        "    def answer(self, code, body):\n"
+        "        self.send_response(code)\n"
+        "        self.send_header('Content-Length', str(len(body)))\n"
+        "        self.end_headers()\n"
+        "        self.wfile.write(body)\n"
+        "    def do_GET(self):\n"
+        "        self.answer(200, b'')\n"
+        "    def do_POST(self):\n"
+        "        sent = self.rfile.read(int(self.headers['Content-Length']))\n"
+        "        if b'\"stream\": true' in sent:\n"
+        f"            self.answer(200, {event.encode()!r})\n"
+        "        else:\n"
+        f"            self.answer(500, {body.encode()!r})\n"
+        f"http.server.ThreadingHTTPServer(('127.0.0.1', {port}), H).serve_forever()\n"
+    )
+
+
+@pytest.fixture
+def oom_server() -> Iterator[VllmServer]:
+    """A started stand-in whose worker the out-of-memory killer took (its log says so)."""
+    port = _free_port()
+    argv = [sys.executable, "-c", broken_server(port, WORKER_KILLED)]
+    server = VllmServer(argv, port, "oom-client-test", "m").start(timeout=30, progress=False)
+    yield server
+    server.stop()
+
+
+MEMORY_AND_LOG = ("killed by SIGKILL", "out-of-memory killer", "log build/logs/oom-client-test.log")
+
+
+@pytest.mark.parametrize("call", ["chat", "stream_chat", "complete_tokens"])
+def test_an_error_from_a_server_whose_worker_was_killed_says_memory_and_names_the_log(
+    oom_server: VllmServer, call: str
+) -> None:
+    send = {
+        "chat": lambda url: chat(url, "m", [{"role": "user", "content": "hi"}]),
+        "stream_chat": lambda url: stream_chat(url, "m", [{"role": "user", "content": "hi"}]),
+        "complete_tokens": lambda url: complete_tokens(url, "m", [1, 2], 4),
+    }[call]
+    raised = RuntimeError if call == "stream_chat" else requests.HTTPError  # an error event
+    with pytest.raises(raised) as err:
+        send(oom_server.base_url)
+    message = str(err.value)
+    assert ENGINE_DEAD in message and all(part in message for part in MEMORY_AND_LOG), message
+    assert "\n" not in message
+
+
+def test_a_refused_connection_after_the_server_died_says_why(oom_server: VllmServer) -> None:
+    [main] = oom_server.group_processes()
+    main.kill()  # vLLM's API server exits once its engine is dead
+    assert oom_server.process is not None and oom_server.process.wait(timeout=30) == -9
+    with pytest.raises(requests.ConnectionError) as err:
+        chat(oom_server.base_url, "m", [{"role": "user", "content": "hi"}])
+    assert all(part in str(err.value) for part in MEMORY_AND_LOG), err.value
+    assert "ended: " in repr(oom_server) and "out-of-memory" in repr(oom_server)
+
+
+def test_a_500_from_a_server_with_nothing_killed_names_its_log() -> None:
+    port = _free_port()
+    argv = [sys.executable, "-c", broken_server(port, "INFO all well")]
+    server = VllmServer(argv, port, "broken-client-test", "m").start(timeout=30, progress=False)
+    try:
+        with pytest.raises(requests.HTTPError) as err:
+            chat(server.base_url, "m", [])
+        assert str(err.value).endswith(
+            "; server 'broken-client-test''s log: " + str(server.log_path.relative_to(REPO_ROOT))
+        )
+        assert server.failure() is None
+    finally:
+        server.stop()
+
+
+def test_a_server_not_started_here_gets_no_note() -> None:
+    with pytest.raises(requests.ConnectionError) as err:
+        chat(f"http://127.0.0.1:{_free_port()}", "m", [], timeout=5)
+    assert "; server " not in str(err.value) and "log build/" not in str(err.value)

@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from chapters.ch04_serving import guard
@@ -27,6 +28,18 @@ def wait_gone(pgid: int, within: float = GONE_WITHIN) -> float:
         assert time.monotonic() - t0 < within, f"group {pgid} still runs: {_group_processes(pgid)}"
         time.sleep(0.1)
     return time.monotonic() - t0
+
+
+def session_processes(sid: int) -> list[psutil.Process]:
+    """Live (non-zombie) processes of session `sid`, whatever their process group."""
+    found = []
+    for proc in psutil.process_iter(["pid"]):
+        try:
+            if os.getsid(proc.pid) == sid and proc.status() != psutil.STATUS_ZOMBIE:
+                found.append(proc)
+        except (psutil.Error, OSError):
+            continue
+    return found
 
 
 def guarded(argv: list[str], **kwargs) -> subprocess.Popen:
@@ -103,15 +116,56 @@ def test_an_owner_killed_takes_the_whole_group_with_it(tmp_path: Path) -> None:
     wait_gone(pgid)
 
 
-def test_group_members_reads_proc() -> None:
+def test_a_command_that_dies_takes_its_whole_session_with_it(tmp_path: Path) -> None:
+    """The server (the guard's command) SIGKILLed or crashed: what it started (vLLM's EngineCore,
+    Worker and resource tracker; here a sleep in its group and one in a group of its own) goes
+    too, and the guard still ends as its command did."""
+    pids = tmp_path / "pids"
+    own_group = f"{sys.executable} -c 'import os, time; os.setpgid(0, 0); time.sleep(120)'"
+    command = ["sh", "-c", f"sleep 120 & {own_group} & echo $$ > {pids}; wait"]
+    proc = guarded(command)
+    try:
+        deadline = time.monotonic() + 30
+        while len(session_processes(proc.pid)) < 4:  # guard, sh, sleep, python
+            assert time.monotonic() < deadline and proc.poll() is None, session_processes(proc.pid)
+            time.sleep(0.05)
+        os.kill(int(pids.read_text()), signal.SIGKILL)  # the server's main process dies
+        assert proc.wait(timeout=30) == -signal.SIGKILL, "the guard ends as its command did"
+        deadline = time.monotonic() + GONE_WITHIN
+        while session_processes(proc.pid):
+            assert time.monotonic() < deadline, f"left running: {session_processes(proc.pid)}"
+            time.sleep(0.1)
+    finally:
+        for left in session_processes(proc.pid):
+            left.kill()
+
+
+@pytest.mark.parametrize("field", [guard._GROUP, guard._SESSION])
+def test_members_reads_proc(field: int) -> None:
     proc = subprocess.Popen(["sleep", "30"], start_new_session=True)
     try:
-        assert guard._group_members(proc.pid) == [proc.pid]
-        assert os.getpid() not in guard._group_members(proc.pid)
+        assert guard._members(proc.pid, field) == [proc.pid]
+        assert os.getpid() not in guard._members(proc.pid, field)
     finally:
         proc.kill()
         proc.wait()
-    assert guard._group_members(proc.pid) == []
+    assert guard._members(proc.pid, field) == []
+
+
+def test_a_guard_outside_a_session_of_its_own_answers_for_no_one_else() -> None:
+    """Run without a new session or group (not as VllmServer runs it), the guard must never take
+    its owner's session or group for its own."""
+    code = (
+        "import os, sys; sys.path.insert(0, sys.argv[1]); import guard; "
+        "assert os.getsid(0) != os.getpid() != os.getpgrp(); print(guard._others())"
+    )
+    done = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", code, str(_GUARD_FILE.parent)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.stdout.strip() == "[]", done.stderr
 
 
 def test_parse_args_needs_a_command() -> None:

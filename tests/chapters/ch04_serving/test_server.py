@@ -12,6 +12,7 @@ import os
 import shlex
 import signal
 import socket
+import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -380,6 +381,201 @@ def test_stop_all_stops_every_server_at_once(tmp_path: Path) -> None:
     assert all(s.group_processes() == [] and not _port_in_use(s.port) for s in servers)
 
 
+def session_processes(sid: int) -> list[psutil.Process]:
+    """Live (non-zombie) processes of session `sid`, whatever their process group."""
+    found = []
+    for proc in psutil.process_iter(["pid"]):
+        try:
+            if os.getsid(proc.pid) == sid and proc.status() != psutil.STATUS_ZOMBIE:
+                found.append(proc)
+        except (psutil.Error, OSError):
+            continue
+    return found
+
+
+def wait_until(check, within: float, what: str) -> None:
+    """Poll `check()` until true; fail naming `what` after `within` seconds."""
+    deadline = time.monotonic() + within
+    while not check():
+        assert time.monotonic() < deadline, f"{what} after {within:.0f} s"
+        time.sleep(0.1)
+
+
+def health_server(port: int, directory: Path, first: str = "pass") -> str:
+    """Python code that runs `first`, then answers GET /health from `directory` on `port`."""
+    return (
+        f"{first}\nimport functools, http.server\n"
+        f"h = functools.partial(http.server.SimpleHTTPRequestHandler, directory={str(directory)!r})\n"
+        f"http.server.ThreadingHTTPServer(('127.0.0.1', {port}), h).serve_forever()\n"
+    )
+
+
+def test_two_servers_of_one_process_asked_for_one_port_do_not_both_start(tmp_path: Path) -> None:
+    """`start_together` with port=8000 twice: the first to listen would answer both health checks
+    (the second still importing vLLM: here it sleeps before it binds)."""
+    (tmp_path / "health").write_text("ok")
+    port = _free_port()
+    pair = [
+        VllmServer([sys.executable, "-c", health_server(port, tmp_path, first)], port, name, "m")
+        for name, first in (("same-port-a", "pass"), ("same-port-b", "import time; time.sleep(5)"))
+    ]
+    try:
+        with pytest.raises(RuntimeError, match=f"port {port} is already server 'same-port-") as err:
+            srv_mod.start_together(pair, timeout=30, progress=False)
+        assert "\n" not in str(err.value)
+    finally:
+        stop_all()
+    assert all(s.group_processes() == [] for s in pair) and not _port_in_use(port)
+
+
+def test_a_port_taken_by_another_process_while_starting_is_not_taken_for_health(
+    tmp_path: Path,
+) -> None:
+    """Two kernels ask for one port: both check it free, the other's server listens first and
+    answers /health while this one still imports vLLM (here: sleeps before it binds)."""
+    (tmp_path / "health").write_text("ok")
+    port, launched = _free_port(), tmp_path / "launched"
+    waits = f"import os, time\nwhile not os.path.exists({str(launched)!r}): time.sleep(0.02)"
+    other = subprocess.Popen(
+        [sys.executable, "-c", health_server(port, tmp_path, waits)], start_new_session=True
+    )
+    slow = f"open({str(launched)!r}, 'w').close(); import time; time.sleep(60)"
+    server = VllmServer(
+        [sys.executable, "-c", health_server(port, tmp_path, slow)], port, "late", "m"
+    )
+    try:
+        with pytest.raises(
+            RuntimeError, match=f"port {port} is answered by pid {other.pid} "
+        ) as err:
+            server.start(timeout=30, progress=False)
+        assert "not by server 'late'" in str(err.value) and "\n" not in str(err.value)
+        assert not server.alive and server.group_processes() == [] and other.poll() is None
+    finally:
+        server.stop()
+        other.kill()
+        other.wait()
+
+
+def test_a_server_whose_bind_fails_says_its_port_was_taken(tmp_path: Path) -> None:
+    (tmp_path / "health").write_text("ok")
+    port = _free_port()
+    code = "print('OSError: [Errno 98] Address already in use'); raise SystemExit(1)"
+    server = VllmServer([sys.executable, "-c", code], port, "bind-failed", "m")
+    with pytest.raises(RuntimeError, match=f"could not listen on port {port}: another process"):
+        server.start(timeout=30, progress=False)
+
+
+def test_only_the_servers_own_listener_counts_as_healthy(tmp_path: Path) -> None:
+    server = stand_in(tmp_path, "own-listener").start(timeout=30, progress=False)
+    try:
+        [child] = server.group_processes()
+        assert srv_mod._listeners(server.port) == [child.pid] and server.healthy()
+        stranger = VllmServer(["true"], server.port, "stranger", "m")
+        stranger.pgid, stranger.server_id = os.getpid(), "0" * 32  # not the listener's
+        assert stranger._health_answers() and not stranger.healthy()
+    finally:
+        server.stop()
+
+
+def test_a_crashed_server_leaves_nothing_of_its_session(tmp_path: Path) -> None:
+    """The API server killed (kill -9, a crash): its EngineCore, Worker and resource tracker
+    (here: a child in its group and one in a group of its own) must not live on until stop()."""
+    (tmp_path / "health").write_text("ok")
+    port = _free_port()
+    children = (
+        "import os, subprocess, sys\n"
+        "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)'])\n"
+        "subprocess.Popen([sys.executable, '-c', "
+        "'import os, time; os.setpgid(0, 0); time.sleep(300)'])"
+    )
+    argv = [sys.executable, "-c", health_server(port, tmp_path, children)]
+    server = VllmServer(argv, port, "crashed", "m").start(timeout=30, progress=False)
+    sid = server.pgid
+    assert sid is not None
+    try:
+        wait_until(lambda: len(session_processes(sid)) == 4, 30, "not all started")
+        [main] = [p for p in server.group_processes() if p.ppid() == server.pgid]
+        main.kill()
+        wait_until(lambda: not session_processes(sid), 15, "the crashed server's session lives")
+        assert srv_mod.helper_processes() == [] and not server.alive
+        assert "ended: 'its main process: exit code -9'" in repr(server), repr(server)
+    finally:
+        for left in session_processes(sid):
+            left.kill()
+        server.stop()
+
+
+@pytest.mark.parametrize(
+    ("last_words", "end"),
+    [
+        # the out-of-memory killer takes a worker while serving; the API server then exits
+        (
+            "(EngineCore_DP0 pid=7) ERROR [multiproc_executor.py:315] Worker proc VllmWorker-0 "
+            "died unexpectedly (exit code: -9), shutting down executor.",
+            "raise SystemExit(0)",
+        ),
+        # ... an engine core at start
+        (
+            "RuntimeError: Engine core initialization failed. See root cause above. Failed core "
+            "proc(s): {'EngineCore_DP0': -9}",
+            "raise SystemExit(1)",
+        ),
+        # ... the API server itself
+        ("loading", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"),
+    ],
+    ids=["worker", "engine core at start", "api server"],
+)
+def test_a_process_killed_by_sigkill_is_reported_as_memory_with_the_log(
+    last_words: str, end: str
+) -> None:
+    code = f"print({last_words!r}, flush=True); {end}"
+    server = VllmServer([sys.executable, "-c", code], _free_port(), "oom-test", "m")
+    with pytest.raises(RuntimeError) as err:
+        server.start(timeout=30, progress=False)
+    message = str(err.value)
+    assert "killed by SIGKILL" in message and "out-of-memory" in message, message
+    assert "log build/logs/oom-test.log" in message and "\n" not in message
+
+
+@pytest.mark.parametrize("oom_killer_ran", [True, False])
+def test_a_process_dead_while_the_oom_killer_ran_is_reported_as_memory(
+    monkeypatch: pytest.MonkeyPatch, oom_killer_ran: bool
+) -> None:
+    """vLLM may log a worker's death before its exit code is known ("exit code: None"): the
+    kernel's out-of-memory kill count, risen since the start, tells a memory kill from others."""
+    counts = iter(range(3, 100))
+    monkeypatch.setattr(srv_mod, "_oom_kills", lambda: next(counts) if oom_killer_ran else 3)
+    line = (
+        "(EngineCore pid=7) ERROR [multiproc_executor.py:314] Worker proc VllmWorker-0 died "
+        "unexpectedly (exit code: None), shutting down executor."
+    )
+    code = f"print({line!r}, flush=True)"
+    server = VllmServer([sys.executable, "-c", code], _free_port(), "oom-count-test", "m")
+    with pytest.raises(RuntimeError) as err:
+        server.start(timeout=30, progress=False)
+    said = str(err.value)
+    memory = "died while the out-of-memory killer ran (the kernel's OOM kill count rose since"
+    assert (memory in said) == oom_killer_ran
+    assert "Worker proc VllmWorker-0 died unexpectedly (exit code: None)" in said
+    if not oom_killer_ran:
+        assert "out-of-memory" not in said and server.failure() is None  # stop() ended it
+
+
+def test_oom_kills_reads_the_kernels_count(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "vmstat").write_text("oom_kill_other 9\noom_kill 12\npgfault 3\n")
+    monkeypatch.setattr(srv_mod, "_VMSTAT", tmp_path / "vmstat")
+    assert srv_mod._oom_kills() == 12
+    monkeypatch.setattr(srv_mod, "_VMSTAT", tmp_path / "none")
+    assert srv_mod._oom_kills() is None
+
+
+def test_a_stopped_server_reports_no_failure(tmp_path: Path) -> None:
+    server = stand_in(tmp_path, "stopped-test").start(timeout=30, progress=False)
+    assert server.failure() is None
+    server.stop()
+    assert server.failure() is None and repr(server).endswith("stopped)")
+
+
 # ---------------------------------------------------------------- serving_bench arithmetic (no server)
 
 
@@ -477,7 +673,8 @@ def test_bad_requests_get_4xx_and_the_server_keeps_serving(spec_server: VllmServ
 
 @pytest.mark.vllm
 def test_second_server_on_a_busy_port_fails_clearly(spec_server: VllmServer) -> None:
-    with pytest.raises(RuntimeError, match="already in use"):
+    busy = f"port {spec_server.port} is already server 'test-spec''s \\(started here\\)"
+    with pytest.raises(RuntimeError, match=busy):
         make_server(load_profile("tiny"), port=spec_server.port, name="test-busy").start(
             progress=False
         )
