@@ -29,6 +29,10 @@ endif
 DOCTOR_PLATFORM := $(if $(filter command line,$(origin UNAME_S) $(origin UNAME_M)),--assume-platform $(UNAME_S)/$(UNAME_M))
 
 export WORKBOOK_PROFILE := $(PROFILE)
+# A variable's value as one single-quoted shell word, whatever it holds (spaces, quotes, ;, `):
+# $(call quote,NAME). quote_each quotes each of its words (a list, as NOTEBOOKS).
+quote = '$(subst ','\'',$($(1)))'
+quote_each = $(foreach w,$($(1)),'$(subst ','\'',$(w))')
 ifneq ($(filter tiny %-shape,$(PROFILE)),)  # the embedded pair and the shapes need no hub
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
@@ -38,7 +42,7 @@ endif
 .PHONY: help doctor venv preflight prefetch lint run test test-notebooks test-tests check-exercises lab browser-test tiny-models bench clean FORCE
 
 help: ## list the targets
-	@echo "make <target> [PROFILE=tiny|qwen3-30b-a3b-shape|qwen3-30b-a3b]   (PROFILE=$(PROFILE))"
+	@printf '%s\n' "make <target> [PROFILE=tiny|qwen3-30b-a3b-shape|qwen3-30b-a3b]   (PROFILE="$(call quote,PROFILE)")"
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z][a-z-]*:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 # Stage one is stdlib-only on $(PYTHON), so it runs before `make venv` (and reports a missing .venv);
@@ -57,14 +61,14 @@ $(STAMP): FORCE
 # Seconds, not minutes: hub reachable, GPUs and memory, pairing (hub profiles); data/ present (tiny).
 # A failure is one line and exit 2, so `make test`/`make run` stop before pytest or the notebooks start.
 preflight: venv ## check this machine can run PROFILE (hub, GPUs, pairing; tiny: data/ present)
-	$(VPY) -m kit.preflight --profile $(PROFILE)
+	$(VPY) -m kit.preflight --profile $(call quote,PROFILE)
 
 # Online, once: the files vLLM loads (progress bar), then the pairing validator on the cached copies.
 prefetch: venv ## download PROFILE's models into the HF cache and validate them, for HF_HUB_OFFLINE=1
-	@$(VPY) -m kit.prefetch --profile $(PROFILE)
+	@$(VPY) -m kit.prefetch --profile $(call quote,PROFILE)
 
 run: venv preflight ## execute all notebooks headless -> build/*.ipynb, build/*.html, build/run-summary.json
-	$(VPY) -m kit.runner $(NOTEBOOKS)
+	$(VPY) -m kit.runner $(call quote_each,NOTEBOOKS)
 
 # Two lanes at once (docs/commands.md has the measurements): the notebooks under nbval, one after
 # another | the tests that start vLLM, one at a time, then the light ones on TEST_JOBS workers
@@ -87,9 +91,11 @@ test-tests: venv ## make test's second lane: the engine tests one at a time, the
 
 # Your files in exercises/ (or EXERCISES=folder), graded by the checks that hold the reference
 # solutions: one line per exercise, ok or a one-line hint. EXERCISES=reference grades the library's own.
+# GRADER_FLAGS reach the grader, e.g. GRADER_FLAGS="--timeout 300 --memory-gib 4" (python -m kit.grader -h).
 EXERCISES ?= exercises
-check-exercises: venv ## grade the algorithm you wrote in exercises/ (EXERCISES=reference: the solutions)
-	$(VPY) -m kit.grader $(if $(filter reference,$(EXERCISES)),--reference,$(EXERCISES))
+GRADER_FLAGS ?=
+check-exercises: venv ## grade the algorithm you wrote in exercises/ (EXERCISES=reference: the solutions; GRADER_FLAGS="--timeout 300")
+	$(VPY) -m kit.grader $(GRADER_FLAGS) $(if $(filter-out reference,$(EXERCISES)),$(call quote,EXERCISES),$(if $(EXERCISES),--reference))
 
 lint: venv ## ruff: lint (src, tests, scripts, notebook cells) and format check
 	$(VPY) -m ruff check .

@@ -12,7 +12,13 @@ CI (tests/kit/test_grader.py), so a check fails only on code that behaves differ
 Each exercise is graded in its own Python process, so a learner's file cannot take the grader
 with it: past `--timeout` seconds it is "timed out" and killed, and the next one is graded; an
 exit (sys.exit of any code, os._exit, a crash) before its checks finished is a failure with its
-reason, never a pass. Ctrl-C prints what was graded so far and exits 130.
+reason, never a pass. Each grading process may allocate `--memory-gib` GiB (RLIMIT_DATA): past
+that its code gets MemoryError, reported as memory, as is a process the out-of-memory killer ends
+(SIGKILL). However grading ends (a pass, a failure, a timeout, Ctrl-C, SIGTERM, a closed terminal:
+SIGHUP), the grading process's whole session is killed, so nothing the learner's code started is
+left running, and its temporary folder is removed; should the grader itself be killed (SIGKILL),
+the grading process dies with it (Linux's parent-death signal). Ctrl-C prints what was graded so
+far and exits 130; SIGTERM and SIGHUP exit 143 and 129.
 
 | file | write | taught in | reference |
 |---|---|---|---|
@@ -29,14 +35,18 @@ by a permutation test on a few thousand rounds, which also tells apart the usual
 from __future__ import annotations
 
 import argparse
+import contextlib
+import ctypes
 import importlib.util
 import json
 import os
 import random
+import resource
 import signal
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,8 +65,18 @@ _EXERCISES_DIR = REPO_ROOT / "exercises"
 #: reference exercise (accept_sampled: vLLM's sampler, 6000 rounds) takes 10 s in its own process
 #: on 2 busy cores, start-up included; 12 times that leaves room for a slow laptop.
 _TIMEOUT_S = 120.0
-#: The exit status of a program ended by Ctrl-C (128 + SIGINT), as make and the runner report it.
-_EXIT_INTERRUPTED = 130
+#: GiB of data one exercise's process may allocate (`--memory-gib`, its RLIMIT_DATA): the
+#: reference exercises use at most 0.44 GiB (accept_sampled, vLLM imported; here, 2026-12-06), so
+#: an allocation that grows without end meets MemoryError long before it starves the machine.
+#: RLIMIT_DATA, not RLIMIT_AS: address space that is reserved but not written (torch's thread
+#: arenas, CUDA's mappings, mapped files) does not count.
+_MEMORY_GIB = 8.0
+#: The signals that stop the grader: Ctrl-C, `kill`, and a closed terminal.
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+#: Linux's prctl option that sends a process a signal when its parent ends (<linux/prctl.h>).
+_PR_SET_PDEATHSIG = 1
+#: Seconds the grader waits for a grading session's processes to die after SIGKILL.
+_KILL_WAIT_S = 5.0
 
 
 class _Hint(Exception):  # noqa: N818 - a hint to the learner, not an error of the grader
@@ -337,10 +357,30 @@ def _load_functions(exercise: _Exercise, folder: Path) -> SimpleNamespace:
             "file, so nothing at its top level may exit"
         ) from err
     except Exception as err:
+        if _out_of_memory(err):
+            raise _Hint(_memory_hint(f"{path.name} ran out of memory when imported", err)) from err
         raise _Hint(f"{path.name} does not import: {type(err).__name__}: {err}") from err
     missing = [n for n in exercise.functions if not callable(getattr(module, n, None))]
     _check(not missing, f"{path.name} defines no {', '.join(missing)}")
     return SimpleNamespace(**{n: getattr(module, n) for n in exercise.functions})
+
+
+def _out_of_memory(err: BaseException) -> bool:
+    """True for an allocation that failed: MemoryError, or torch's CPU allocator's RuntimeError."""
+    return isinstance(err, MemoryError) or (
+        isinstance(err, RuntimeError) and "can't allocate memory" in str(err)
+    )
+
+
+def _memory_hint(what: str, err: BaseException) -> str:
+    """One line for code that ran out of memory, with this process's cap (--memory-gib)."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_DATA)
+    cap = (
+        "with no cap set"
+        if soft == resource.RLIM_INFINITY
+        else f"under the grader's cap of {soft / 2**30:g} GiB per exercise, --memory-gib"
+    )
+    return f"{what} ({type(err).__name__} {cap}): does a list or a tensor grow without end?"
 
 
 def _one_line(text: str) -> str:
@@ -365,6 +405,8 @@ def _grade(
             "not exit"
         )
     except Exception as err:
+        if _out_of_memory(err):
+            return _memory_hint("your code ran out of memory", err)
         return _one_line(f"your code raised {type(err).__name__}: {err}")
     return None
 
@@ -396,15 +438,67 @@ def _grade_all(
 # ------------------------------------------------------------------------ one process per exercise
 
 
+@dataclass(frozen=True)
+class _Limits:
+    """What one exercise's process may take: seconds (--timeout) and GiB of data (--memory-gib)."""
+
+    timeout: float = _TIMEOUT_S
+    memory_gib: float = _MEMORY_GIB
+
+
+class _Stopped(Exception):  # noqa: N818 - the grader was told to stop, not an error of its own
+    """A stop signal came while grading: Ctrl-C (SIGINT), SIGTERM, or a closed terminal (SIGHUP)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+class _StopSignals:
+    """While grading, the stop signals are recorded, not obeyed at once: the grader's wait sees the
+    first and stops in order (the grading session killed, its temporary folder removed), and no
+    clean-up is cut short. A signal ignored when the grader started (nohup) stays ignored."""
+
+    def __init__(self) -> None:
+        self.received: int | None = None
+        self._before: dict[int, Any] = {}
+
+    def __enter__(self) -> _StopSignals:
+        for sig in _STOP_SIGNALS:
+            if signal.getsignal(sig) != signal.SIG_IGN:
+                self._before[sig] = signal.signal(sig, self._record)
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        for sig, handler in self._before.items():
+            signal.signal(sig, signal.SIG_DFL if handler is None else handler)
+
+    def _record(self, signum: int, _frame: object) -> None:
+        """The signal handler: keep the first stop signal."""
+        if self.received is None:
+            self.received = signum
+
+    def check(self) -> None:
+        """Raise _Stopped once a stop signal has come."""
+        if self.received is not None:
+            raise _Stopped(self.received)
+
+
 def _write_result(path: Path, hint: str | None) -> None:
     """Record a graded exercise's hint (None: passed) for the parent, whole or not at all."""
     partial = path.with_suffix(".partial")
-    partial.write_text(json.dumps({"hint": hint}))
+    partial.write_text(json.dumps({"hint": hint}), encoding="utf-8")
     os.replace(partial, path)
 
 
-def _ended_early(code: int) -> str:
+def _ended_early(code: int, memory_gib: float) -> str:
     """The hint for a grading process that ended before it recorded a result."""
+    if code == -signal.SIGKILL:
+        return (
+            "your code's process was killed by SIGKILL, most likely by the system's out-of-memory "
+            f"killer: the machine ran out of memory below the grader's cap of {memory_gib:g} GiB "
+            "per exercise (--memory-gib); does a list or a tensor grow without end?"
+        )
     if code < 0:
         try:
             how = f"was killed by {signal.Signals(-code).name}"
@@ -418,52 +512,115 @@ def _ended_early(code: int) -> str:
     )
 
 
-def _stop(child: subprocess.Popen) -> None:
-    """Kill a grading process and everything it started (its own session), and reap it."""
+def _session_members(sid: int) -> list[int]:
+    """Pids of the live (not zombie) processes of session `sid`, read from /proc (none without)."""
     try:
-        os.killpg(child.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
+        entries = os.listdir("/proc")
+    except OSError:
+        return []
+    found = []
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_bytes().decode(errors="replace")
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2 :].split()  # after "pid (comm) ": state ppid pgrp sid
+        if len(fields) > 3 and fields[0] != "Z" and int(fields[3]) == sid:
+            found.append(int(entry))
+    return found
+
+
+def _kill_session(sid: int) -> None:
+    """SIGKILL every process of session `sid` (a grading process and whatever it started, in its
+    process group or another) until none is left alive, for at most _KILL_WAIT_S seconds."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(sid, signal.SIGKILL)  # the session leader's process group at once
+    deadline = time.monotonic() + _KILL_WAIT_S
+    while (alive := _session_members(sid)) and time.monotonic() < deadline:
+        for pid in alive:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.02)
+
+
+def _stop(child: subprocess.Popen) -> None:
+    """Kill a grading process and everything it started (its session), and reap it."""
+    _kill_session(child.pid)
     child.wait()
 
 
+def _die_with_parent(parent: int) -> None:
+    """In a grading process: have the kernel SIGKILL it when the grader that started it (`parent`)
+    ends, however that ends (PR_SET_PDEATHSIG), and end now if it already has. Linux only."""
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (AttributeError, OSError):
+        return  # not Linux: the grader's own clean-up is all
+    prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+    if os.getppid() != parent:  # the grader ended before the line above
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _cap_memory(gib: float) -> None:
+    """In a grading process: cap its data (heap, anonymous memory) at `gib` GiB (RLIMIT_DATA), so
+    an allocation past it raises MemoryError."""
+    _, hard = resource.getrlimit(resource.RLIMIT_DATA)
+    cap = int(gib * 2**30)
+    if hard != resource.RLIM_INFINITY:
+        cap = min(cap, hard)
+    resource.setrlimit(resource.RLIMIT_DATA, (cap, hard))
+
+
 def _child_command(
-    exercise: _Exercise, folder: Path | None, result: Path, tiny: _TinyPair
+    exercise: _Exercise, folder: Path | None, result: Path, tiny: _TinyPair, memory_gib: float
 ) -> list[str]:
     """The command that grades one exercise and records its hint in `result`."""
     command = [sys.executable, "-m", "kit.grader", "--only", exercise.name]
     command += ["--reference"] if folder is None else [str(Path(folder).resolve())]
-    command += ["--record", str(result)]
+    command += ["--record", str(result), "--parent-pid", str(os.getpid())]
+    command += ["--memory-gib", repr(memory_gib)]
     for flag, value in (("--verifier-dir", tiny.verifier_dir), ("--drafter-dir", tiny.drafter_dir)):
         command += [flag, str(value)] if value is not None else []
     return command
 
 
+def _wait(child: subprocess.Popen, timeout: float, stop: _StopSignals) -> int | None:
+    """The grading process's exit status; None past `timeout` s; _Stopped once a stop signal
+    came (looked at every 0.1 s)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        stop.check()
+        try:
+            return child.wait(timeout=min(0.1, max(0.0, deadline - time.monotonic())))
+        except subprocess.TimeoutExpired:
+            if time.monotonic() >= deadline:
+                return None
+
+
 def _grade_isolated(
-    exercise: _Exercise, folder: Path | None, tiny: _TinyPair, timeout: float
+    exercise: _Exercise, folder: Path | None, tiny: _TinyPair, limits: _Limits, stop: _StopSignals
 ) -> str | None:
-    """Grade one exercise in its own process: its hint, None when it passed; a hang, an exit or a
-    crash is a hint too. Ctrl-C kills the process and propagates."""
+    """Grade one exercise in its own process and session: its hint, None when it passed; a hang,
+    an exit or a crash is a hint too. However it ends (a stop signal included, which then
+    propagates), the session is killed and the temporary folder removed."""
     with tempfile.TemporaryDirectory(prefix="grader-") as tmp:
         result = Path(tmp) / "result.json"
-        command = _child_command(exercise, folder, result, tiny)
-        child = subprocess.Popen(command, start_new_session=True)  # Ctrl-C reaches us only
+        command = _child_command(exercise, folder, result, tiny, limits.memory_gib)
+        child = subprocess.Popen(command, start_new_session=True)  # stop signals reach us only
         try:
-            code = child.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            _stop(child)
-            if not result.is_file():  # else the checks finished and something held the exit
-                return (
-                    f"timed out after {timeout:g} s and was stopped: an endless loop? "
-                    "(on a slow machine: --timeout SECONDS)"
-                )
-            code = 0
-        except BaseException:
-            _stop(child)
-            raise
-        if not result.is_file():
-            return _ended_early(code)
-        return json.loads(result.read_text())["hint"]
+            code = _wait(child, limits.timeout, stop)
+        finally:
+            _stop(child)  # what the learner's code left running, too
+        if result.is_file():  # past the timeout too: the checks finished, something held the exit
+            return json.loads(result.read_text(encoding="utf-8"))["hint"]
+        if code is None:
+            return (
+                f"timed out after {limits.timeout:g} s and was stopped: an endless loop? "
+                "(on a slow machine: --timeout SECONDS)"
+            )
+        return _ended_early(code, limits.memory_gib)
 
 
 def _line(exercise: _Exercise, hint: str | None) -> str:
@@ -472,22 +629,38 @@ def _line(exercise: _Exercise, hint: str | None) -> str:
     return f"{mark} {exercise.name:15s} ({exercise.taught}){'' if hint is None else ': ' + hint}"
 
 
+def _say(line: str) -> None:
+    """Print a line now; once the terminal is gone (SIGHUP), say nothing more."""
+    try:
+        print(line, flush=True)
+    except OSError:
+        sys.stdout = open(os.devnull, "w", encoding="utf-8")  # until the grader exits
+
+
 def _grade_each(
-    exercises: Sequence[_Exercise], folder: Path | None, tiny: _TinyPair, timeout: float
-) -> tuple[dict[str, str | None], bool]:
-    """Grade and print each exercise in turn: (hints so far, True when Ctrl-C stopped it)."""
+    exercises: Sequence[_Exercise],
+    folder: Path | None,
+    tiny: _TinyPair,
+    limits: _Limits,
+    stop: _StopSignals,
+) -> tuple[dict[str, str | None], int | None]:
+    """Grade and print each exercise in turn: (hints so far, the stop signal that ended it)."""
     results: dict[str, str | None] = {}
     try:
         for exercise in exercises:
-            results[exercise.name] = _grade_isolated(exercise, folder, tiny, timeout)
-            print(_line(exercise, results[exercise.name]), flush=True)
-    except KeyboardInterrupt:
-        return results, True
-    return results, False
+            stop.check()
+            results[exercise.name] = _grade_isolated(exercise, folder, tiny, limits, stop)
+            _say(_line(exercise, results[exercise.name]))
+    except _Stopped as stopped:
+        return results, stopped.signum
+    return results, None
 
 
 def _record(args: argparse.Namespace, folder: Path | None) -> int:
     """The grading process: grade the one exercise of --only, record its hint in --record."""
+    if args.parent_pid is not None:
+        _die_with_parent(args.parent_pid)
+    _cap_memory(args.memory_gib)
     from transformers.utils import logging as transformers_logging
 
     transformers_logging.disable_progress_bar()  # the tiny verifier loads in a blink
@@ -497,8 +670,18 @@ def _record(args: argparse.Namespace, folder: Path | None) -> int:
     return 0
 
 
+def _stopped_line(signum: int, graded: int, chosen: int, passed: int, where: str) -> str:
+    """The closing line of a grading a stop signal ended."""
+    how = {
+        signal.SIGINT: "interrupted (Ctrl-C)",
+        signal.SIGHUP: "stopped by SIGHUP (the terminal closed)",
+    }.get(signum, f"stopped by {signal.Signals(signum).name}")
+    return f"{how} after {graded} of {chosen} exercises: {passed}/{graded} graded pass ({where})"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Print one line per exercise; exit 0 when all pass, 1 otherwise, 130 on Ctrl-C."""
+    """Print one line per exercise; exit 0 when all pass, 1 otherwise, 128 + N on stop signal N
+    (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP)."""
     parser = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     parser.add_argument(
         "folder", nargs="?", default=str(_EXERCISES_DIR), help="your exercise files"
@@ -511,8 +694,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=_TIMEOUT_S,
         help=f"seconds one exercise may take (default {_TIMEOUT_S:g})",
     )
+    parser.add_argument(
+        "--memory-gib",
+        type=float,
+        default=_MEMORY_GIB,
+        help=f"GiB of memory one exercise may allocate (default {_MEMORY_GIB:g})",
+    )
     # Internal: the grading process of one exercise, and the tiny pair it loads (tests: a copy).
     parser.add_argument("--record", help=argparse.SUPPRESS)
+    parser.add_argument("--parent-pid", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--verifier-dir", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--drafter-dir", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -520,26 +710,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     if unknown:
         print(f"grader: no exercise named {', '.join(sorted(unknown))}")
         return 2
-    if args.timeout <= 0:
-        print(f"grader: --timeout must be a positive number of seconds, not {args.timeout:g}")
-        return 2
+    for flag, value, unit in (
+        ("--timeout", args.timeout, "seconds"),
+        ("--memory-gib", args.memory_gib, "GiB"),
+    ):
+        if not value > 0:  # NaN too
+            print(f"grader: {flag} must be a positive number of {unit}, not {value:g}")
+            return 2
     folder = None if args.reference else Path(args.folder)
     if args.record:
         return _record(args, folder)
     chosen = [e for e in _EXERCISES if not args.only or e.name in args.only]
     tiny = _TinyPair(args.verifier_dir, args.drafter_dir)
-    results, interrupted = _grade_each(chosen, folder, tiny, args.timeout)
+    limits = _Limits(args.timeout, args.memory_gib)
+    with _StopSignals() as stop:
+        results, signum = _grade_each(chosen, folder, tiny, limits, stop)
     where = "the reference solutions" if folder is None else str(folder)
     passed = sum(h is None for h in results.values())
-    if interrupted:
+    if signum is not None:
         for exercise in chosen[len(results) :]:
-            print(f"---- {exercise.name:15s} ({exercise.taught}): not graded (interrupted)")
-        print(
-            f"interrupted (Ctrl-C) after {len(results)} of {len(chosen)} exercises: "
-            f"{passed}/{len(results)} graded pass ({where})"
-        )
-        return _EXIT_INTERRUPTED
-    print(f"{passed}/{len(results)} exercises pass ({where})")
+            _say(f"---- {exercise.name:15s} ({exercise.taught}): not graded (interrupted)")
+        _say(_stopped_line(signum, len(results), len(chosen), passed, where))
+        return 128 + signum
+    _say(f"{passed}/{len(results)} exercises pass ({where})")
     return 0 if passed == len(results) else 1
 
 

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
 import pytest
 import torch
+from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
 from helpers.common.configs import read_config
 from helpers.common.paths import DATA_DIR
+from helpers.eagle3 import checkpoint
 from helpers.eagle3.checkpoint import (
     WEIGHTS_FILE,
     _shape_from_config,
@@ -159,3 +162,50 @@ def test_the_converter_names_a_folder_that_is_not_a_drafter(tmp_path) -> None:
     assert done.stdout.strip().splitlines() == [
         f"{tmp_path}: not a drafter folder (needs config.json and model.safetensors)"
     ]
+
+
+# ---------------------------------------------------------------------------------- a full disk
+
+#: What safetensors' writer raises on a full disk (seen on a 64 KiB tmpfs, 2026-12-06): not an
+#: OSError, and no path.
+NO_SPACE = "Error while serializing: I/O error: No space left on device (os error 28)"
+
+
+def drafter_bytes(d: Eagle3Drafter, config: dict) -> int:
+    """What a drafter's checkpoint needs at least: its tensors and its config.json."""
+    tensors = sum(t.numel() * t.element_size() for t in d.state_dict().values())
+    return tensors + len(json.dumps(config, indent=2)) + 1
+
+
+def test_a_full_disk_names_the_folder_the_bytes_and_the_fix(tmp_path, monkeypatch) -> None:
+    def full(*_args, **_kwargs) -> None:
+        raise SafetensorError(NO_SPACE)
+
+    monkeypatch.setattr(checkpoint, "save_file", full)
+    d, config = Eagle3Drafter(SHAPE), drafter_config(SHAPE, [0, 1, 2], "v")
+    out = tmp_path / "checkpoints" / "step-0030"
+    with pytest.raises(OSError) as err:
+        save_drafter(d, out, config)
+    message = str(err.value)
+    assert "\n" not in message and str(out) in message, message
+    assert f"it needs {drafter_bytes(d, config):,} bytes" in message, message
+    assert "No space left on device" in message and "free some space" in message, message
+
+
+def test_a_disk_that_fills_at_the_config_leaves_no_half_checkpoint(tmp_path) -> None:
+    out = tmp_path / "step-0120"
+    out.mkdir()
+    (out / "config.json").symlink_to("/dev/full")  # a real ENOSPC once the weights are written
+    with pytest.raises(OSError) as err:
+        save_drafter(Eagle3Drafter(SHAPE), out, drafter_config(SHAPE, [0, 1, 2], "v"))
+    assert str(out) in str(err.value) and "no room" in str(err.value), err.value
+    assert not (out / WEIGHTS_FILE).exists(), "weights without a config.json were left"
+
+
+def test_other_write_errors_pass_unchanged(tmp_path, monkeypatch) -> None:
+    def broken(*_args, **_kwargs) -> None:
+        raise SafetensorError("Error while serializing: something else")
+
+    monkeypatch.setattr(checkpoint, "save_file", broken)
+    with pytest.raises(SafetensorError, match="something else"):
+        save_drafter(Eagle3Drafter(SHAPE), tmp_path, drafter_config(SHAPE, [0, 1, 2], "v"))

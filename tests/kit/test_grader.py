@@ -206,12 +206,44 @@ def lines_of(out: str) -> dict[str, str]:
 
 
 def is_gone(pid: int) -> bool:
-    """True when no process has this id any more."""
+    """True when no process has this id any more, or only a dead one not yet reaped (a zombie)."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
         return True
-    return False
+    return stat[stat.rfind(")") + 2 :].startswith("Z")
+
+
+def gone_within(pids: list[int], seconds: float) -> bool:
+    """True once every one of pids is gone, polled for up to `seconds`."""
+    deadline = time.monotonic() + seconds
+    while not all(is_gone(pid) for pid in pids):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def kill_leftovers(pids: list[int]) -> None:
+    """SIGKILL whatever of pids a failing test left running."""
+    for pid in pids:
+        if not is_gone(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
+def default_signals() -> None:
+    """In a child: the stop signals' default actions, as a program started from a terminal has."""
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)
+
+
+def wait_for_pid(pid_file: Path, proc: subprocess.Popen, seconds: float = 120) -> int:
+    """The pid a learner's file wrote into pid_file, once it is being graded."""
+    deadline = time.monotonic() + seconds
+    while not (pid_file.is_file() and pid_file.read_text().strip()):
+        assert proc.poll() is None and time.monotonic() < deadline, "the exercise never started"
+        time.sleep(0.05)
+    return int(pid_file.read_text())
 
 
 def test_a_hang_and_early_exits_fail_with_their_reason_and_the_rest_is_graded(
@@ -316,9 +348,152 @@ def test_ctrl_c_prints_what_was_graded_and_exits_130(tmp_path: Path, tiny) -> No
     assert is_gone(int(pid_file.read_text())), "the exercise being graded was left running"
 
 
-def test_a_timeout_that_is_not_positive_is_one_line(capsys) -> None:
-    assert grader.main(["--timeout", "0"]) == 2
+@pytest.mark.parametrize(
+    "flag, unit", [("--timeout", "seconds"), ("--memory-gib", "GiB")], ids=["timeout", "memory"]
+)
+def test_a_limit_that_is_not_positive_is_one_line(capsys, flag: str, unit: str) -> None:
+    assert grader.main([flag, "0"]) == 2
     assert (
         capsys.readouterr().out.strip()
-        == "grader: --timeout must be a positive number of seconds, not 0"
+        == f"grader: {flag} must be a positive number of {unit}, not 0"
     )
+
+
+# ---------------------------------------------------------------- nothing left running, any ending
+
+
+@pytest.mark.parametrize("sig", [signal.SIGHUP, signal.SIGTERM], ids=["SIGHUP", "SIGTERM"])
+def test_a_closed_terminal_or_sigterm_kills_the_grading_and_removes_its_folder(
+    tmp_path: Path, tiny, sig: signal.Signals
+) -> None:
+    pid_file, temp = tmp_path / "hang.pid", tmp_path / "tmp"
+    temp.mkdir()
+    folder = write_exercises(tmp_path / "mine", {"draft_step": hang(pid_file)})
+    proc = subprocess.Popen(
+        grader_command(folder, tiny, "--only", "draft_step", "--timeout", "300"),
+        cwd=REPO_ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "TMPDIR": str(temp)},
+        preexec_fn=default_signals,
+    )
+    looping = []
+    try:
+        looping.append(wait_for_pid(pid_file, proc))
+        proc.send_signal(sig)
+        out, _ = proc.communicate(timeout=60)
+        assert proc.returncode == 128 + sig, out
+        assert f"stopped by {sig.name}" in out and "after 0 of 1 exercises" in out, out
+        assert "Traceback" not in out, out
+        assert is_gone(looping[0]), f"the endless loop was left running after {sig.name}"
+        assert not list(temp.glob("grader-*")), f"the temporary folder was left after {sig.name}"
+    finally:
+        kill_leftovers(looping)
+        proc.kill()  # a no-op once it has exited
+        proc.communicate()
+
+
+def test_the_grading_process_dies_with_a_killed_grader(tmp_path: Path, tiny) -> None:
+    pid_file = tmp_path / "hang.pid"
+    folder = write_exercises(tmp_path / "mine", {"draft_step": hang(pid_file)})
+    proc = subprocess.Popen(
+        grader_command(folder, tiny, "--only", "draft_step", "--timeout", "300"),
+        cwd=REPO_ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "TMPDIR": str(tmp_path)},  # SIGKILL leaves its folder: tmp_path's
+    )
+    looping = []
+    try:
+        looping.append(wait_for_pid(pid_file, proc))
+        proc.kill()  # nothing can catch SIGKILL: the kernel's parent-death signal must act
+        proc.wait(timeout=60)
+        assert gone_within(looping, 10), "the endless loop outlived the grader's SIGKILL"
+    finally:
+        kill_leftovers(looping)
+        proc.kill()
+        proc.wait()
+
+
+#: A right accept_greedy whose file, when imported, starts two background processes (one in
+#: a process group of its own) that would outlive the grading, holding its output open, and
+#: records their pids.
+BACKGROUND = """
+import subprocess, sys
+from pathlib import Path
+
+sleep = [sys.executable, "-c", "import time; time.sleep(600)"]
+kids = [subprocess.Popen(sleep), subprocess.Popen(sleep, process_group=0)]
+Path({pids!r}).write_text(" ".join(str(k.pid) for k in kids))
+"""
+
+
+def test_what_an_exercise_left_running_is_killed_when_it_is_graded(tmp_path: Path, tiny) -> None:
+    pid_file = tmp_path / "kids.pid"
+    code = BACKGROUND.format(pids=str(pid_file)) + GOOD_ACCEPT_GREEDY
+    folder = write_exercises(tmp_path / "mine", {"accept_greedy": code})
+    proc = subprocess.Popen(
+        grader_command(folder, tiny, "--only", "accept_greedy"),
+        cwd=REPO_ROOT,
+        stdout=subprocess.PIPE,  # as `make check-exercises | grep ...`: EOF only once all are gone
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        out, _ = proc.communicate(timeout=90)
+        assert proc.returncode == 0 and lines_of(out)["accept_greedy"].startswith("ok  "), out
+        kids = [int(pid) for pid in pid_file.read_text().split()]
+        assert len(kids) == 2 and all(is_gone(pid) for pid in kids), "background processes left"
+    finally:
+        kill_leftovers([int(p) for p in pid_file.read_text().split()] if pid_file.is_file() else [])
+        proc.kill()
+        proc.communicate()
+
+
+def test_running_out_of_memory_is_named_with_the_cap(tmp_path: Path, tiny) -> None:
+    folder = write_exercises(
+        tmp_path / "mine",
+        {
+            "accept_greedy": "def accept_greedy(drafts, targets):\n    return bytearray(4 << 30)\n",
+            "draft_step": "import torch\n\nx = torch.empty(4 << 30, dtype=torch.uint8)\n",
+            "accept_sampled": (  # as the out-of-memory killer ends a process
+                "import os, signal\n\n"
+                "def accept_sampled(drafts, probs, draft_probs=None, generator=None):\n"
+                "    os.kill(os.getpid(), signal.SIGKILL)\n"
+            ),
+        },
+    )
+    only = ["--only", "accept_greedy", "--only", "draft_step", "--only", "accept_sampled"]
+    done = subprocess.run(
+        grader_command(folder, tiny, "--memory-gib", "1.5", *only),
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    rows = lines_of(done.stdout)
+    assert done.returncode == 1 and len(rows) == 3, done.stdout + done.stderr
+    cap = "under the grader's cap of 1.5 GiB per exercise, --memory-gib"
+    assert f"your code ran out of memory (MemoryError {cap})" in rows["accept_greedy"], rows
+    assert (
+        f"draft_step.py ran out of memory when imported (RuntimeError {cap})" in rows["draft_step"]
+    ), rows
+    assert (
+        "killed by SIGKILL, most likely by the system's out-of-memory killer"
+        in rows["accept_sampled"]
+        and "cap of 1.5 GiB per exercise (--memory-gib)" in rows["accept_sampled"]
+    ), rows
+
+
+def test_the_default_memory_cap_leaves_the_heaviest_reference_exercise_room(tiny) -> None:
+    pair = ["--verifier-dir", str(tiny.verifier_dir), "--drafter-dir", str(tiny.drafter_dir)]
+    done = subprocess.run(
+        [sys.executable, "-m", "kit.grader", "--reference", "--only", "accept_sampled", *pair],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert lines_of(done.stdout)["accept_sampled"].startswith("ok  "), done.stdout

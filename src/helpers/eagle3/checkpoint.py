@@ -11,7 +11,10 @@ vllm/model_executor/models/llama_eagle3.py) but speculators 0.9.0 does not: its
 
 from __future__ import annotations
 
+import errno
 import json
+import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +40,8 @@ __all__ = [
 WEIGHTS_FILE = "model.safetensors"
 #: The first drafter layer's name prefix in the original EAGLE code, and in speculators/vLLM.
 _LEGACY_PREFIX, _LAYER_PREFIX = "midlayer.", "layers.0."
+#: The errno values of a full disk and of a spent quota.
+_NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
 
 
 def drafter_config(
@@ -107,11 +112,42 @@ def _shape_from_config(config: dict[str, Any]) -> DrafterShape:
 
 def save_drafter(drafter: Eagle3Drafter, out_dir: Path, config: dict[str, Any]) -> None:
     """Write config.json and model.safetensors (fc, layers.0.*, norm, lm_head, d2t/t2d; no
-    embed_tokens: vLLM and speculators take the verifier's)."""
-    out_dir.mkdir(parents=True, exist_ok=True)
+    embed_tokens: vLLM and speculators take the verifier's). A full disk is one OSError line
+    naming the folder, the bytes needed and the fix, and leaves no half checkpoint."""
     weights = {k: v.detach().cpu().contiguous().clone() for k, v in drafter.state_dict().items()}
-    save_file(weights, str(out_dir / WEIGHTS_FILE), metadata={"format": "pt"})
-    (out_dir / "config.json").write_text(json.dumps(config, indent=2) + "\n")
+    text = json.dumps(config, indent=2) + "\n"
+    out_dir = Path(out_dir)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        save_file(weights, str(out_dir / WEIGHTS_FILE), metadata={"format": "pt"})
+        (out_dir / "config.json").write_text(text, encoding="utf-8")
+    except (OSError, SafetensorError) as err:
+        code = _no_space(err)
+        if code is None:
+            raise
+        for name in (WEIGHTS_FILE, "config.json"):
+            (out_dir / name).unlink(missing_ok=True)
+        needed = sum(t.numel() * t.element_size() for t in weights.values()) + len(text.encode())
+        raise OSError(
+            f"no room to save the drafter in {out_dir}: it needs {needed:,} bytes, its disk has "
+            f"{_free_bytes(out_dir):,} free ({os.strerror(code)}); free some space there "
+            "(`make clean` empties build/) and save again"
+        ) from None
+
+
+def _no_space(err: OSError | SafetensorError) -> int | None:
+    """The errno of a full disk or a spent quota that `err` reports (safetensors' writer says
+    "(os error 28)"), else None."""
+    if isinstance(err, OSError):
+        return err.errno if err.errno in _NO_SPACE else None
+    return next((code for code in _NO_SPACE if f"(os error {code})" in str(err)), None)
+
+
+def _free_bytes(path: Path) -> int:
+    """Free bytes on the disk that holds `path` (or its nearest existing parent)."""
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return shutil.disk_usage(path).free
 
 
 def load_weights(path: str | Path) -> dict[str, torch.Tensor]:
