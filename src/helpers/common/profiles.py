@@ -28,6 +28,7 @@ __all__ = [
     "Profile",
     "profile_name",
     "load_profile",
+    "profile_file_problems",
     "resolve_k",
     "known_stacks",
     "profiles_for_gpus",
@@ -241,16 +242,25 @@ def resolve_k(profile: Profile, k: int | None = None) -> int:
     return value
 
 
-def _profile_problems(name: str) -> list[str]:
-    """One line per thing wrong with profile `name` ([] when it loads); never raises."""
+def profile_file_problems(path: Path) -> list[str]:
+    """One line per thing wrong with the profile in one file ([] when it loads); never raises."""
     try:
-        _read_profile(_profile_path(name))
+        _read_profile(Path(path))
     except ValueError as err:
         return str(err).splitlines()
     except Exception as err:  # unforeseen: still this profile's one line
         first = (str(err).splitlines() or [""])[0]
-        return [f"{_PROFILES_DIR / f'{name}.json'} does not load ({type(err).__name__}: {first})"]
+        return [f"{path} does not load ({type(err).__name__}: {first})"]
     return []
+
+
+def _profile_problems(name: str) -> list[str]:
+    """One line per thing wrong with profile `name` ([] when it loads); never raises."""
+    try:
+        path = _profile_path(name)
+    except ValueError as err:
+        return [str(err)]
+    return profile_file_problems(path)
 
 
 def _loadable_profiles() -> list[Profile]:
