@@ -430,8 +430,8 @@ def _check_tokenizer(profile: Profile) -> str | None:
 
 
 def _check_pairing(profile: Profile) -> tuple[list[str], list[str]]:
-    """(failures, warnings) helpers.engine.pairing.validate_pair plus the profile's recorded
-    verifier shape."""
+    """(failures, warnings) helpers.engine.pairing.validate_pair (with the profile's k and
+    tokenizer) plus the profile's recorded verifier shape."""
 
     verifier = profile.verifier_path() if profile.is_local else profile.verifier
     drafter = profile.drafter_path() if profile.is_local else profile.drafter
@@ -441,6 +441,8 @@ def _check_pairing(profile: Profile) -> tuple[list[str], list[str]]:
         "eagle3",
         profile.engine.get("max_model_len"),
         verifier_name=profile.verifier,
+        k=profile.num_speculative_tokens,
+        tokenizer=profile.tokenizer_path() if profile.tokenizer is not None else None,
     )
     failures = [f"pairing: {p.code}: {p.message}" for p in report.errors]
     warnings = [

@@ -670,3 +670,30 @@ def test_a_build_dir_that_is_a_file_fails_and_the_rest_still_runs(
     assert result.exit_code == 2 and len(result.failures) == 1, result.failures
     assert result.failures[0].startswith(f"{blocker}/ is not writable"), result.failures
     assert {"data intact", "pairing valid"} <= set(result.passed), result.passed
+
+
+def test_a_profile_on_a_shuffled_tokenizer_fails_alone(data_copy: Path) -> None:
+    """Its pairing was "valid" and vLLM generated garbage (1 of 15 drafts accepted)."""
+    import random
+
+    mine = data_copy / "mine-qwen3-moe"
+    shutil.copytree(data_copy / "tiny-qwen3-moe", mine)
+    tokenizer = json.loads((mine / "tokenizer.json").read_text())
+    ids = sorted(tokenizer["model"]["vocab"].values())
+    order = ids[:]
+    random.Random(0).shuffle(order)
+    moved = dict(zip(ids, order))
+    tokenizer["model"]["vocab"] = {k: moved[v] for k, v in tokenizer["model"]["vocab"].items()}
+    for token in tokenizer["added_tokens"]:
+        token["id"] = moved[token["id"]]
+    (mine / "tokenizer.json").write_text(json.dumps(tokenizer))
+    (data_copy / "profiles" / "mypair.json").write_text(
+        tiny_as("mypair", verifier=str(mine), drafter=str(data_copy / "tiny-qwen3-moe-eagle3"))
+    )
+    for path in sorted(mine.iterdir()):
+        assert manifest._main_record(str(path), data_copy) == 0
+    assert manifest._main_record("data/profiles/mypair.json", data_copy) == 0
+    own = preflight.run_preflight("mypair", gpus=[])
+    assert own.exit_code == 2 and len(own.failures) == 1, own.lines()
+    assert own.failures[0].startswith("pairing: special_token_mismatch: config.json's eos_token_id")
+    assert preflight.run_preflight("tiny", gpus=[]).exit_code == 0
