@@ -15,7 +15,9 @@ pairing (configs only: a shape has no weights to read).
 Tiny profile: the shipped pair exists in data/ (else one line pointing to `make tiny-models`) and
 passes the pairing validator.
 
-Every profile, first: what data/ ships is intact (`_damaged_files`): every file's sha256 as
+Every profile, first: the repo and the virtual environment live in a path without a space
+(torch's C++ compiler splits its g++ line and the libgomp LD_PRELOAD there; kit.doctor's
+path_problem), then what data/ ships is intact (`_damaged_files`): every file's sha256 as
 data/MANIFEST.sha256 records it (a changed byte, a missing or an added file, a symbolic link),
 every safetensors file exactly as long as its header says, every JSON file parses (prompt files:
 lists of strings, model configs: objects) and every profile loads, each in its own try. A damaged
@@ -60,6 +62,7 @@ from helpers.common.profiles import (
 from helpers.common.prompts import PROMPTS_DIR, read_prompt_file
 from helpers.engine import compat
 from helpers.engine.pairing import HeaderError, safetensors_header, validate_pair
+from kit.doctor import path_problem
 from kit.manifest import check_manifest, shipped
 
 __all__ = [
@@ -509,6 +512,11 @@ def run_preflight(
     t0 = time.perf_counter()
     name, chosen = _chosen(profile)
     result = _PreflightResult(name)
+    spaced = path_problem(REPO_ROOT, Path(sys.prefix))
+    if spaced:  # nothing that compiles would run here: one line
+        result.failures.append(spaced)
+        result.seconds = time.perf_counter() - t0
+        return result
     damaged = _guarded(result, "shipped files", _damaged_files, chosen)
     if damaged is None:
         result.seconds = time.perf_counter() - t0

@@ -14,6 +14,7 @@ import shlex
 import shutil
 import socket
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -697,3 +698,19 @@ def test_a_profile_on_a_shuffled_tokenizer_fails_alone(data_copy: Path) -> None:
     assert own.exit_code == 2 and len(own.failures) == 1, own.lines()
     assert own.failures[0].startswith("pairing: special_token_mismatch: config.json's eos_token_id")
     assert preflight.run_preflight("tiny", gpus=[]).exit_code == 0
+
+
+@pytest.mark.parametrize("where", ["repo", "venv"])
+def test_a_path_with_a_space_is_refused_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    """Preflight passed in a clone at "/home/a b/…"; notebooks 02 and 07 then failed with torch
+    inductor's CppCompileError (g++ and the libgomp LD_PRELOAD split at the space)."""
+    spaced = tmp_path / "a b"
+    if where == "repo":
+        monkeypatch.setattr(preflight, "REPO_ROOT", spaced / "eagle3-workbook")
+    else:
+        monkeypatch.setattr(sys, "prefix", str(spaced / "venv"))
+    lines = preflight.run_preflight("tiny", gpus=[]).lines()
+    assert len(lines) == 1 and "a path with a space" in lines[0], lines
+    assert str(spaced) in lines[0] and "CppCompileError" in lines[0], lines
