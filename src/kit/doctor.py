@@ -101,7 +101,9 @@ def _envinfo() -> ModuleType | None:
 
 def _required_python(pyproject: Path = REPO_ROOT / "pyproject.toml") -> tuple[int, int]:
     """(major, minor) of pyproject.toml's `requires-python = ">=X.Y"`."""
-    found = re.search(r'^requires-python\s*=\s*">=\s*(\d+)\.(\d+)', pyproject.read_text(), re.M)
+    found = re.search(
+        r'^requires-python\s*=\s*">=\s*(\d+)\.(\d+)', pyproject.read_text(encoding="utf-8"), re.M
+    )
     if not found:
         raise ValueError(f'{pyproject}: no requires-python = ">=X.Y" line')
     return int(found.group(1)), int(found.group(2))
@@ -496,7 +498,7 @@ def _run_venv_stage(
         output, _ = proc.communicate()
     if log is not None:
         log.parent.mkdir(parents=True, exist_ok=True)
-        log.write_text(output)
+        log.write_text(output, encoding="utf-8")
     rows = _parse_rows(output)
     where = f"build/{_LOG_NAME}" if log is not None else "its output"
     if timed_out:

@@ -74,7 +74,7 @@ def _walk(folder: Path) -> tuple[list[Path], list[Path]]:
     return sorted(files), sorted(links)
 
 
-def symlinks(folder: Path = paths.DATA_DIR) -> list[Path]:
+def _symlinks(folder: Path = paths.DATA_DIR) -> list[Path]:
     """Every symbolic link under folder (to a file, a folder, itself, or nothing), sorted."""
     return _walk(Path(folder))[1]
 
@@ -188,7 +188,7 @@ def check_manifest(folder: Path = paths.DATA_DIR) -> dict[Path, str]:
         recorded = _read(manifest)
     except (OSError, UnicodeDecodeError, ValueError) as err:
         return {manifest: str(err).splitlines()[0]}
-    where, links = _shown(manifest), symlinks(folder)
+    where, links = _shown(manifest), _symlinks(folder)
     problems = {link: _link_line(link, folder, recorded) for link in links}
     linked = {link.relative_to(folder).as_posix() for link in links}
     listed = set(_listed(folder))

@@ -192,7 +192,7 @@ def cached_model_complete(repo: str, cache_dir: str | Path | None = None) -> boo
         return False
     index = _cached(repo, "model.safetensors.index.json", cache_dir)
     if index is not None:
-        shards = set(json.loads(Path(index).read_text())["weight_map"].values())
+        shards = set(json.loads(Path(index).read_text(encoding="utf-8"))["weight_map"].values())
         return all(_cached(repo, shard, cache_dir) is not None for shard in shards)
     return _cached(repo, "model.safetensors", cache_dir) is not None
 

@@ -158,7 +158,7 @@ def test_symbolic_links_are_refused_by_name_one_line_each(data_copy: Path) -> No
         in (problems[shipped])
     )
     assert "git checkout" not in problems[data_copy / "self"]
-    assert manifest.symlinks(data_copy) == sorted(problems)
+    assert manifest._symlinks(data_copy) == sorted(problems)
 
 
 def test_the_manifest_never_lists_or_follows_a_link(tmp_path: Path) -> None:

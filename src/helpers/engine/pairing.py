@@ -410,7 +410,7 @@ def _shard_map(index: Path) -> dict[str, str]:
     """The weight_map of a sharded model's index (tensor -> shard file); HeaderError if
     unreadable."""
     try:
-        weight_map = json.loads(index.read_text()).get("weight_map")
+        weight_map = json.loads(index.read_text(encoding="utf-8")).get("weight_map")
     except (UnicodeDecodeError, json.JSONDecodeError, AttributeError) as err:
         raise HeaderError(
             f"{index} is not a JSON object ({type(err).__name__}): {restore_hint(index)}"
@@ -476,7 +476,11 @@ def _local_tensor(ref: str | Path, name: str) -> Any:
     path = folder / "model.safetensors"
     if not path.is_file():
         index = folder / "model.safetensors.index.json"
-        shard = json.loads(index.read_text())["weight_map"].get(name) if index.is_file() else None
+        shard = (
+            json.loads(index.read_text(encoding="utf-8"))["weight_map"].get(name)
+            if index.is_file()
+            else None
+        )
         if shard is None:
             return None
         path = folder / shard
@@ -1759,5 +1763,5 @@ def edited_copy(src: str | Path, dst: str | Path, **config_changes: Any) -> Path
     shutil.copytree(src, dst)
     config = read_config(dst)
     config.update(config_changes)
-    (dst / "config.json").write_text(json.dumps(config, indent=2))
+    (dst / "config.json").write_text(json.dumps(config, indent=2), encoding="utf-8")
     return dst
