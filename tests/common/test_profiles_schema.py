@@ -216,3 +216,17 @@ def test_one_unforeseen_failure_leaves_the_listings_whole(
     others_still_work(folder, "broken")
     (line,) = profiles._profile_problems("broken")
     assert "broken.json" in line and "RuntimeError" in line, line
+
+
+def test_a_profile_that_is_not_json_says_what_to_do_if_you_added_it(
+    folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its only fix was `git checkout -- data/profiles/mine.json`, which fails for a file git
+    does not have."""
+    from helpers.common import paths
+
+    monkeypatch.setattr(paths, "DATA_DIR", folder.parent)  # the copy is data/ now
+    write(folder, "mine", '{"name": ')
+    with pytest.raises(ValueError) as err:
+        profiles.load_profile("mine")
+    assert str(err.value).endswith("if the repo ships it, else fix it or remove it"), err.value

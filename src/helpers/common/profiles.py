@@ -21,7 +21,7 @@ from typing import Any
 
 from helpers.common import qwen_tokenizer
 from helpers.common.configs import field_problems, read_json
-from helpers.common.paths import DATA_DIR, local_dir, resolve_model_ref
+from helpers.common.paths import DATA_DIR, local_dir, resolve_model_ref, restore_hint
 
 __all__ = [
     "MAX_DRAFT_TOKENS",
@@ -214,7 +214,10 @@ def _read_profile(path: Path) -> Profile:
     except OSError as err:
         raise ValueError(f"{source} cannot be read ({err})") from None
     except ValueError as err:  # not JSON: read_json's line, with the path as the repo names it
-        raise ValueError(str(err).replace(str(path), str(source))) from None
+        line, hint = str(err).replace(str(path), str(source)), restore_hint(path)
+        if hint.startswith("restore it with `git checkout"):  # git has no profile you added
+            line = line.replace(hint, f"{hint} if the repo ships it, else fix it or remove it")
+        raise ValueError(line) from None
     return _profile_from_dict(raw, source=str(source))
 
 
