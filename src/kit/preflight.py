@@ -312,8 +312,9 @@ def _profile_weights(profile: Profile) -> list[Path]:
 
 def _added_fix(path: Path, line: str, data_dir: Path) -> str:
     """A damaged file's line with a fix that works: one you added (not in the manifest) has
-    nothing for `git checkout` to restore, so it is fixed or removed."""
-    if shipped(path, _key(data_dir)):
+    nothing for `git checkout` to restore, so it is fixed or removed (a file outside data/ keeps
+    its line)."""
+    if not path.is_relative_to(_key(data_dir)) or shipped(path, _key(data_dir)):
         return line
     hint = restore_hint(path)
     fix = "you added it (it is not in data/MANIFEST.sha256): fix it or remove it"

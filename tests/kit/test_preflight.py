@@ -714,3 +714,18 @@ def test_a_path_with_a_space_is_refused_in_one_line(
     lines = preflight.run_preflight("tiny", gpus=[]).lines()
     assert len(lines) == 1 and "a path with a space" in lines[0], lines
     assert str(spaced) in lines[0] and "CppCompileError" in lines[0], lines
+
+
+def test_damaged_weights_outside_data_keep_their_own_fix(tiny_pair) -> None:
+    weights = tiny_pair.drafter / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:100])
+    profile = Profile(
+        name="tiny-copy",
+        description="",
+        verifier=str(tiny_pair.verifier),
+        drafter=str(tiny_pair.drafter),
+        num_speculative_tokens=3,
+        needs={"hub": False},
+    )
+    (line,) = preflight.run_preflight(profile, gpus=[]).failures
+    assert str(weights) in line and line.endswith("download or export it again"), line
