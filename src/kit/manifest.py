@@ -234,7 +234,7 @@ def _refusal(path: Path, folder: Path) -> str | None:
     if relative.parent.as_posix() == "profiles":
         problems = profile_file_problems(path)
         if problems:
-            first = problems[0].replace(str(path), shown)
+            first = problems[0].replace(str(path), shown).removeprefix(f"{shown}: ")
             return f"{shown} does not load as a profile ({first}): fix it, then record it"
         return None
     try:
