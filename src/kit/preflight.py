@@ -22,7 +22,7 @@ data/MANIFEST.sha256 records it (a changed byte, a missing or an added file, a s
 every safetensors file exactly as long as its header says, every JSON file parses (prompt files:
 lists of strings, model configs: objects) and every profile loads, each in its own try. A damaged
 file is one line naming it and the fix (`git checkout -- FILE`, or `make tiny-models` for what
-that rebuilds; for a file you added, which git cannot restore: fix it or remove it), and nothing
+that rebuilds; for a file you added, which git cannot restore: fix or remove it), and nothing
 else runs. A profile blocks only itself: another profile's damage is a warning, and so is a
 profile you added that loads (`make manifest FILE=data/profiles/NAME.json` records it). Then
 build/: writable, with 2 GiB free (`_MIN_BUILD_FREE_GIB`).
@@ -317,9 +317,9 @@ def _added_fix(path: Path, line: str, data_dir: Path) -> str:
     if not path.is_relative_to(_key(data_dir)) or shipped(path, _key(data_dir)):
         return line
     hint = restore_hint(path)
-    fix = "you added it (it is not in data/MANIFEST.sha256): fix it or remove it"
+    fix = "fix or remove it (you added it: it is not in data/MANIFEST.sha256, git has no copy)"
     if path.parent.name == "profiles":
-        fix += " (every field a profile takes: data/profiles/tiny.json)"
+        fix += "; every field a profile takes is in data/profiles/tiny.json"
     return line.replace(hint, fix) if hint in line else f"{line}; {fix}"
 
 

@@ -595,7 +595,7 @@ def test_a_bad_added_profile_blocks_only_itself_with_a_fix_that_works(
     assert own.exit_code == 2 and len(own.lines()) == 1, own.lines()
     for line in (tiny.warnings[0], own.failures[0]):
         assert line.startswith("data/profiles/mypair.json") and says in line, line
-        assert "git checkout" not in line and "fix it or remove it" in line, line
+        assert "git checkout" not in line and "fix or remove it (you added it" in line, line
 
 
 def test_symbolic_links_in_data_are_refused_one_line_each(data_copy: Path) -> None:
