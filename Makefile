@@ -17,7 +17,7 @@ LAB_FLAGS := $(if $(filter 0,$(shell id -u)),--allow-root)
 UNAME_S := $(shell uname -s 2>/dev/null)
 UNAME_M := $(shell uname -m 2>/dev/null)
 WORKBOOK_ALLOW_PLATFORM ?=
-PLATFORM_GOALS := venv preflight prefetch run test test-notebooks test-tests lint lab browser-test tiny-models bench check-exercises
+PLATFORM_GOALS := venv preflight prefetch manifest run test test-notebooks test-tests lint lab browser-test tiny-models bench check-exercises
 ifneq ($(UNAME_S)-$(UNAME_M),Linux-x86_64)
 ifeq ($(WORKBOOK_ALLOW_PLATFORM),)
 ifneq ($(filter $(PLATFORM_GOALS),$(MAKECMDGOALS)),)
@@ -39,7 +39,7 @@ export TRANSFORMERS_OFFLINE := 1
 endif
 
 .DEFAULT_GOAL := help
-.PHONY: help doctor venv preflight prefetch lint run test test-notebooks test-tests check-exercises lab browser-test tiny-models bench clean FORCE
+.PHONY: help doctor venv preflight prefetch lint run test test-notebooks test-tests check-exercises lab browser-test tiny-models bench manifest clean FORCE
 
 help: ## list the targets
 	@printf '%s\n' "make <target> [PROFILE=tiny|qwen3-30b-a3b-shape|qwen3-30b-a3b]   (PROFILE="$(call quote,PROFILE)")"
@@ -115,6 +115,12 @@ tiny-models: venv ## retrain the tiny verifier + EAGLE-3 and DFlash drafters int
 
 bench: venv ## benchmark the tiny pair (plain vs EAGLE-3)
 	$(VPY) scripts/bench_tiny_pair.py
+
+# One file you added or changed on purpose in data/ (a profile of your own): its sha256 goes into
+# data/MANIFEST.sha256, no other line changes; a profile that does not load is refused.
+FILE ?=
+manifest: venv ## record one file in data/MANIFEST.sha256: make manifest FILE=data/profiles/mypair.json
+	$(VPY) -m kit.manifest --record '$(FILE)'
 
 clean: ## remove build/
 	rm -rf build

@@ -125,11 +125,11 @@ WRONG_VALUES: dict[str, Any] = {
 def accepted(kind: str, value: Any) -> bool:
     """True when a field kind of helpers.common.configs takes `value` (null: only where the kind
     says `or null`)."""
-    from helpers.common.configs import _KINDS
+    from helpers.common.configs import _kind
 
     if value is None:
         return kind.endswith(" or null")
-    return _KINDS[kind.removesuffix(" or null")][1](value)
+    return _kind(kind.removesuffix(" or null"))[1](value)
 
 
 #: Skips a test where the shipped tiny pair's weights are missing (a checkout without data/).

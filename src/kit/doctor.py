@@ -6,7 +6,8 @@ if it will.
 
 Two stages, one module. The first runs on the system python3 with nothing but the standard library
 and this repo's stdlib-only helpers (paths, envinfo), so it works before `make venv`: operating
-system and CPU architecture (the CPU path needs Linux x86-64), AVX2 / AVX-512, RAM, free disk, the
+system and CPU architecture (the CPU path needs Linux x86-64), AVX2 / AVX-512, RAM, free disk, a
+repo and .venv path without a space (torch's C++ compiler splits its command line there), the
 Python that builds .venv (pyproject.toml's requires-python), and whether .venv exists and runs.
 It then starts the second stage inside .venv (`--stage venv`, its own process group, killed after
 `--engine-timeout` s): .venv matches requirements/ (scripts/setup_env.py's stamp), vLLM and
@@ -100,7 +101,9 @@ def _envinfo() -> ModuleType | None:
 
 def _required_python(pyproject: Path = REPO_ROOT / "pyproject.toml") -> tuple[int, int]:
     """(major, minor) of pyproject.toml's `requires-python = ">=X.Y"`."""
-    found = re.search(r'^requires-python\s*=\s*">=\s*(\d+)\.(\d+)', pyproject.read_text(), re.M)
+    found = re.search(
+        r'^requires-python\s*=\s*">=\s*(\d+)\.(\d+)', pyproject.read_text(encoding="utf-8"), re.M
+    )
     if not found:
         raise ValueError(f'{pyproject}: no requires-python = ">=X.Y" line')
     return int(found.group(1)), int(found.group(2))
@@ -193,6 +196,34 @@ def _check_disk(path: Path, min_gib: float, free_gib: float | None = None) -> _R
         "GiB): "
         f"free some space (`pip cache purge`, old build/ folders) and run `make doctor` again.",
     )
+
+
+def path_problem(repo: Path, venv: Path) -> str | None:
+    """One sentence when the repo or its virtual environment lives in a path with a space (torch's
+    C++ compiler splits its g++ line and the libgomp LD_PRELOAD there), else None."""
+    cause = (
+        "torch's C++ compiler (inductor) splits its g++ line and the libgomp LD_PRELOAD at the "
+        "space, so notebooks 02 and 07 fail with CppCompileError"
+    )
+    if any(ch.isspace() for ch in str(repo)):
+        return (
+            f"The repo is at '{repo}', a path with a space: {cause}: clone it into a path without "
+            f"spaces (e.g. ~/eagle3-workbook) and run `make venv` there."
+        )
+    if any(ch.isspace() for ch in str(venv)):
+        return (
+            f"The virtual environment is at '{venv}', a path with a space: {cause}: build it in a "
+            f"path without spaces (`make venv` puts it at .venv in the repo)."
+        )
+    return None
+
+
+def _check_path(repo: Path, venv: Path) -> _Row:
+    """The repo and its .venv in paths without a space (what torch's compiler needs)."""
+    problem = path_problem(repo, venv)
+    if problem:
+        return _Row("path", _PROBLEM, problem)
+    return _Row("path", _OK, f"{repo} (no space in the repo's or .venv's path)")
 
 
 def _check_python(python: str, need: tuple[int, int], found: tuple[int, int, int] | str) -> _Row:
@@ -467,7 +498,7 @@ def _run_venv_stage(
         output, _ = proc.communicate()
     if log is not None:
         log.parent.mkdir(parents=True, exist_ok=True)
-        log.write_text(output)
+        log.write_text(output, encoding="utf-8")
     rows = _parse_rows(output)
     where = f"build/{_LOG_NAME}" if log is not None else "its output"
     if timed_out:
@@ -545,6 +576,7 @@ def _run_doctor(
         _check_cpu(flags, gpu, cores),
         _check_memory(ram, args.min_ram_gib),
         _check_disk(REPO_ROOT, min_free),
+        _check_path(REPO_ROOT, Path(os.path.abspath(venv))),
         _check_python(args.python, need, _python_version(args.python)),
         _check_venv(Path(_shown(venv)), need, venv_found),
     ]
@@ -558,6 +590,8 @@ def _run_doctor(
         print(f"{'…':<{_CHECK_WIDTH}}  starting the tiny engine in .venv (about 10 s)", flush=True)
     log = REPO_ROOT / "build" / _LOG_NAME
     more = _run_venv_stage(venv_python, args.profile, args.engine, args.engine_timeout, log)
+    said = [r.detail for r in rows if r.status == _PROBLEM]  # preflight repeats the path's line
+    more = [r for r in more if not (r.check == "preflight" and r.detail.endswith(tuple(said)))]
     for row in more:
         show(row)
     return rows + more

@@ -15,14 +15,17 @@ pairing (configs only: a shape has no weights to read).
 Tiny profile: the shipped pair exists in data/ (else one line pointing to `make tiny-models`) and
 passes the pairing validator.
 
-Every profile, first: what data/ ships is intact (`_damaged_files`): every file's sha256 as
-data/MANIFEST.sha256 records it (a changed byte, a missing or an added file; `python -m
-kit.manifest` rewrites it), every safetensors file exactly as long as its header says,
-every JSON file parses (prompt files: lists of strings, model configs: objects) and every profile
-loads, each in its own try. A damaged file is one line naming it and the fix (`git checkout --
-FILE`, or `make tiny-models` for what that rebuilds), and nothing else runs; a damaged profile
-other than the one checked is named and the rest still runs. Then build/: writable, with 2 GiB
-free (`_MIN_BUILD_FREE_GIB`).
+Every profile, first: the repo and the virtual environment live in a path without a space
+(torch's C++ compiler splits its g++ line and the libgomp LD_PRELOAD there; kit.doctor's
+path_problem), then what data/ ships is intact (`_damaged_files`): every file's sha256 as
+data/MANIFEST.sha256 records it (a changed byte, a missing or an added file, a symbolic link),
+every safetensors file exactly as long as its header says, every JSON file parses (prompt files:
+lists of strings, model configs: objects) and every profile loads, each in its own try. A damaged
+file is one line naming it and the fix (`git checkout -- FILE`, or `make tiny-models` for what
+that rebuilds; for a file you added, which git cannot restore: fix or remove it), and nothing
+else runs. A profile blocks only itself: another profile's damage is a warning, and so is a
+profile you added that loads (`make manifest FILE=data/profiles/NAME.json` records it). Then
+build/: writable, with 2 GiB free (`_MIN_BUILD_FREE_GIB`).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -48,11 +52,18 @@ from helpers.common.paths import (
     local_dir,
     restore_hint,
 )
-from helpers.common.profiles import Profile, load_profile, profile_name
+from helpers.common.profiles import (
+    Profile,
+    load_profile,
+    profile_file_problems,
+    profile_name,
+    profiles_for_gpus,
+)
 from helpers.common.prompts import PROMPTS_DIR, read_prompt_file
 from helpers.engine import compat
 from helpers.engine.pairing import HeaderError, safetensors_header, validate_pair
-from kit.manifest import check_manifest
+from kit.doctor import path_problem
+from kit.manifest import check_manifest, shipped
 
 __all__ = [
     "main",
@@ -112,19 +123,6 @@ class _PreflightResult:
 # --------------------------------------------------------------------------- GPUs
 
 
-def _profiles_for_gpus(count: int) -> list[str]:
-    """Names of the shipped profiles that need at most `count` GPUs; one that does not load is
-    left out (its own line comes from `_damaged_files`)."""
-    fits = []
-    for path in sorted((DATA_DIR / "profiles").glob("*.json")):
-        try:
-            if load_profile(path.stem).gpus_needed <= count:
-                fits.append(path.stem)
-        except Exception:  # a bad profile must not hide the others
-            continue
-    return fits
-
-
 def _flashinfer_installed() -> bool:
     """True when the flashinfer module is importable (found, not imported)."""
     return importlib.util.find_spec("flashinfer") is not None
@@ -146,7 +144,7 @@ def _check_gpus(profile: Profile, gpus: list[GpuInfo] | str) -> tuple[list[str],
         return [f"GPU: {want}; this machine has none: {gpus}. Use PROFILE=tiny on it"], []
     if len(gpus) < need:
         seen = ", ".join(f"{g.name} {g.total_gib:.0f} GiB" for g in gpus) or "nvidia-smi lists none"
-        fits = ", ".join(_profiles_for_gpus(len(gpus)))
+        fits = ", ".join(profiles_for_gpus(len(gpus)))
         return [
             f"GPU: {want}; this machine has {len(gpus)} ({seen}): use a machine with {need}, "
             f"or a profile for {len(gpus)}: {fits}"
@@ -194,7 +192,7 @@ def cached_model_complete(repo: str, cache_dir: str | Path | None = None) -> boo
         return False
     index = _cached(repo, "model.safetensors.index.json", cache_dir)
     if index is not None:
-        shards = set(json.loads(Path(index).read_text())["weight_map"].values())
+        shards = set(json.loads(Path(index).read_text(encoding="utf-8"))["weight_map"].values())
         return all(_cached(repo, shard, cache_dir) is not None for shard in shards)
     return _cached(repo, "model.safetensors", cache_dir) is not None
 
@@ -254,10 +252,22 @@ def _check_local_files(profile: Profile) -> str | None:
     )
 
 
+def _key(path: Path) -> Path:
+    """One key per file however it is named (relative or absolute, its folders through links); a
+    symbolic link itself keyed by its own absolute path, never by what it points to (a loop
+    raises RuntimeError in resolve)."""
+    if path.is_symlink():
+        return _key(path.parent) / path.name
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):  # RuntimeError: "Symlink loop from ..." (Python < 3.13)
+        return Path(os.path.abspath(path))
+
+
 def _shown_path(path: Path) -> str:
     """A path as the user types it: relative to the repo root when inside it."""
     try:
-        return path.resolve().relative_to(REPO_ROOT.resolve()).as_posix()
+        return _key(path).relative_to(REPO_ROOT.resolve()).as_posix()
     except ValueError:
         return str(path)
 
@@ -276,7 +286,7 @@ def _check_json(path: Path, prompts_dir: Path = PROMPTS_DIR) -> str | None:
     """One line when a shipped JSON file does not parse (or a prompt file in `prompts_dir` is not
     a list of prompts, a model config not an object), else None."""
     try:
-        if path.parent.resolve() == prompts_dir.resolve():
+        if _key(path.parent) == _key(prompts_dir):
             read_prompt_file(path)
             return None
         content = read_json(path)
@@ -300,48 +310,93 @@ def _profile_weights(profile: Profile) -> list[Path]:
     return found
 
 
-def _first_line(err: BaseException) -> str:
-    """An exception's message, its first line only."""
-    text = str(err).strip()
-    return text.splitlines()[0] if text else type(err).__name__
+def _added_fix(path: Path, line: str, data_dir: Path) -> str:
+    """A damaged file's line with a fix that works: one you added (not in the manifest) has
+    nothing for `git checkout` to restore, so it is fixed or removed (a file outside data/ keeps
+    its line)."""
+    if not path.is_relative_to(_key(data_dir)) or shipped(path, _key(data_dir)):
+        return line
+    hint = restore_hint(path)
+    fix = "fix or remove it (you added it: it is not in data/MANIFEST.sha256, git has no copy)"
+    if path.parent.name == "profiles":
+        fix += "; every field a profile takes is in data/profiles/tiny.json"
+    return line.replace(hint, fix) if hint in line else f"{line}; {fix}"
 
 
 def _profile_problems(profiles_dir: Path, named: set[Path]) -> dict[Path, str]:
-    """One line per profile file that does not load (each in its own try, so one bad profile
-    hides no other), for the files not already in `named`."""
+    """One line per profile file that does not load (each on its own, so one bad profile hides
+    no other), for the files not already in `named`; links are the manifest's to name."""
     problems = {}
     for path in sorted(profiles_dir.glob("*.json")):
-        if path.resolve() in named:
+        if path.is_symlink() or _key(path) in named:
             continue
-        try:
-            load_profile(path.stem)
-        except Exception as err:  # any failure is this profile's one line
-            text = _first_line(err)
-            text = text if _shown_path(path) in text else f"{_shown_path(path)}: {text}"
-            fix = "" if "git checkout" in text else f"; {restore_hint(path)}"
-            problems[path.resolve()] = f"{text}{fix}"
+        lines = profile_file_problems(path)
+        if not lines:
+            continue
+        text = lines[0].replace(str(path), _shown_path(path))
+        text = text if _shown_path(path) in text else f"{_shown_path(path)}: {text}"
+        more = f" (and {len(lines) - 1} more)" if len(lines) > 1 else ""
+        fix = "" if "git checkout" in text else f"; {restore_hint(path)}"
+        problems[_key(path)] = f"{text}{more}{fix}"
     return problems
 
 
 def _damaged_files(profile: Profile | None = None, data_dir: Path | None = None) -> dict[Path, str]:
     """One line per damaged file (by resolved path) in data/ and in the profile's local model
     folders: the structural checks (safetensors against its header, JSON parsed, profiles loaded),
-    then the sha256 manifest for what they did not name; one line per file, however many fail."""
+    then the sha256 manifest for what they did not name (and every symbolic link, never
+    followed); one line per file, however many fail."""
     data_dir = DATA_DIR if data_dir is None else data_dir
     weights: dict[Path, Path] = {}
     for path in sorted(data_dir.rglob("*.safetensors")) + (
         _profile_weights(profile) if profile else []
     ):
-        weights.setdefault(path.resolve(), path)  # a relative and an absolute path: one file
+        if not path.is_symlink():
+            weights.setdefault(_key(path), path)  # a relative and an absolute path: one file
     found = {key: _check_safetensors(path) for key, path in weights.items()}
     prompts_dir = data_dir / PROMPTS_DIR.name
     for path in sorted(data_dir.rglob("*.json")):
-        found.setdefault(path.resolve(), _check_json(path, prompts_dir))
+        if not path.is_symlink():
+            found.setdefault(_key(path), _check_json(path, prompts_dir))
     problems = {key: line for key, line in found.items() if line}
     problems.update(_profile_problems(data_dir / "profiles", set(problems)))
+    problems = {key: _added_fix(key, line, data_dir) for key, line in problems.items()}
     for path, line in check_manifest(data_dir).items():
-        problems.setdefault(path.resolve(), line)  # a structural line says more
+        problems.setdefault(_key(path), line)  # a structural line says more
     return dict(sorted(problems.items()))
+
+
+def _profile_of(path: Path, data_dir: Path) -> str | None:
+    """The profile a damaged file's line is about (a plain .json file in data/profiles/), or
+    None when it is about a file every run reads."""
+    if path.parent != _key(data_dir / "profiles") or path.suffix != ".json" or path.is_symlink():
+        return None
+    return path.stem
+
+
+def _sorted_damage(
+    damaged: dict[Path, str], name: str, data_dir: Path
+) -> tuple[list[str], list[str]]:
+    """(failures, warnings) of the damaged files for profile `name`: a profile you added that
+    loads is a warning (unrecorded is all that is wrong with it), another profile's line is a
+    warning (it blocks that profile only); `name`'s own line and every other file's fail."""
+    failures, warnings = [], []
+    for path, line in damaged.items():
+        owner = _profile_of(path, data_dir)
+        if owner is None:
+            failures.append(line)
+        elif not shipped(path, _key(data_dir)) and not profile_file_problems(path):
+            shown = _shown_path(path)
+            warnings.append(
+                f"{shown} is a profile you added (not in data/MANIFEST.sha256): it loads and is "
+                f"checked when chosen; record it with `make manifest FILE={shown}` so that a "
+                f"changed byte is caught"
+            )
+        elif owner != name:
+            warnings.append(f"{line} (it blocks PROFILE={owner} only)")
+        else:
+            failures.append(line)
+    return failures, warnings
 
 
 def _check_build_dir(
@@ -379,8 +434,8 @@ def _check_tokenizer(profile: Profile) -> str | None:
 
 
 def _check_pairing(profile: Profile) -> tuple[list[str], list[str]]:
-    """(failures, warnings) helpers.engine.pairing.validate_pair plus the profile's recorded
-    verifier shape."""
+    """(failures, warnings) helpers.engine.pairing.validate_pair (with the profile's k and
+    tokenizer) plus the profile's recorded verifier shape."""
 
     verifier = profile.verifier_path() if profile.is_local else profile.verifier
     drafter = profile.drafter_path() if profile.is_local else profile.drafter
@@ -390,6 +445,8 @@ def _check_pairing(profile: Profile) -> tuple[list[str], list[str]]:
         "eagle3",
         profile.engine.get("max_model_len"),
         verifier_name=profile.verifier,
+        k=profile.num_speculative_tokens,
+        tokenizer=profile.tokenizer_path() if profile.tokenizer is not None else None,
     )
     failures = [f"pairing: {p.code}: {p.message}" for p in report.errors]
     warnings = [
@@ -456,20 +513,24 @@ def run_preflight(
     t0 = time.perf_counter()
     name, chosen = _chosen(profile)
     result = _PreflightResult(name)
+    spaced = path_problem(REPO_ROOT, Path(sys.prefix))
+    if spaced:  # nothing that compiles would run here: one line
+        result.failures.append(spaced)
+        result.seconds = time.perf_counter() - t0
+        return result
     damaged = _guarded(result, "shipped files", _damaged_files, chosen)
     if damaged is None:
         result.seconds = time.perf_counter() - t0
         return result
-    result.failures += damaged.values()
-    profiles_dir = (DATA_DIR / "profiles").resolve()
-    others = {p for p in damaged if p.parent == profiles_dir and p.stem != name}
-    if chosen is None and not damaged:
+    blocking, warned = _sorted_damage(damaged, name, DATA_DIR)
+    result.failures += blocking
+    result.warnings += warned
+    if chosen is None and not blocking:
         result.failures.append(f"profile {name} does not load: check data/profiles/{name}.json")
-    if chosen is None or set(damaged) - others:  # only other profiles damaged: go on
+    if chosen is None or blocking:  # only other profiles damaged, or yours unrecorded: go on
         result.seconds = time.perf_counter() - t0
         return result
-    if not damaged:
-        result.passed.append("data intact")
+    result.passed.append("data intact" if not warned else f"data intact for {name}")
     build = _guarded(result, "build/", _check_build_dir, BUILD_DIR, _MIN_BUILD_FREE_GIB)
     if chosen.is_local:
         _run_local(chosen, result, gpus)

@@ -203,3 +203,70 @@ def test_a_parent_of_the_wrong_kind_is_one_line_not_one_per_child() -> None:
 def test_a_long_value_is_cut_to_one_short_line() -> None:
     (line,) = field_problems({"size": "9" * 500}, SCHEMA, "x.json")
     assert len(line) < 120 and "..." in line and "\n" not in line
+
+
+# --------------------------------------------------------------------------- round three's files
+
+
+def test_a_utf8_bom_is_named_as_a_bom(tmp_path: Path) -> None:
+    path = tmp_path / "config.json"
+    path.write_bytes(b"\xef\xbb\xbf" + json.dumps({"hidden_size": 8}).encode())
+    with pytest.raises(ValueError) as err:
+        read_json(path)
+    line = str(err.value)
+    assert line.startswith(f"{path} starts with a UTF-8 byte-order mark (BOM)"), line
+    assert "without a BOM" in line and "\n" not in line
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ('{"layers": ' + "9" * 5000 + "}", "a number of more than 4300 digits"),
+        ('{"name": ' + "[" * 100_000 + "]" * 100_000 + "}", "nested deeper than"),
+    ],
+    ids=["5000-digit-int", "100000-deep"],
+)
+def test_json_beyond_pythons_limits_is_a_line_naming_the_file(
+    tmp_path: Path, text: str, says: str
+) -> None:
+    """These raised a ValueError without the file, and a RecursionError."""
+    path = tmp_path / "x.json"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ValueError) as err:
+        read_json(path)
+    line = str(err.value)
+    assert line.startswith(f"{path} is not valid JSON here") and says in line, line
+    assert "\n" not in line
+
+
+@pytest.mark.parametrize("kind", ["number >= 0", "positive int", "int >= 0", "fraction"])
+def test_a_401_digit_integer_is_a_line_not_an_overflow(kind: str) -> None:
+    """`number >= 0` raised OverflowError (int too large to convert to float)."""
+    (line,) = field_problems({"size": int("9" * 401)}, {"size": kind}, "x.json")
+    assert line.startswith("x.json: size is 999") and "(an integer of 401 digits)" in line, line
+    assert "\n" not in line and len(line) < 200
+
+
+def test_a_range_kind_names_its_bounds() -> None:
+    schema = {"k": "int in [1, 128]"}
+    assert field_problems({"k": 128}, schema, "x.json") == []
+    assert field_problems({"k": 1_000_000}, schema, "x.json") == [
+        "x.json: k is 1000000 (an integer), expected an integer from 1 to 128"
+    ]
+    assert field_problems({"k": 0}, schema, "x.json")
+    assert field_problems({"k": True}, schema, "x.json")
+
+
+@pytest.mark.parametrize(
+    ("kind", "good", "bad"),
+    [
+        ("positive number", [1e-6, 10000, 1e300], ["tiny", 0, -1e-6, float("inf"), True]),
+        ("token ids", [0, 151645, [2, 3]], ["2", -1, [2, "x"], 2.0, [], True]),
+    ],
+)
+def test_the_model_config_kinds(kind: str, good: list, bad: list) -> None:
+    for value in good:
+        assert field_problems({"x": value}, {"x": kind}, "c.json") == [], value
+    for value in bad:
+        (line,) = field_problems({"x": value}, {"x": kind}, "c.json")
+        assert line.startswith("c.json: x is "), line

@@ -218,11 +218,23 @@ def test_resolve_k_none_is_the_profiles_k_and_zero_is_plain() -> None:
     assert numpy_k == 5 and type(numpy_k) is int
 
 
-@pytest.mark.parametrize("bad", [-1, 2.0, "3", True])
+@pytest.mark.parametrize("bad", [-1, 2.0, "3", True, 129, 1_000_000])
 def test_resolve_k_refuses_what_is_not_a_k_in_one_line(bad: object) -> None:
     with pytest.raises(ValueError) as err:
         profiles.resolve_k(profiles.load_profile("tiny"), bad)  # type: ignore[arg-type]
     assert repr(bad) in str(err.value) and "\n" not in str(err.value)
+    assert f"at most {profiles.MAX_DRAFT_TOKENS}" in str(err.value)
+
+
+def test_the_largest_k_is_the_one_vllms_rejection_sampler_takes() -> None:
+    """k = 1,000,000 stopped at the first verify step with a bare AssertionError
+    (`metadata.max_spec_len <= MAX_SPEC_LEN` in vllm/v1/sample/rejection_sampler.py)."""
+    pytest.importorskip("vllm")
+    from vllm.v1.sample.rejection_sampler import MAX_SPEC_LEN
+
+    assert profiles.MAX_DRAFT_TOKENS == MAX_SPEC_LEN
+    p = profiles.load_profile("tiny")
+    assert profiles.resolve_k(p, MAX_SPEC_LEN) == MAX_SPEC_LEN
 
 
 @pytest.mark.parametrize("k, drafts", [(None, 4), (0, None), (2, 2)])

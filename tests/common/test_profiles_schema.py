@@ -148,11 +148,12 @@ def test_hub_false_as_a_string_is_no_hub_profile(folder: Path) -> None:
     assert str(err.value) == f'{file}: needs.hub is "false" (a string), expected true or false'
 
 
-@pytest.mark.parametrize("k", [-2, 0, "3", True, 2.0, None])
-def test_num_speculative_tokens_must_be_a_positive_int(folder: Path, k: Any) -> None:
+@pytest.mark.parametrize("k", [-2, 0, "3", True, 2.0, None, 129, 1_000_000])
+def test_num_speculative_tokens_must_be_a_k_vllm_takes(folder: Path, k: Any) -> None:
     write(folder, "tiny", {**tiny_raw(), "num_speculative_tokens": k})
     with pytest.raises(
-        ValueError, match=r"tiny\.json: num_speculative_tokens is .*, expected a positive integer$"
+        ValueError,
+        match=r"tiny\.json: num_speculative_tokens is .*, expected an integer from 1 to 128$",
     ):
         profiles.load_profile("tiny")
 
@@ -161,3 +162,71 @@ def test_an_unknown_profile_is_one_line_too() -> None:
     with pytest.raises(ValueError, match=r"^unknown profile 'nope'"):
         profiles.load_profile("nope")
     assert profiles._profile_problems("nope")[0].startswith("unknown profile 'nope'")
+
+
+# --------------------------------------------------------------------------- round three
+
+
+def with_field(text: str) -> str:
+    """A profile `broken` whose JSON text ends with one more field, written as it is."""
+    return json.dumps({**tiny_raw(), "name": "broken"})[:-1] + f", {text}}}"
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        (with_field('"verifier_layers": ' + "9" * 5000), "a number of more than 4300 digits"),
+        ('{"name": ' + "[" * 100_000 + "]" * 100_000 + "}", "nested deeper than"),
+        (
+            json.dumps(
+                {**tiny_raw(), "name": "broken", "needs": {"gpu_memory_gib": int("9" * 401)}}
+            ),
+            "needs.gpu_memory_gib is 999",
+        ),
+        ("\ufeff" + json.dumps({**tiny_raw(), "name": "broken"}), "byte-order mark (BOM)"),
+    ],
+    ids=["5000-digit-int", "100000-deep", "401-digit-number", "bom"],
+)
+def test_a_profile_past_pythons_limits_names_its_file_and_blocks_no_other(
+    folder: Path, text: str, says: str
+) -> None:
+    """These raised ValueError without the file, RecursionError and OverflowError, and the last
+    two made known_stacks() and profiles_for_gpus() raise for every profile."""
+    file = folder / "broken.json"
+    file.write_text(text, encoding="utf-8")
+    (line,) = profiles._profile_problems("broken")
+    assert line.startswith(str(file)) and says in line, line
+    others_still_work(folder, "broken")
+
+
+def test_one_unforeseen_failure_leaves_the_listings_whole(
+    folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """_loadable_profiles caught ValueError only: anything else from one profile emptied the
+    figures' stack table for all."""
+    write(folder, "broken", {**tiny_raw(), "name": "broken"})
+    real = profiles._read_profile
+
+    def read(path: Path) -> profiles.Profile:
+        if path.stem == "broken":
+            raise RuntimeError("Symlink loop from 'broken.json'")
+        return real(path)
+
+    monkeypatch.setattr(profiles, "_read_profile", read)
+    others_still_work(folder, "broken")
+    (line,) = profiles._profile_problems("broken")
+    assert "broken.json" in line and "RuntimeError" in line, line
+
+
+def test_a_profile_that_is_not_json_says_what_to_do_if_you_added_it(
+    folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its only fix was `git checkout -- data/profiles/mine.json`, which fails for a file git
+    does not have."""
+    from helpers.common import paths
+
+    monkeypatch.setattr(paths, "DATA_DIR", folder.parent)  # the copy is data/ now
+    write(folder, "mine", '{"name": ')
+    with pytest.raises(ValueError) as err:
+        profiles.load_profile("mine")
+    assert str(err.value).endswith("if the repo ships it, else fix it or remove it"), err.value

@@ -726,3 +726,206 @@ def test_taps_left_to_vllms_default_are_a_warning(tiny_pair) -> None:
     report = validate_pair(tiny_pair.verifier, tiny_pair.drafter)
     assert report.codes() == ["aux_layers_defaulted"] and report.ok
     assert "(2, 4, 5)" in report.problems[0].message and "50170" in report.problems[0].message
+
+
+# --------------------------------------------------------------------------- round three: what vLLM reads
+
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja")
+
+
+def with_tokenizer(pair) -> Path:
+    """The tiny verifier's tokenizer files (and generation_config.json) copied into the pair's
+    verifier folder, as a model folder ships them; returns that folder."""
+    from helpers.common.paths import DATA_DIR
+
+    for name in (*TOKENIZER_FILES, "generation_config.json"):
+        (pair.verifier / name).write_bytes((DATA_DIR / "tiny-qwen3-moe" / name).read_bytes())
+    return pair.verifier
+
+
+def tokenizer_of(folder: Path) -> dict:
+    """A folder's tokenizer.json."""
+    return json.loads((folder / "tokenizer.json").read_text())
+
+
+def write_tokenizer(folder: Path, content: dict) -> None:
+    """Replace a folder's tokenizer.json."""
+    (folder / "tokenizer.json").write_text(json.dumps(content))
+
+
+def run(pair, **kwargs):
+    """validate_pair as preflight runs it on a laptop: the CPU checks, max_model_len 1024."""
+    return validate_pair(pair.verifier, pair.drafter, max_model_len=1024, gpu=False, **kwargs)
+
+
+def test_the_shipped_pair_with_its_tokenizer_and_k_passes(tiny_pair) -> None:
+    with_tokenizer(tiny_pair)
+    report = run(tiny_pair, k=3)
+    assert report.problems == [], report.summary()
+
+
+@pytest.mark.parametrize("k", [129, 1_000_000])
+def test_k_past_what_vllm_verifies_is_an_error(tiny_pair, k: int) -> None:
+    """k = 1,000,000 was "pairing valid", then vLLM's rejection sampler stopped with a bare
+    AssertionError at the first step."""
+    problem = only(run(tiny_pair, k=k), "k_out_of_range")
+    assert f"k = {k:,}" in problem.message and "at most 128" in problem.message
+    assert "AssertionError" in problem.message
+    assert run(tiny_pair, k=128).ok
+
+
+def test_k_past_the_context_is_an_error(tiny_pair) -> None:
+    report = validate_pair(tiny_pair.verifier, tiny_pair.drafter, max_model_len=64, gpu=False, k=64)
+    assert "max_model_len 64" in only(report, "k_out_of_range").message
+
+
+@pytest.mark.parametrize(
+    ("role", "path", "value", "says"),
+    [
+        (
+            "verifier",
+            "rms_norm_eps",
+            "tiny",
+            'rms_norm_eps is "tiny" (a string), expected a number > 0',
+        ),
+        ("verifier", "rms_norm_eps", 0, "rms_norm_eps is 0 (an integer), expected a number > 0"),
+        ("verifier", "rope_parameters.rope_theta", "fast", 'rope_theta is "fast" (a string)'),
+        ("verifier", "num_experts_per_tok", "2", 'num_experts_per_tok is "2" (a string)'),
+        ("verifier", "eos_token_id", "2", 'eos_token_id is "2" (a string), expected a token id'),
+        ("verifier", "hidden_act", 1, "hidden_act is 1 (an integer), expected a string"),
+        ("drafter", "transformer_layer_config.rms_norm_eps", "tiny", 'rms_norm_eps is "tiny"'),
+        ("drafter", "transformer_layer_config.rope_theta", "fast", 'rope_theta is "fast"'),
+    ],
+)
+def test_a_key_vllm_reads_of_the_wrong_type_is_named(
+    tiny_pair, role: str, path: str, value, says: str
+) -> None:
+    """rms_norm_eps "tiny" passed and stopped the first generate with a TypeError; rope_theta
+    "fast" alike."""
+    folder = getattr(tiny_pair, role)
+    config = read_json(folder)
+    *parents, last = path.split(".")
+    node = config
+    for step in parents:
+        node = node[step]
+    node[last] = value
+    (folder / "config.json").write_text(json.dumps(config))
+    report = run(tiny_pair)
+    assert report.codes() == ["config_field_invalid"], report.summary()
+    assert says in report.problems[0].message, report.problems[0].message
+
+
+@pytest.mark.parametrize("role", ["verifier", "drafter"])
+def test_an_activation_nobody_knows_is_an_error(tiny_pair, role: str) -> None:
+    if role == "verifier":
+        edit_config(tiny_pair.verifier, hidden_act="nonexistent_act")
+    else:
+        edit_layer_config(tiny_pair.drafter, hidden_act="nonexistent_act")
+    problem = only(run(tiny_pair), "hidden_act_unsupported")
+    assert f"{role}'s hidden_act 'nonexistent_act'" in problem.message, problem.message
+    assert "silu" in problem.message
+
+
+@pytest.mark.parametrize("role", ["verifier", "drafter"])
+def test_an_activation_vllm_does_not_run_for_this_model_is_an_error(tiny_pair, role: str) -> None:
+    """vLLM's Qwen3-MoE experts compute silu whatever the config says, and its dense MLPs (and
+    the EAGLE-3 layer's) refuse anything else: 'Unsupported activation: gelu'."""
+    if role == "verifier":
+        edit_config(tiny_pair.verifier, hidden_act="gelu")
+    else:
+        edit_layer_config(tiny_pair.drafter, hidden_act="gelu")
+    problem = only(run(tiny_pair), "hidden_act_unsupported")
+    assert "'gelu'" in problem.message and "silu only" in problem.message, problem.message
+
+
+def test_more_experts_per_token_than_experts_is_an_error(tiny_pair) -> None:
+    edit_config(tiny_pair.verifier, num_experts_per_tok=9)
+    assert "num_experts_per_tok 9" in only(run(tiny_pair), "verifier_config_invalid").message
+
+
+def test_heads_that_do_not_group_are_an_error(tiny_pair) -> None:
+    edit_config(tiny_pair.verifier, num_key_value_heads=3)
+    message = only(run(tiny_pair), "verifier_config_invalid").message
+    assert "num_attention_heads 4" in message and "num_key_value_heads 3" in message
+
+
+def test_a_tokenizer_larger_than_the_model_is_an_error(tiny_pair) -> None:
+    """A 151k-token tokenizer on the 2,048-token model passed, then indexed past the embedding
+    (IndexError)."""
+    folder = with_tokenizer(tiny_pair)
+    tokenizer = tokenizer_of(folder)
+    for n in range(2048, 151_669):
+        tokenizer["model"]["vocab"][f"piece{n}"] = n
+    write_tokenizer(folder, tokenizer)
+    problem = only(run(tiny_pair), "tokenizer_vocab_mismatch")
+    assert "151,669 ids" in problem.message and "vocab_size is 2,048" in problem.message
+    assert str(folder / "tokenizer.json") in problem.message
+
+
+@pytest.mark.parametrize(
+    ("content", "says"),
+    [
+        ({}, "has no model.vocab"),
+        ({"model": {"vocab": {"a": 0}}}, "has no added_tokens list"),
+        ([1, 2], "holds a JSON list"),
+        ({"model": {"vocab": {"a": "0"}}, "added_tokens": []}, "id '0' of 'a'"),
+    ],
+    ids=["empty", "no-added-tokens", "list", "string-id"],
+)
+def test_a_tokenizer_without_its_content_is_an_error(tiny_pair, content, says: str) -> None:
+    """A `{}` tokenizer.json passed and stopped the engine with KeyError: 'added_tokens'."""
+    folder = with_tokenizer(tiny_pair)
+    write_tokenizer(folder, content)
+    problem = only(run(tiny_pair), "tokenizer_invalid")
+    assert says in problem.message and str(folder / "tokenizer.json") in problem.message
+
+
+def test_a_tokenizer_that_is_not_json_is_an_error(tiny_pair) -> None:
+    folder = with_tokenizer(tiny_pair)
+    (folder / "tokenizer.json").write_text('{"model": ')
+    assert "is not valid JSON" in only(run(tiny_pair), "tokenizer_invalid").message
+
+
+def shuffled(tokenizer: dict, seed: int = 0) -> dict:
+    """The tokenizer with every id permuted (vocabulary and added tokens alike): the text splits
+    the same, but each piece names another row of the model's embedding."""
+    import random
+
+    ids = sorted(tokenizer["model"]["vocab"].values())
+    permuted = ids[:]
+    random.Random(seed).shuffle(permuted)
+    mapping = dict(zip(ids, permuted))
+    tokenizer["model"]["vocab"] = {k: mapping[v] for k, v in tokenizer["model"]["vocab"].items()}
+    for token in tokenizer["added_tokens"]:
+        token["id"] = mapping[token["id"]]
+    return tokenizer
+
+
+def test_a_shuffled_vocabulary_is_caught_by_its_special_tokens(tiny_pair) -> None:
+    """A permuted vocabulary generated garbage silently (1 of 15 drafts accepted)."""
+    folder = with_tokenizer(tiny_pair)
+    write_tokenizer(folder, shuffled(tokenizer_of(folder)))
+    report = run(tiny_pair)
+    problem = only(report, "special_token_mismatch")
+    assert "eos_token_id is 2" in problem.message and "'<|im_end|>'" in problem.message
+    assert not report.ok
+
+
+def test_a_chat_template_marker_the_tokenizer_lacks_is_an_error(tiny_pair) -> None:
+    folder = with_tokenizer(tiny_pair)
+    tokenizer = tokenizer_of(folder)
+    tokenizer["added_tokens"] = [
+        t for t in tokenizer["added_tokens"] if t["content"] != "<|im_start|>"
+    ]
+    del tokenizer["model"]["vocab"]["<|im_start|>"]
+    write_tokenizer(folder, tokenizer)
+    problem = only(run(tiny_pair), "chat_template_token_missing")
+    assert "'<|im_start|>'" in problem.message and "chat_template.jinja" in problem.message
+
+
+def test_activations_match_the_installed_transformers() -> None:
+    from transformers.activations import ACT2CLS
+
+    from helpers.engine.pairing import _ACTIVATIONS
+
+    assert set(_ACTIVATIONS) == set(ACT2CLS)

@@ -67,8 +67,9 @@ DRAFTER_CASES += cases(
     "speculators",
 )
 DRAFTER_CASES += cases(_DRAFTER_LAYER_SCHEMA, "flat")
+#: Every verifier key at the top level, where the tiny verifier holds them.
 VERIFIER_CASES = cases(
-    _verifier_schema({"hidden_size": 1, "vocab_size": 1, "num_hidden_layers": 1}), "verifier"
+    _verifier_schema({k.split(".")[0]: 1 for k in pairing._VERIFIER_MODEL_SCHEMA}), "verifier"
 )
 NULLABLE = [
     pytest.param(path, id=path)

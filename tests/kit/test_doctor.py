@@ -446,3 +446,44 @@ def test_doctor_passes_on_this_machine() -> None:
     engine = [line for line in done.stdout.splitlines() if line.startswith("engine")]
     assert engine and _OK in engine[0] and "tau" in engine[0], done.stdout
     assert seconds < doctor._ENGINE_TIMEOUT_S
+
+
+# --------------------------------------------------------------------------- a path with a space
+
+
+def test_a_path_with_a_space_is_a_problem_that_names_cause_and_fix() -> None:
+    """A clone in "/home/a b/" passed `make venv`, preflight and "doctor: OK", then notebooks 02
+    and 07 failed with torch inductor's CppCompileError (g++ and the libgomp LD_PRELOAD split at
+    the space)."""
+    repo = Path("/home/a b/eagle3-workbook")
+    row = doctor._check_path(repo, repo / ".venv")
+    assert row.check == "path" and row.status == _PROBLEM
+    assert str(repo) in row.detail and "CppCompileError" in row.detail, row.detail
+    assert "path without spaces" in row.detail and "make venv" in row.detail, row.detail
+    assert_actionable(row.detail)
+    assert doctor._check_path(Path("/home/ab/repo"), Path("/home/ab/repo/.venv")).status == _OK
+    elsewhere = doctor._check_path(Path("/home/ab/repo"), Path("/opt/my envs/wb"))
+    assert elsewhere.status == _PROBLEM and "/opt/my envs/wb" in elsewhere.detail
+
+
+def test_a_venv_in_a_path_with_a_space_is_one_problem_line(tmp_path: Path) -> None:
+    venv = tmp_path / "a b" / "venv"
+    fake_python(venv / "bin" / "python")
+    done, _ = run_doctor_cli("--venv", str(venv), "--min-free-gib", "0", "--min-ram-gib", "0")
+    problems = problem_lines(done.stdout)
+    assert done.returncode == doctor._EXIT_FAIL, done.stdout + done.stderr
+    assert len(problems) == 1 and problems[0].startswith("path"), done.stdout
+
+
+def test_the_venv_stages_preflight_does_not_repeat_the_path_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    venv = tmp_path / "a b" / "venv"
+    fake_python(venv / "bin" / "python")
+    said = doctor.path_problem(REPO_ROOT, venv)
+    assert said is not None
+    stage = [_Row("preflight", _PROBLEM, f"tiny: {said}"), _Row("packages", _OK, "fake")]
+    monkeypatch.setattr(doctor, "_run_venv_stage", lambda *args: stage)
+    args = doctor._parse_args(["--venv", str(venv), "--min-free-gib", "0", "--min-ram-gib", "0"])
+    rows = doctor._run_doctor(args)
+    assert [r.check for r in rows if r.status == _PROBLEM] == ["path"], rows

@@ -3,11 +3,13 @@ reader that names a damaged file and how to restore it), plus the field checker 
 the readers read.
 
 A schema is a plain dict, dotted key path -> kind (`"transformer_layer_config.hidden_size":
-"positive int"`, `"proposal_methods[0]": "object"`); a kind ending in " or null" also takes JSON
-null, which then counts as absent. `field_problems` gives one line per present key of the wrong
-kind, naming the file, the key, what it holds and what it should; a key under a parent of the
-wrong kind is left to the parent's own line. The schemas live next to their readers
-(helpers.engine.pairing for model configs, helpers.common.profiles for profiles).
+"positive int"`, `"proposal_methods[0]": "object"`, `"k": "int in [1, 128]"`); a kind ending in
+" or null" also takes JSON null, which then counts as absent. An integer kind takes only what a
+64-bit integer holds, a number kind only what a float holds: a 401-digit integer is a wrong
+value. `field_problems` gives one line per present key of the wrong kind, naming the file, the
+key, what it holds and what it should; a key under a parent of the wrong kind is left to the
+parent's own line. The schemas live next to their readers (helpers.engine.pairing for model
+configs, helpers.common.profiles for profiles).
 """
 
 from __future__ import annotations
@@ -35,16 +37,33 @@ _OR_NULL = " or null"
 _VERSION = re.compile(r"^\d+\.\d+$")
 #: One step of a key path: a name, or a list index in brackets.
 _PATH_STEP = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
+#: A kind with bounds: "int in [1, 128]".
+_RANGE = re.compile(r"^int in \[(-?\d+), (-?\d+)\]$")
+#: Integers a 64-bit signed integer holds (what torch, vLLM's C++ and numpy's int64 take).
+_INT64 = 2**63
+#: Digits Python reads in one integer (sys.get_int_max_str_digits(): 4300 unless changed).
+_MAX_DIGITS = 4300
 
 
 def _is_int(value: Any) -> bool:
-    """True for a JSON integer (not a bool, not a float, not a string of digits)."""
-    return isinstance(value, int) and not isinstance(value, bool)
+    """True for a JSON integer that a 64-bit integer holds (not a bool, not a float, not a string
+    of digits)."""
+    return isinstance(value, int) and not isinstance(value, bool) and -_INT64 <= value < _INT64
 
 
 def _is_number(value: Any) -> bool:
-    """True for a finite JSON number (int or float, not a bool)."""
-    return (_is_int(value) or isinstance(value, float)) and math.isfinite(value)
+    """True for a finite JSON number (int or float, not a bool) that a float holds."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an integer of more than 308 digits
+        return False
+
+
+def _is_token_id(value: Any) -> bool:
+    """True for a token id: an integer >= 0."""
+    return _is_int(value) and value >= 0
 
 
 #: Kind name -> (what it must hold, in words; the test).
@@ -53,6 +72,13 @@ _KINDS: dict[str, tuple[str, Callable[[Any], bool]]] = {
     "int >= 0": ("an integer >= 0", lambda v: _is_int(v) and v >= 0),
     "number >= 0": ("a number >= 0", lambda v: _is_number(v) and v >= 0),
     "fraction": ("a number in (0, 1]", lambda v: _is_number(v) and 0 < v <= 1),
+    "positive number": ("a number > 0", lambda v: _is_number(v) and v > 0),
+    "token ids": (
+        "a token id (an integer >= 0) or a non-empty list of them",
+        lambda v: (
+            _is_token_id(v) or (isinstance(v, list) and bool(v) and all(map(_is_token_id, v)))
+        ),
+    ),
     "string": ("a string", lambda v: isinstance(v, str)),
     "non-empty string": ("a non-empty string", lambda v: isinstance(v, str) and bool(v.strip())),
     "version": (
@@ -74,12 +100,24 @@ _KINDS: dict[str, tuple[str, Callable[[Any], bool]]] = {
 }
 
 
+def _kind(name: str) -> tuple[str, Callable[[Any], bool]]:
+    """(what a kind must hold, in words; its test), for a name of _KINDS or a range kind."""
+    bounds = _RANGE.match(name)
+    if bounds is None:
+        return _KINDS[name]
+    low, high = int(bounds.group(1)), int(bounds.group(2))
+    return f"an integer from {low} to {high}", lambda v: _is_int(v) and low <= v <= high
+
+
 def _json_type(value: Any) -> str:
-    """What a JSON value is, in words: 'a string', 'a list', 'a boolean', 'null'."""
+    """What a JSON value is, in words: 'a string', 'a list', 'a boolean', 'null', 'an integer of
+    401 digits' (past a 64-bit integer)."""
     if value is None:
         return "null"
     if isinstance(value, bool):
         return "a boolean"
+    if isinstance(value, int) and not -_INT64 <= value < _INT64:
+        return f"an integer of {len(str(abs(value)))} digits"
     if isinstance(value, (int, float)):
         return "an integer" if isinstance(value, int) else "a number"
     names = {str: "a string", list: "a list", dict: "an object"}
@@ -90,8 +128,8 @@ def _shown(value: Any) -> str:
     """A value as JSON, cut to one short line, with its type: `"2048" (a string)`."""
     try:
         text = json.dumps(value, ensure_ascii=False)
-    except (TypeError, ValueError):
-        text = repr(value)
+    except (TypeError, ValueError, RecursionError):
+        text = f"{type(value).__name__} nested too deep to show"
     text = text if len(text) <= 60 else f"{text[:57]}..."
     return text if value is None else f"{text} ({_json_type(value)})"
 
@@ -129,7 +167,7 @@ def field_problems(config: Any, schema: dict[str, str], source: str) -> list[str
     for path, kind in schema.items():
         null_ok = kind.endswith(_OR_NULL)
         base = kind.removesuffix(_OR_NULL)
-        expected, test = _KINDS[base]
+        expected, test = _kind(base)
         for value in _lookup(config, path):
             if (value is None and null_ok) or (value is not None and test(value)):
                 continue
@@ -142,14 +180,31 @@ def field_problems(config: Any, schema: dict[str, str], source: str) -> list[str
 
 def read_json(path: Path) -> Any:
     """A JSON file's content; one ValueError naming the file and how to restore it when it is
-    not JSON (cut short, binary garbage)."""
+    not JSON (cut short, binary garbage, a byte-order mark, a number or a nesting past Python's
+    limits)."""
     try:
-        return json.loads(Path(path).read_text())
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        where = f" at line {err.lineno} column {err.colno}" if hasattr(err, "lineno") else ""
+        text = Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError as err:
         raise ValueError(
-            f"{path} is not valid JSON ({type(err).__name__}{where}): {restore_hint(path)}"
+            f"{path} is not valid JSON ({type(err).__name__}): {restore_hint(path)}"
         ) from None
+    if text.startswith("\ufeff"):
+        raise ValueError(
+            f"{path} starts with a UTF-8 byte-order mark (BOM), which JSON does not allow: save it "
+            f"as UTF-8 without a BOM, or {restore_hint(path)}"
+        )
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ValueError(
+            f"{path} is not valid JSON ({type(err).__name__} at line {err.lineno} column "
+            f"{err.colno}): {restore_hint(path)}"
+        ) from None
+    except RecursionError:
+        why = "it is nested deeper than Python's JSON reader goes (lists or objects in each other)"
+    except ValueError:  # int(): "Exceeds the limit (4300 digits) for integer string conversion"
+        why = f"it holds a number of more than {_MAX_DIGITS} digits"
+    raise ValueError(f"{path} is not valid JSON here: {why}: {restore_hint(path)}")
 
 
 def _cached_hub_config(ref: str) -> Path | None:

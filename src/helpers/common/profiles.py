@@ -21,12 +21,14 @@ from typing import Any
 
 from helpers.common import qwen_tokenizer
 from helpers.common.configs import field_problems, read_json
-from helpers.common.paths import DATA_DIR, local_dir, resolve_model_ref
+from helpers.common.paths import DATA_DIR, local_dir, resolve_model_ref, restore_hint
 
 __all__ = [
+    "MAX_DRAFT_TOKENS",
     "Profile",
     "profile_name",
     "load_profile",
+    "profile_file_problems",
     "resolve_k",
     "known_stacks",
     "profiles_for_gpus",
@@ -36,6 +38,10 @@ __all__ = [
 _PROFILE_ENV_VAR = "WORKBOOK_PROFILE"
 _DEFAULT_PROFILE = "tiny"
 _PROFILES_DIR: Path = DATA_DIR / "profiles"
+#: The most draft tokens per step vLLM verifies: its rejection sampler asserts
+#: `max_spec_len <= MAX_SPEC_LEN` (128, vllm/v1/sample/rejection_sampler.py), a bare AssertionError
+#: at the first step past it (tests/common/test_profiles.py checks the installed vLLM's value).
+MAX_DRAFT_TOKENS = 128
 
 
 @dataclass(frozen=True)
@@ -129,7 +135,7 @@ _SCHEMA: dict[str, str] = {
     "description": "string",
     "verifier": "non-empty string",
     "drafter": "non-empty string",
-    "num_speculative_tokens": "positive int",
+    "num_speculative_tokens": f"int in [1, {MAX_DRAFT_TOKENS}]",
     "engine": "object",
     "engine.tensor_parallel_size": "positive int",
     "engine.max_model_len": "positive int",
@@ -208,7 +214,10 @@ def _read_profile(path: Path) -> Profile:
     except OSError as err:
         raise ValueError(f"{source} cannot be read ({err})") from None
     except ValueError as err:  # not JSON: read_json's line, with the path as the repo names it
-        raise ValueError(str(err).replace(str(path), str(source))) from None
+        line, hint = str(err).replace(str(path), str(source)), restore_hint(path)
+        if hint.startswith("restore it with `git checkout"):  # git has no profile you added
+            line = line.replace(hint, f"{hint} if the repo ships it, else fix it or remove it")
+        raise ValueError(line) from None
     return _profile_from_dict(raw, source=str(source))
 
 
@@ -220,38 +229,51 @@ def load_profile(name: str | None = None) -> Profile:
 
 def resolve_k(profile: Profile, k: int | None = None) -> int:
     """Draft tokens per step, the one rule of the workbook: None is the profile's k, 0 plain
-    decoding, a positive int itself; anything else a one-line ValueError."""
+    decoding, an int from 1 to MAX_DRAFT_TOKENS itself; anything else a one-line ValueError."""
     if k is None:
         return profile.num_speculative_tokens
     try:
         value = operator.index(k)  # an int, or numpy's; never a float or a string
     except TypeError:
         value = -1
-    if isinstance(k, bool) or value < 0:
+    if isinstance(k, bool) or not 0 <= value <= MAX_DRAFT_TOKENS:
         raise ValueError(
             f"k={k!r}: use None (profile {profile.name}'s k = "
-            f"{profile.num_speculative_tokens}), 0 (plain decoding) or a positive int"
+            f"{profile.num_speculative_tokens}), 0 (plain decoding) or a positive int of at most "
+            f"{MAX_DRAFT_TOKENS} (vLLM verifies no more draft tokens per step)"
         )
     return value
+
+
+def profile_file_problems(path: Path) -> list[str]:
+    """One line per thing wrong with the profile in one file ([] when it loads); never raises."""
+    try:
+        _read_profile(Path(path))
+    except ValueError as err:
+        return str(err).splitlines()
+    except Exception as err:  # unforeseen: still this profile's one line
+        first = (str(err).splitlines() or [""])[0]
+        return [f"{path} does not load ({type(err).__name__}: {first})"]
+    return []
 
 
 def _profile_problems(name: str) -> list[str]:
     """One line per thing wrong with profile `name` ([] when it loads); never raises."""
     try:
-        _read_profile(_profile_path(name))
+        path = _profile_path(name)
     except ValueError as err:
-        return str(err).splitlines()
-    return []
+        return [str(err)]
+    return profile_file_problems(path)
 
 
 def _loadable_profiles() -> list[Profile]:
-    """Every shipped profile that loads, in name order; a damaged one is left out, not fatal
-    (loading it by name says what is wrong)."""
+    """Every profile in data/profiles/ that loads, in name order; a damaged one is left out,
+    whatever it raises (loading it by name says what is wrong)."""
     loaded = []
     for name in _available_profiles():
         try:
             loaded.append(_read_profile(_PROFILES_DIR / f"{name}.json"))
-        except ValueError:
+        except Exception:  # one profile's problem is its own, never every profile's
             continue
     return loaded
 

@@ -7,6 +7,18 @@ is checked against the shape its config implies and against the names vLLM's EAG
 (`model_executor/models/llama_eagle3.py` and `qwen3_eagle3.py`, `load_weights`) loads, skips or
 refuses.
 
+Beyond the tensors: every config key vLLM's decoder and its EAGLE-3 layer read is typed
+(`_VERIFIER_MODEL_SCHEMA`: rms_norm_eps "tiny" stopped the first generate with a TypeError),
+hidden_act must be an activation transformers knows and silu where vLLM runs only silu, k (when
+given) at most what vLLM's rejection sampler verifies (MAX_DRAFT_TOKENS, a bare AssertionError
+past it), and the tokenizer (when at hand: the verifier's folder, a profile's tokenizer folder or
+the local HF cache) must have the content transformers reads, no id past the model's vocab_size,
+every `<|marker|>` of the chat template as a special token, and the special-token ids of
+config.json and generation_config.json on special tokens, the tokenizer's own among them. A
+vocabulary shuffled with its special tokens is caught that way; one whose ordinary pieces alone
+are permuted is not: nothing in the files says which piece a row of the embedding learned, so
+only running the model shows it (garbage text, acceptance near zero).
+
 The validator never raises: a folder that does not exist, a name that is neither a folder nor a
 hub id, a config that is not JSON or not an object, a key of the wrong type (`_VERIFIER_SCHEMA`,
 `_drafter_schema`: one line per key, naming the file, the key, what it holds and what it should),
@@ -27,9 +39,10 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from helpers.common.configs import field_problems, read_config
+from helpers.common.configs import field_problems, read_config, read_json
 from helpers.common.envinfo import hub_reachable, offline_var
 from helpers.common.paths import local_dir, restore_hint
+from helpers.common.profiles import MAX_DRAFT_TOKENS
 from helpers.eagle3.taps import (
     aux_layers_for,
     default_aux_layers,
@@ -125,6 +138,14 @@ _DRAFTER_LAYER_SCHEMA: dict[str, str] = {
     "attention_bias": "bool or null",
     "norm_before_fc": "bool or null",
     "fc_norm": "bool or null",
+    # what vLLM's llama/qwen3 EAGLE-3 layer reads besides the sizes (llama_eagle3.py, llama.py)
+    "rms_norm_eps": "positive number or null",
+    "rope_theta": "positive number or null",
+    "rope_parameters": "object or null",
+    "rope_parameters.rope_theta": "positive number or null",
+    "rope_scaling": "object or null",
+    "hidden_act": "string or null",
+    "tie_word_embeddings": "bool or null",
 }
 #: Drafter top-level keys the checks read (with the parents of the nested ones).
 _DRAFTER_TOP_SCHEMA: dict[str, str] = {
@@ -148,15 +169,85 @@ _DRAFTER_TOP_SCHEMA: dict[str, str] = {
     "norm_before_fc": "bool or null",
     "fc_norm": "bool or null",
     "num_aux_hidden_states": "positive int or null",
+    "norm_before_residual": "bool or null",
     "quantization_config": "object or null",
 }
-#: Verifier keys the checks read; each size at the top level, else in text_config
-#: (`_verifier_schema`).
+#: Verifier keys the checks read, at the top level only.
 _VERIFIER_SCHEMA: dict[str, str] = {
     "architectures": "list of strings or null",
     "speculators_model_type": "string or null",
     "text_config": "object or null",
 }
+#: Verifier keys vLLM's decoder (qwen3_moe.py, qwen3.py, qwen2.py, llama.py) and its sampler read,
+#: each at the top level, else in text_config (`_verifier_schema`): a string where vLLM multiplies
+#: (rms_norm_eps "tiny") stopped the first generate with a TypeError.
+_VERIFIER_MODEL_SCHEMA: dict[str, str] = {
+    **dict.fromkeys(_VERIFIER_KEYS, "positive int or null"),
+    "num_attention_heads": "positive int or null",
+    "num_key_value_heads": "positive int or null",
+    "head_dim": "positive int or null",
+    "intermediate_size": "positive int or null",
+    "moe_intermediate_size": "positive int or null",
+    "num_experts": "positive int or null",
+    "num_local_experts": "positive int or null",
+    "num_experts_per_tok": "positive int or null",
+    "decoder_sparse_step": "positive int or null",
+    "mlp_only_layers": "list of ints or null",
+    "norm_topk_prob": "bool or null",
+    "max_position_embeddings": "positive int or null",
+    "rms_norm_eps": "positive number or null",
+    "rope_theta": "positive number or null",
+    "rope_parameters": "object or null",
+    "rope_parameters.rope_theta": "positive number or null",
+    "rope_parameters.rope_type": "string or null",
+    "rope_scaling": "object or null",
+    "hidden_act": "string or null",
+    "attention_bias": "bool or null",
+    "tie_word_embeddings": "bool or null",
+    "sliding_window": "positive int or null",
+    "use_sliding_window": "bool or null",
+    "bos_token_id": "token ids or null",
+    "eos_token_id": "token ids or null",
+    "pad_token_id": "token ids or null",
+}
+#: Activation names transformers builds (transformers.activations.ACT2CLS; tests/engine/
+#: test_pairing.py checks this copy against the installed transformers).
+_ACTIVATIONS: tuple[str, ...] = (
+    "gelu",
+    "gelu_10",
+    "gelu_accurate",
+    "gelu_fast",
+    "gelu_new",
+    "gelu_python",
+    "gelu_python_tanh",
+    "gelu_pytorch_tanh",
+    "hardswish",
+    "laplace",
+    "leaky_relu",
+    "linear",
+    "mish",
+    "prelu",
+    "quick_gelu",
+    "relu",
+    "relu2",
+    "relu6",
+    "sigmoid",
+    "silu",
+    "sqrtsoftplus",
+    "swish",
+    "tanh",
+    "xielu",
+)
+#: Verifier architectures whose vLLM MLPs run silu only: the dense ones raise "Unsupported
+#: activation: X. Only silu is supported for now." and Qwen3-MoE's experts compute silu whatever
+#: the config says. Every EAGLE-3 layer vLLM builds here (LlamaMLP) is the same.
+_SILU_ONLY_ARCHITECTURES = frozenset(
+    {"Qwen3MoeForCausalLM", "Qwen3ForCausalLM", "Qwen2ForCausalLM", "LlamaForCausalLM"}
+)
+#: The special-token roles a model's config and its tokenizer both name.
+_TOKEN_ROLES: tuple[str, ...] = ("bos", "eos", "pad")
+#: A chat template's control marker: `<|im_start|>`, `<|im_end|>`.
+_MARKER = re.compile(r"<\|[^|<>\s]+\|>")
 
 
 @dataclass(frozen=True)
@@ -319,7 +410,7 @@ def _shard_map(index: Path) -> dict[str, str]:
     """The weight_map of a sharded model's index (tensor -> shard file); HeaderError if
     unreadable."""
     try:
-        weight_map = json.loads(index.read_text()).get("weight_map")
+        weight_map = json.loads(index.read_text(encoding="utf-8")).get("weight_map")
     except (UnicodeDecodeError, json.JSONDecodeError, AttributeError) as err:
         raise HeaderError(
             f"{index} is not a JSON object ({type(err).__name__}): {restore_hint(index)}"
@@ -385,7 +476,11 @@ def _local_tensor(ref: str | Path, name: str) -> Any:
     path = folder / "model.safetensors"
     if not path.is_file():
         index = folder / "model.safetensors.index.json"
-        shard = json.loads(index.read_text())["weight_map"].get(name) if index.is_file() else None
+        shard = (
+            json.loads(index.read_text(encoding="utf-8"))["weight_map"].get(name)
+            if index.is_file()
+            else None
+        )
         if shard is None:
             return None
         path = folder / shard
@@ -423,11 +518,15 @@ def _drafter_schema(drafter: dict[str, Any]) -> dict[str, str]:
 
 
 def _verifier_schema(verifier: dict[str, Any]) -> dict[str, str]:
-    """The verifier keys to type, each size where _verifier_value reads it."""
-    sizes = {
-        (k if k in verifier else f"text_config.{k}"): "positive int or null" for k in _VERIFIER_KEYS
+    """The verifier keys to type, each where _verifier_value reads it (top level, else
+    text_config)."""
+    text = verifier.get("text_config")
+    nested = set(text) - set(verifier) if isinstance(text, dict) else set()
+    model = {
+        (f"text_config.{k}" if k.split(".")[0] in nested else k): kind
+        for k, kind in _VERIFIER_MODEL_SCHEMA.items()
     }
-    return {**_VERIFIER_SCHEMA, **sizes}
+    return {**_VERIFIER_SCHEMA, **model}
 
 
 def _config_source(ref: str | Path, role: str) -> str:
@@ -516,6 +615,11 @@ def _basename(ref: str) -> str:
 def _is_positive_int(value: Any) -> bool:
     """True for an int > 0 (not a bool, not a string of digits)."""
     return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
+
+def _is_token_id(value: Any) -> bool:
+    """True for an int >= 0 (not a bool, not a string of digits)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 # --------------------------------------------------------------------------- checks
@@ -1213,6 +1317,296 @@ def _check_verifier_name(
     return problems
 
 
+def _check_k(drafter: dict[str, Any], k: int | None, max_model_len: int | None) -> list[_Problem]:
+    """9. Draft tokens per step: what vLLM verifies (its rejection sampler's MAX_SPEC_LEN) and
+    what fits a request's context beside a prompt."""
+    if k is None:
+        return []
+    methods = ((drafter.get("speculators_config") or {}).get("proposal_methods")) or [{}]
+    trained = methods[0].get("speculative_tokens") if isinstance(methods[0], dict) else None
+    for_this = f": this drafter's config proposes {trained}" if trained else ""
+    if not 1 <= k <= MAX_DRAFT_TOKENS:
+        return [
+            _error(
+                "k_out_of_range",
+                f"k = {k:,} draft tokens per step: vLLM verifies at most {MAX_DRAFT_TOKENS} (its "
+                f"rejection sampler's MAX_SPEC_LEN) and past that stops with a bare "
+                f"AssertionError at the first step; use 1 to {MAX_DRAFT_TOKENS} (EAGLE-3 drafters "
+                f"are trained for a few{for_this})",
+            )
+        ]
+    if max_model_len is not None and k + 1 >= max_model_len:
+        return [
+            _error(
+                "k_out_of_range",
+                f"k = {k}: a verify step holds k + 1 = {k + 1} tokens, which leaves no room for a "
+                f"prompt in max_model_len {max_model_len}; use a smaller k (EAGLE-3 drafters are "
+                f"trained for a few{for_this})",
+            )
+        ]
+    return []
+
+
+def _activation_problem(role: str, act: Any, silu_only: str | None) -> _Problem | None:
+    """A hidden_act transformers does not know, or not silu where vLLM runs silu only (`silu_only`
+    says which of its classes, and how it fails)."""
+    if act is None or (act == "silu" or (silu_only is None and act in _ACTIVATIONS)):
+        return None
+    if act not in _ACTIVATIONS:
+        why = (
+            f"is no activation transformers knows (it has {len(_ACTIVATIONS)}, e.g. silu, gelu, "
+            f"relu): building the model stops with a KeyError"
+        )
+    else:
+        why = f"is not what vLLM runs: {silu_only}"
+    return _error("hidden_act_unsupported", f"the {role}'s hidden_act {act!r} {why}; use silu")
+
+
+def _check_activations(verifier: dict[str, Any], drafter: dict[str, Any]) -> list[_Problem]:
+    """10. hidden_act of both models: one transformers knows, and silu where vLLM runs only silu
+    (its Qwen3-MoE experts compute silu whatever the config says)."""
+    archs = _verifier_value(verifier, "architectures") or []
+    arch = str(archs[0]) if archs else ""
+    silu_only = (
+        f"its {arch} runs silu only (a dense MLP stops with 'Unsupported activation', MoE experts "
+        f"compute silu whatever the config says)"
+        if arch in _SILU_ONLY_ARCHITECTURES
+        else None
+    )
+    layer = (
+        f"its EAGLE-3 layer ({_vllm_architecture(drafter) or 'LlamaMLP'}) runs silu only and stops "
+        f"with 'Unsupported activation'"
+    )
+    found = [
+        _activation_problem("verifier", _verifier_value(verifier, "hidden_act"), silu_only),
+        _activation_problem("drafter", _layer_config(drafter).get("hidden_act"), layer),
+    ]
+    return [p for p in found if p is not None]
+
+
+def _check_verifier_shape(verifier: dict[str, Any]) -> list[_Problem]:
+    """11. Verifier sizes that must agree with each other: experts per token within the experts,
+    attention heads in whole groups of key/value heads."""
+    problems = []
+    experts = _verifier_value(verifier, "num_experts") or _verifier_value(
+        verifier, "num_local_experts"
+    )
+    per_token = _verifier_value(verifier, "num_experts_per_tok")
+    if experts and per_token and per_token > experts:
+        problems.append(
+            _error(
+                "verifier_config_invalid",
+                f"the verifier's num_experts_per_tok {per_token} > its {experts} experts: the "
+                f"router cannot pick that many (torch.topk fails inside vLLM); fix the config",
+            )
+        )
+    heads = _verifier_value(verifier, "num_attention_heads")
+    kv_heads = _verifier_value(verifier, "num_key_value_heads")
+    if heads and kv_heads and heads % kv_heads:
+        problems.append(
+            _error(
+                "verifier_config_invalid",
+                f"the verifier's num_attention_heads {heads} is no multiple of its "
+                f"num_key_value_heads {kv_heads}: grouped attention needs whole groups; fix the "
+                f"config",
+            )
+        )
+    return problems
+
+
+# --------------------------------------------------------------------------- the tokenizer
+
+
+def _model_file(ref: str | Path, name: str) -> Path | None:
+    """One file of a model or tokenizer folder: local, or a hub model's cached copy (never the
+    network); None when it is not there."""
+    folder = local_dir(ref)
+    if folder is not None:
+        return folder / name if (folder / name).is_file() else None
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        found = try_to_load_from_cache(str(ref), name)
+    except Exception:  # an id the cache cannot even name
+        return None
+    return Path(found) if isinstance(found, str) else None
+
+
+def _tokenizer_problem(path: Path, what: str) -> _Problem:
+    """A tokenizer.json that is no tokenizer: one error naming it and how to restore it."""
+    return _error("tokenizer_invalid", f"{path} {what}: {restore_hint(path)}")
+
+
+def _read_tokens(path: Path) -> tuple[dict[int, str], set[int]] | _Problem:
+    """(id -> token, the added tokens' ids) of a tokenizer.json, or the problem that stops it:
+    not JSON, no model.vocab, no added_tokens list (transformers: KeyError), an id that is no
+    integer."""
+    try:
+        tokenizer = read_json(path)
+    except (OSError, ValueError) as err:
+        return _error("tokenizer_invalid", str(err))
+    if not isinstance(tokenizer, dict):
+        return _tokenizer_problem(path, f"holds a JSON {type(tokenizer).__name__}, not a tokenizer")
+    model = tokenizer.get("model")
+    vocab = model.get("vocab") if isinstance(model, dict) else None
+    if not isinstance(vocab, (dict, list)):
+        return _tokenizer_problem(path, "has no model.vocab: it is no tokenizer (or an empty one)")
+    added = tokenizer.get("added_tokens")
+    if not isinstance(added, list):
+        return _tokenizer_problem(
+            path, "has no added_tokens list (transformers stops with KeyError: 'added_tokens')"
+        )
+    if isinstance(vocab, dict):
+        pieces = list(vocab.items())
+    else:  # a Unigram model: [[piece, score], ...], the id is the place
+        pieces = [(e[0] if isinstance(e, list) and e else e, n) for n, e in enumerate(vocab)]
+    tokens: dict[int, str] = {}
+    for piece, token_id in pieces:
+        if not _is_token_id(token_id):
+            return _tokenizer_problem(
+                path, f"has model.vocab id {token_id!r} of {piece!r}, not an integer >= 0"
+            )
+        tokens[token_id] = str(piece)
+    added_ids = set()
+    for n, item in enumerate(added):
+        token_id = item.get("id") if isinstance(item, dict) else None
+        content = item.get("content") if isinstance(item, dict) else None
+        if not isinstance(content, str) or not _is_token_id(token_id):
+            return _tokenizer_problem(path, f"has added_tokens item {n} without an id and content")
+        tokens[token_id] = content
+        added_ids.add(token_id)
+    return tokens, added_ids
+
+
+def _named_token(value: Any) -> str | None:
+    """The text of a special token as tokenizer_config.json names it (a string or {content})."""
+    if isinstance(value, dict):
+        value = value.get("content")
+    return value if isinstance(value, str) and value else None
+
+
+def _role_ids(configs: list[tuple[str, dict[str, Any]]], role: str) -> list[tuple[str, list]]:
+    """(where, ids) for every config that sets `role`_token_id (an id or a list of ids)."""
+    found = []
+    for where, config in configs:
+        value = _verifier_value(config, f"{role}_token_id")
+        if value is not None:
+            found.append((where, value if isinstance(value, list) else [value]))
+    return found
+
+
+def _special_token_problems(
+    tokens: dict[int, str],
+    added: set[int],
+    configs: list[tuple[str, dict[str, Any]]],
+    named: dict[str, Any],
+) -> list[_Problem]:
+    """The special-token ids the model's configs use must be special tokens of the tokenizer, and
+    the tokenizer's own special tokens among them: else the two number the vocabulary apart."""
+    problems: list[_Problem] = []
+    by_text = {text: token_id for token_id, text in tokens.items()}
+    for role in _TOKEN_ROLES:
+        text = _named_token(named.get(f"{role}_token"))
+        own = by_text.get(text) if text else None
+        mine = (
+            f", while its {role} token {text!r} (tokenizer_config.json) is id {own}" if text else ""
+        )
+        for where, ids in _role_ids(configs, role):
+            ordinary = [i for i in ids if i in tokens and added and i not in added]
+            if ordinary:
+                problems.append(
+                    _error(
+                        "special_token_mismatch",
+                        f"{where}'s {role}_token_id is {ids[0] if len(ids) == 1 else ids}, which "
+                        f"the tokenizer gives to {tokens[ordinary[0]]!r}, an ordinary piece{mine}: "
+                        f"tokenizer and model number the vocabulary differently (a shuffled or "
+                        f"another model's tokenizer), so every token reaches the wrong embedding "
+                        f"row; use the model's own tokenizer",
+                    )
+                )
+            elif own is not None and own not in ids and not ordinary:
+                problems.append(
+                    _error(
+                        "special_token_mismatch",
+                        f"{where}'s {role}_token_id is {ids[0] if len(ids) == 1 else ids}{mine}: "
+                        f"tokenizer and model disagree on the {role} token; use the model's own "
+                        f"tokenizer",
+                    )
+                )
+    if len(problems) > 1:
+        first = problems[0]
+        more = f" ({len(problems) - 1} more special-token id(s) disagree the same way)"
+        return [_error(first.code, first.message + more)]
+    return problems
+
+
+def _template_problems(
+    template_files: list[Path], named: dict[str, Any], tokens: dict[int, str], added: set[int]
+) -> list[_Problem]:
+    """Every control marker a chat template writes (`<|im_start|>`) must be a special token of
+    the tokenizer, or the model never sees it as one."""
+    specials = {tokens[i] for i in added}
+    sources = [(str(path), path.read_text(encoding="utf-8")) for path in template_files]
+    inline = named.get("chat_template")
+    if isinstance(inline, str):
+        sources.append(("tokenizer_config.json's chat_template", inline))
+    problems = []
+    for where, template in sources:
+        missing = sorted(set(_MARKER.findall(template)) - specials)
+        if missing and added:
+            problems.append(
+                _error(
+                    "chat_template_token_missing",
+                    f"{where} writes {', '.join(map(repr, missing))} but the tokenizer has no such "
+                    f"special token: the marker becomes ordinary pieces and the model never sees "
+                    f"the turn it was trained on; use the tokenizer and template of one model",
+                )
+            )
+    return problems
+
+
+def _check_tokenizer(
+    verifier: dict[str, Any], model: str | Path, tokenizer: str | Path
+) -> list[_Problem]:
+    """12. The tokenizer against the model: content transformers needs, no id past the model's
+    vocab_size, special tokens and chat-template markers at the ids the model uses. Skipped when
+    the tokenizer is not at hand (a hub model not in the cache)."""
+    path = _model_file(tokenizer, "tokenizer.json")
+    if path is None:
+        return []
+    read = _read_tokens(path)
+    if isinstance(read, _Problem):
+        return [read]
+    tokens, added = read
+    size, vocab = max(tokens, default=-1) + 1, _verifier_value(verifier, "vocab_size")
+    if size > vocab:
+        return [
+            _error(
+                "tokenizer_vocab_mismatch",
+                f"tokenizer {path} has {size:,} ids (up to {size - 1:,}) but the verifier's "
+                f"vocab_size is {vocab:,}: a token past {vocab - 1:,} indexes past the model's "
+                f"embedding (vLLM stops with IndexError); use the tokenizer the model was "
+                f"trained with",
+            )
+        ]
+    configs = [("config.json", verifier)]
+    generation = _model_file(model, "generation_config.json")
+    if generation is not None:
+        try:
+            loaded = read_json(generation)
+        except (OSError, ValueError) as err:
+            return [_error("config_unreadable", f"verifier: {err}")]
+        if isinstance(loaded, dict):
+            configs.append(("generation_config.json", loaded))
+    named_path = _model_file(tokenizer, "tokenizer_config.json")
+    named = read_json(named_path) if named_path is not None else {}
+    named = named if isinstance(named, dict) else {}
+    template = _model_file(tokenizer, "chat_template.jinja")
+    return _special_token_problems(tokens, added, configs, named) + _template_problems(
+        [template] if template else [], named, tokens, added
+    )
+
+
 # --------------------------------------------------------------------------- entry points
 
 
@@ -1260,17 +1654,20 @@ def validate_pair(
     max_model_len: int | None = None,
     verifier_name: str | None = None,
     gpu: bool | None = None,
+    k: int | None = None,
+    tokenizer: str | Path | None = None,
 ) -> PairingReport:
     """Run every check on a verifier/drafter pair: configs, every tensor header, a local d2t's
-    values.
+    values, k (None: not checked), and the tokenizer (None: the verifier's own) against the model.
 
     `gpu` picks the device checks (None: a GPU when nvidia-smi lists one). Never raises: what
     stops the checks (a missing folder, an unreadable config, a key of the wrong type) is in the
     report, and so is anything unforeseen (one check_crashed error naming both configs).
     """
     report = PairingReport(verifier=str(verifier), drafter=str(drafter))
+    checks = _Checks(method, max_model_len, verifier_name, gpu, k, tokenizer)
     try:
-        _run_checks(report, verifier, drafter, method, max_model_len, verifier_name, gpu)
+        _run_checks(report, verifier, drafter, checks)
     except Exception as err:
         first = str(err).splitlines()[0] if str(err) else ""
         report.problems.append(
@@ -1284,27 +1681,34 @@ def validate_pair(
     return report
 
 
+@dataclass(frozen=True)
+class _Checks:
+    """What validate_pair was asked beyond the two models (see its arguments)."""
+
+    method: str | None
+    max_model_len: int | None
+    verifier_name: str | None
+    gpu: bool | None
+    k: int | None
+    tokenizer: str | Path | None
+
+
 def _run_checks(
-    report: PairingReport,
-    verifier: str | Path,
-    drafter: str | Path,
-    method: str | None,
-    max_model_len: int | None,
-    verifier_name: str | None,
-    gpu: bool | None,
+    report: PairingReport, verifier: str | Path, drafter: str | Path, checks: _Checks
 ) -> None:
     """validate_pair's checks, in order, adding what each finds to `report`."""
     v_cfg, d_cfg, stop = _config_problems(verifier, drafter)
     if v_cfg is None or d_cfg is None:
         report.problems += stop
         return
+    gpu = checks.gpu
     if gpu is None:
         from helpers.common.envinfo import has_gpu
 
         gpu = has_gpu()
     report.aux_layers, aux_problems = _check_aux_layer_ids(v_cfg, d_cfg)
     weights, weight_problems = _read_weights(drafter)
-    report.problems += _check_method(d_cfg, method)
+    report.problems += _check_method(d_cfg, checks.method)
     report.problems += _check_architecture(d_cfg)
     report.problems += _check_speculators_fields(d_cfg)
     report.problems += _check_device(d_cfg, gpu)
@@ -1323,8 +1727,12 @@ def _run_checks(
             if d2t is not None:
                 report.problems += _check_d2t_values(d2t, _verifier_value(v_cfg, "vocab_size"))
     report.problems += aux_problems
-    report.problems += _check_max_model_len(d_cfg, max_model_len)
-    report.problems += _check_verifier_name(v_cfg, d_cfg, verifier_name or str(verifier))
+    report.problems += _check_max_model_len(d_cfg, checks.max_model_len)
+    report.problems += _check_verifier_name(v_cfg, d_cfg, checks.verifier_name or str(verifier))
+    report.problems += _check_k(d_cfg, checks.k, checks.max_model_len)
+    report.problems += _check_activations(v_cfg, d_cfg)
+    report.problems += _check_verifier_shape(v_cfg)
+    report.problems += _check_tokenizer(v_cfg, verifier, checks.tokenizer or verifier)
 
 
 def check_pair(
@@ -1333,9 +1741,13 @@ def check_pair(
     method: str | None = "eagle3",
     max_model_len: int | None = None,
     verifier_name: str | None = None,
+    k: int | None = None,
+    tokenizer: str | Path | None = None,
 ) -> PairingReport:
     """validate_pair, raising PairingError (one line per error) if any error was found."""
-    report = validate_pair(verifier, drafter, method, max_model_len, verifier_name)
+    report = validate_pair(
+        verifier, drafter, method, max_model_len, verifier_name, k=k, tokenizer=tokenizer
+    )
     if not report.ok:
         raise PairingError("\n".join(f"{p.code}: {p.message}" for p in report.errors))
     return report
@@ -1351,5 +1763,5 @@ def edited_copy(src: str | Path, dst: str | Path, **config_changes: Any) -> Path
     shutil.copytree(src, dst)
     config = read_config(dst)
     config.update(config_changes)
-    (dst / "config.json").write_text(json.dumps(config, indent=2))
+    (dst / "config.json").write_text(json.dumps(config, indent=2), encoding="utf-8")
     return dst
