@@ -123,6 +123,12 @@ def test_a_mistyped_drafter_key_stops_start_engine_in_one_named_line(
     )
 
 
+def test_a_hand_built_k_out_of_range_stops_start_engine(tiny_pair) -> None:
+    spec = {"model": str(tiny_pair.drafter), "method": "eagle3", "num_speculative_tokens": 10**6}
+    with pytest.raises(PairingError, match="k_out_of_range"):
+        start_engine(model=str(tiny_pair.verifier), speculative_config=spec)
+
+
 @pytest.mark.vllm
 def test_starting_three_times_leaves_one_engine() -> None:
     kwargs = engine_kwargs(load_profile("tiny"), k=3)

@@ -296,6 +296,7 @@ def _validate_speculative_pair(kwargs: dict[str, Any]) -> None:
         spec.get("method"),
         kwargs.get("max_model_len"),
         verifier_name=kwargs["model"],
+        k=spec.get("num_speculative_tokens"),
     )
     for problem in report.warnings:
         print(f"pairing warning: {problem.code}: {problem.message}")
