@@ -3,6 +3,7 @@ kernel's session, or the mark in the environment everything the kernel starts in
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -21,6 +22,14 @@ def _gone(pid: int) -> bool:
         return True
 
 
+def _in_session(pid: int, session: int) -> bool:
+    """True when `pid` runs (not a zombie) in session `session`."""
+    try:
+        return os.getsid(pid) == session and not _gone(pid)
+    except OSError:
+        return False
+
+
 def _pids(path: Path) -> int:
     """The pid a cell wrote to `path`, once it is there."""
     for _ in range(50):
@@ -32,7 +41,9 @@ def _pids(path: Path) -> int:
 
 def test_detached_processes_are_stopped(tmp_path: Path) -> None:
     amp, fork, setsid = (tmp_path / f"{name}.pid" for name in ("amp", "fork", "setsid"))
+    kernel = tmp_path / "kernel.pid"
     cells = [
+        f"import os\nopen({str(kernel)!r}, 'w').write(str(os.getpid()))",
         # a shell's background job: the shell exits, the job is reparented, same session
         f"import os\nos.system('sleep 300 & echo $! > {amp}')",
         # a double fork (a daemon's first half, deaf to the SIGINT that jupyter_client sends the
@@ -57,6 +68,9 @@ def test_detached_processes_are_stopped(tmp_path: Path) -> None:
         assert {name: _gone(pid) for name, pid in pids.items()} == dict.fromkeys(pids, True)
         for pid in pids.values():
             assert f"sleep (pid {pid})" in result.leftovers, result.leftovers
+        session = _pids(kernel)  # the kernel leads its own session
+        left = [p.pid for p in psutil.process_iter() if _in_session(p.pid, session)]
+        assert left == [], f"still in the kernel's session: {left}"
     finally:
         for pid in pids.values():
             if not _gone(pid):
