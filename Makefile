@@ -83,7 +83,7 @@ test: venv preflight lint ## lint, then two lanes at once: the notebooks via nbv
 	@$(LANE_ENV) $(MAKE) --no-print-directory -j 2 --output-sync=line test-notebooks test-tests
 
 test-notebooks: venv ## make test's first lane: every notebook via nbval, one after another
-	$(VPY) -m pytest --nbval-lax --nbval-current-env notebooks
+	$(VPY) -m pytest --nbval-lax --nbval-current-env -p kit.nbval_watchdog notebooks
 
 test-tests: venv ## make test's second lane: the engine tests one at a time, then the light tests
 	$(VPY) -m pytest tests -m vllm

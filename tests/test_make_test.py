@@ -1,6 +1,7 @@
 """`make test` runs everything it ran one step at a time before, now in two lanes at once: every
 notebook under nbval, and every test (the `vllm` selection and its complement), each lane's
-processes with one OpenMP thread and vLLM's engines left unpinned (docs/commands.md says why)."""
+processes with one OpenMP thread and vLLM's engines left unpinned (docs/commands.md says why); the
+notebooks under the watchdog (kit.nbval_watchdog)."""
 
 from __future__ import annotations
 
@@ -44,3 +45,8 @@ def test_each_lane_runs_alone_too() -> None:
         "tests -m vllm",
         'tests -m "not vllm"',
     ]
+
+
+def test_the_notebooks_run_under_the_watchdog() -> None:
+    lane = [line for line in dry_run("test-notebooks") if "--nbval-lax" in line]
+    assert len(lane) == 1 and "-p kit.nbval_watchdog" in lane[0], lane

@@ -3,7 +3,8 @@
 
 agenda (the instructors' agenda computed from the notebooks and a run record), doctor (will the
 workbook run here?), preflight (can this machine run a profile?), prefetch (a hub profile's pair for
-offline use), runner (make run), grader and its vLLM sampler reference (make check-exercises),
+offline use), runner (make run) and its no-progress watchdog (watchdog; nbval_watchdog holds make
+test's notebook cells to it), grader and its vLLM sampler reference (make check-exercises),
 nbval_keep (pytest -p kit.nbval_keep: keep what nbval executed), manifest (data/'s sha256 list), the
 tiny pair's recipes (tiny_recipe, tiny_tokenizer, tiny_verifier, dflash_recipe with its DFlash
 drafter, dflash) and model cards, Qwen3's tokenizer builder (qwen_tokenizer), text_quality (make
@@ -22,6 +23,7 @@ __all__ = [
     "model_cards",
     "moe_lab",
     "nbval_keep",
+    "nbval_watchdog",
     "prefetch",
     "preflight",
     "qwen_tokenizer",
@@ -31,4 +33,5 @@ __all__ = [
     "tiny_recipe",
     "tiny_tokenizer",
     "tiny_verifier",
+    "watchdog",
 ]

@@ -12,23 +12,35 @@ one line. Ctrl-C (or SIGTERM) stops the kernel, reports "interrupted in cell N" 
 for SIGTERM) without running the notebooks after it. After each notebook the runner stops whatever
 its kernel left running (servers, engine processes), and at start any server whose owner died
 earlier (chapters.ch04_serving.server.sweep_orphans, when the serving chapter is there).
+
+Each kernel starts in its own session, with a mark in its environment; after the notebook the
+runner also stops what the kernel detached (`os.system('sleep 300 &')`, a double fork, setsid) by
+that session or mark. A cell silent longer than its watchdog limit (kit.watchdog: 10 × its last
+measured time, at least 120 s; 600 s when never measured) fails the notebook with its cell and
+last output; a notebook measured at a minute or more (or never measured) prints a line per cell,
+and a cell running over a minute says so every minute. A kernel that fails to start is started
+once more; each start's log is kept as build/logs/kernel-<notebook>-<time>-<pid>.log (the newest
+10 per notebook). When HOME cannot be written, the caches vLLM and torch write go under build/cache
+(helpers.common.notebook.cache_env).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import atexit
 import contextlib
-import fcntl
+import copy
 import json
 import os
+import re
 import secrets
 import signal
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -39,9 +51,13 @@ from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
 from jupyter_client.manager import AsyncKernelManager
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError, DeadKernelError
+from nbclient.jsonutil import json_clean
+from nbclient.output_widget import OutputWidget
 from nbconvert import HTMLExporter
 
+from helpers.common.notebook import cache_env
 from helpers.common.paths import BUILD_DIR, NOTEBOOKS_DIR
+from kit import watchdog
 
 __all__ = [
     "main",
@@ -57,6 +73,14 @@ _GIB = 1024**3
 _INTERRUPT_GRACE = 15.0
 #: Exit status after Ctrl-C (the shell's 128 + SIGINT); SIGTERM gives 128 + 15.
 _EXIT_INTERRUPTED = 128 + signal.SIGINT
+#: The environment variable that marks a kernel and everything it starts, detached or not.
+_MARK = "WORKBOOK_RUNNER_KERNEL"
+#: Per notebook, the newest this many kernel logs are kept.
+_KEEP_LOGS = 10
+#: A notebook measured at this many seconds or more (or never measured) gets a line per cell.
+_LONG_NOTEBOOK = 60.0
+#: A cell running this long says so, and again each time as long again.
+_HEARTBEAT = 60.0
 
 
 @dataclass
@@ -74,6 +98,8 @@ class _NotebookResult:
     finished_at: str = field(default_factory=lambda: time.strftime("%Y-%m-%dT%H:%M:%S%z"))
     leftovers: list[str] = field(default_factory=list)
     write_error: str | None = None  # "cannot write <path> (<reason>)": outputs not in place
+    kernel_log: str | None = None  # the last kernel start's log
+    restarts: list[str] = field(default_factory=list)  # why a kernel start was tried again
 
     @property
     def status(self) -> str:
@@ -100,28 +126,92 @@ class _CurrentEnvKernelSpecManager(KernelSpecManager):
 
 
 class _StopAfterInterruptError(Exception):
-    """Raised by InterruptibleClient's cell hook to run no cell after an interrupt."""
+    """Raised by InterruptibleClient's cell hook to run no cell after an interrupt or a stall."""
+
+
+class _OutputWidget(OutputWidget):
+    """nbclient's stand-in for a front end's Output widget, sending its state back to the kernel
+    through the shell channel's asyncio socket.
+
+    nbclient's own sends through Session.send, which writes on a blocking shadow of that socket.
+    The send runs in the task that reads IOPub while another task waits on the same socket for the
+    cell's execute_reply; zmq's notification descriptor is edge-triggered, and a send that
+    processes the socket's pending commands consumes the edge of a reply that has just arrived,
+    behind pyzmq's back: the waiting task sleeps until its timeout (the notebook's whole budget),
+    though kernel and runner are idle. A send on the asyncio socket lets pyzmq look for what
+    arrived and wake the waiting task. (Notebook 01's explorer redraws its Output widget at each
+    slider move: with its two cells eight times in a notebook, three runs at once on 2 cores, 14
+    of 75 runs had a cell wait out its 60 s timeout this way.)
+    """
+
+    def _publish_msg(
+        self,
+        msg_type: str,
+        data: dict[str, Any] | None = None,
+        metadata: dict[str, Any] | None = None,
+        buffers: list[Any] | None = None,
+        **keys: Any,
+    ) -> None:
+        """Send a comm message to the kernel on the shell channel's asyncio socket."""
+        content = json_clean(dict(data=data or {}, comm_id=self.comm_id, **keys))
+        session = self.kernel_client.session
+        msg = session.msg(msg_type, content=content, parent=self.parent_header, metadata=metadata)
+        frames = session.serialize(msg) + list(buffers or [])
+        sent = self.kernel_client.shell_channel.socket.send_multipart(frames)
+        if sent.done():
+            sent.result()  # raise what a failed send raised, as Session.send would
+
+
+@dataclass(frozen=True)
+class _Stall:
+    """A cell the watchdog stopped: which (1-based, among all cells), how long it was silent, its
+    limit and last output."""
+
+    cell: int
+    silent: float
+    limit: watchdog.CellLimit
+    last: str
+
+
+def _say(text: str) -> None:
+    """A progress line on stdout, at once."""
+    print(f"[run]   {text}", flush=True)
 
 
 class _InterruptibleClient(NotebookClient):
-    """A NotebookClient that knows when it was interrupted (SIGINT, SIGTERM) and in which cell.
+    """A NotebookClient that knows when it was interrupted (SIGINT, SIGTERM) and in which cell,
+    and watches each cell's output (kit.watchdog).
 
     The first signal interrupts the kernel (the cell gets KeyboardInterrupt and can clean up, as
     a server start does) and stops the notebook before its next cell; a kernel still busy
-    INTERRUPT_GRACE s later, or a second signal, is killed (its servers then die with it).
+    INTERRUPT_GRACE s later, or a second signal, is killed (its servers then die with it). A cell
+    silent past its limit is handled as a first signal, and noted in `stalled`.
     """
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *args: Any,
+        limits: Sequence[watchdog.CellLimit] = (),
+        cell_lines: bool = False,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(*args, **kwargs)
+        self.widget_registry = {"@jupyter-widgets/output": {"OutputModel": _OutputWidget}}
         self.signal_received: int | None = None
+        self.stalled: _Stall | None = None
         self.current_cell: int | None = None  # 1-based, among all cells
         self.kernel_process: subprocess.Popen[bytes] | None = None  # its exit status tells a death
+        self.cell_seconds: dict[str, float] = {}  # by watchdog.cell_key, cells that completed
         self.on_cell_start = self._note_cell
+        self._limits = list(limits)
+        self._cell_lines = cell_lines
+        self._last_message = time.monotonic()
         self._kill_timer: asyncio.TimerHandle | None = None
 
     def _note_cell(self, cell: Any, cell_index: int) -> None:
-        """on_cell_start hook: remember the cell; after an interrupt, run no further cell."""
-        if self.signal_received is not None:
+        """on_cell_start hook: remember the cell; after an interrupt or a stall, run no further
+        cell."""
+        if self.signal_received is not None or self.stalled is not None:
             raise _StopAfterInterruptError(f"interrupted before cell {cell_index + 1}")
         self.current_cell = cell_index + 1
 
@@ -141,18 +231,66 @@ class _InterruptibleClient(NotebookClient):
         await super().async_start_new_kernel(**kwargs)
         self.kernel_process = getattr(getattr(self.km, "provisioner", None), "process", None)
 
+    def process_message(self, msg: dict[str, Any], cell: Any, cell_index: int) -> Any:
+        """Every IOPub message of the running cell is a sign of life for the watchdog."""
+        self._last_message = time.monotonic()
+        return super().process_message(msg, cell, cell_index)
+
+    async def async_execute_cell(
+        self, cell: Any, cell_index: int, *args: Any, **kwargs: Any
+    ) -> Any:
+        """Run one cell under the watchdog; time it (a line per cell when asked)."""
+        if cell.cell_type != "code" or not cell.source.strip():
+            return await super().async_execute_cell(cell, cell_index, *args, **kwargs)
+        start = self._last_message = time.monotonic()
+        watch = asyncio.ensure_future(self._watch(cell, cell_index, start))
+        try:
+            result = await super().async_execute_cell(cell, cell_index, *args, **kwargs)
+        finally:
+            watch.cancel()
+        seconds = time.monotonic() - start
+        self.cell_seconds[watchdog.cell_key(cell, cell_index)] = round(seconds, 2)
+        if self._cell_lines:
+            _say(f"cell {cell_index + 1}/{len(self.nb.cells)} done in {seconds:.1f} s")
+        return result
+
+    async def _watch(self, cell: Any, cell_index: int, start: float) -> None:
+        """Every second: a cell silent past its limit is stopped (a first signal); a cell running
+        HEARTBEAT s, and each HEARTBEAT s after, says so."""
+        limit = self._limits[cell_index] if cell_index < len(self._limits) else None
+        beats = 1
+        while True:
+            await asyncio.sleep(min(1.0, limit.seconds / 4) if limit else 1.0)
+            now = time.monotonic()
+            if now - start >= beats * _HEARTBEAT:
+                beats += 1
+                _say(
+                    f"cell {cell_index + 1}/{len(self.nb.cells)} still running after "
+                    f"{now - start:.0f} s (last output {now - self._last_message:.0f} s ago)"
+                )
+            silent = now - self._last_message
+            if limit is not None and silent > limit.seconds:
+                last = watchdog.last_output(cell.get("outputs", []))
+                self.stalled = _Stall(cell_index + 1, silent, limit, last)
+                self._stop_kernel()
+                return
+
     def _on_signal(self, sig: int) -> None:
-        """First signal: interrupt the kernel, kill it after INTERRUPT_GRACE s; later: kill now."""
-        first = self.signal_received is None
+        """First signal: stop the kernel (see _stop_kernel); later: kill it now."""
+        first = self.signal_received is None and self.stalled is None
         self.signal_received = sig
-        if self.km is None or not self.km.has_kernel:
-            return  # still starting: the first cell will not run
         if first:
-            asyncio.ensure_future(self.km.interrupt_kernel())
-            loop = asyncio.get_running_loop()
-            self._kill_timer = loop.call_later(_INTERRUPT_GRACE, self._kill_kernel)
+            self._stop_kernel()
         else:
             self._kill_kernel()
+
+    def _stop_kernel(self) -> None:
+        """Interrupt the kernel, kill it INTERRUPT_GRACE s later if it still runs."""
+        if self.km is None or not self.km.has_kernel:
+            return  # still starting: the first cell will not run
+        asyncio.ensure_future(self.km.interrupt_kernel())
+        loop = asyncio.get_running_loop()
+        self._kill_timer = loop.call_later(_INTERRUPT_GRACE, self._kill_kernel)
 
     def _kill_kernel(self) -> None:
         """Kill the kernel's process group now, if it still runs (nbclient then sees it dead)."""
@@ -292,13 +430,51 @@ def _kernel_death(err: BaseException, process: subprocess.Popen[bytes] | None) -
     return f"killed by {name}" + (" (out of memory?)" if -code == signal.SIGKILL else "")
 
 
-def _note_death(nb: nbformat.NotebookNode, cell: int | None, error: str) -> None:
-    """Give the cell the kernel died in (1-based) an error output saying so, for the saved copy."""
+def _note_error(nb: nbformat.NotebookNode, cell: int | None, ename: str, error: str) -> None:
+    """Give a cell (1-based) an error output saying how it ended (the kernel died in it, the
+    watchdog stopped it), for the saved copy."""
     if cell is not None and 0 < cell <= len(nb.cells):
         output = nbformat.v4.new_output(
-            "error", ename="DeadKernelError", evalue=error, traceback=[f"DeadKernelError: {error}"]
+            "error", ename=ename, evalue=error, traceback=[f"{ename}: {error}"]
         )
         nb.cells[cell - 1].setdefault("outputs", []).append(output)
+
+
+def _left_by_kernel(mark: str, kernel: psutil.Process | None) -> list[psutil.Process]:
+    """Processes other than this one that carry `mark` in their environment (whatever they did
+    to detach), or live in the kernel's session and started after it (`&`, a double fork)."""
+    found = []
+    for proc in psutil.process_iter():
+        if proc.pid == os.getpid() or (kernel is not None and proc.pid == kernel.pid):
+            continue
+        with contextlib.suppress(psutil.Error, OSError):
+            in_session = (
+                kernel is not None
+                and os.getsid(proc.pid) == kernel.pid  # the kernel leads its own session
+                and proc.create_time() >= kernel.create_time()
+            )
+            if in_session or proc.environ().get(_MARK) == mark:
+                found.append(proc)
+    return found
+
+
+def _kernel_log_path(logs_dir: Path, notebook: Path) -> Path:
+    """A new log name for one kernel start: kernel-<stem>-<date>-<time>-<pid>-<random>.log."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    return logs_dir / f"kernel-{notebook.stem}-{stamp}-{os.getpid()}-{secrets.token_hex(2)}.log"
+
+
+def _prune_logs(logs_dir: Path, notebook: Path, keep: int = _KEEP_LOGS) -> None:
+    """Delete all but the newest `keep` kernel logs of `notebook` (by modification time)."""
+    name = re.compile(rf"kernel-{re.escape(notebook.stem)}-\d{{8}}-\d{{6}}-\d+-[0-9a-f]{{4}}\.log")
+    logs = []
+    for log in logs_dir.glob("kernel-*.log"):
+        with contextlib.suppress(OSError):
+            if name.fullmatch(log.name):
+                logs.append((log.stat().st_mtime, log))
+    for _, log in sorted(logs)[:-keep]:
+        with contextlib.suppress(OSError):
+            log.unlink()
 
 
 def _find_notebooks(names: Sequence[str] = (), notebooks_dir: Path = NOTEBOOKS_DIR) -> list[Path]:
@@ -439,74 +615,142 @@ def _error_text(
     return error
 
 
-def _run_notebook(
+@dataclass
+class _Attempt:
+    """One kernel start and the cells it ran."""
+
+    client: _InterruptibleClient
+    log: Path
+    peak_bytes: int
+    seen: list[psutil.Process]
+    error: str | None = None
+    died: str | None = None
+
+    @property
+    def failed_to_start(self) -> bool:
+        """True when the kernel ended before its first cell (and no signal stopped it)."""
+        client = self.client
+        return self.error is not None and client.current_cell is None and not self.interrupted
+
+    @property
+    def interrupted(self) -> bool:
+        """True when a signal (SIGINT, SIGTERM) stopped the run."""
+        return self.client.signal_received is not None
+
+
+def _attempt(
+    nb: nbformat.NotebookNode,
     path: Path,
-    build_dir: Path = BUILD_DIR,
-    timeout: float = _DEFAULT_TIMEOUT,
-    cell_timeout: float | None = None,
-    cwd: Path | None = None,
-) -> _NotebookResult:
-    """Execute one notebook on this interpreter's kernel; outputs land in build_dir (a failed or
-    interrupted run beside the last good one); what the kernel left running is stopped."""
-    nb = nbformat.read(str(path), as_version=4)
+    build_dir: Path,
+    deadline: float,
+    timeout: float,
+    mark: str,
+    client_options: dict[str, Any],
+) -> _Attempt:
+    """Start a kernel (its own session, `mark` in its environment) and run the notebook's cells
+    on it."""
     km = AsyncKernelManager(
         kernel_name=_KERNEL_NAME, kernel_spec_manager=_CurrentEnvKernelSpecManager()
     )
-    deadline = time.monotonic() + timeout
-    client = _InterruptibleClient(
-        nb,
-        km=km,
-        kernel_name=_KERNEL_NAME,
-        timeout_func=_cell_timeout_func(deadline, cell_timeout),
-        startup_timeout=120,
-        resources={"metadata": {"path": str(cwd or path.parent)}},
-        extra_arguments=["--IPKernelApp.log_level=ERROR"],  # not the TCP-without-encryption warning
-    )
-    error: str | None = None
-    start = time.monotonic()
+    client = _InterruptibleClient(nb, km=km, kernel_name=_KERNEL_NAME, **client_options)
     # What the kernel process writes to its own stderr outside any cell's output (C++ warnings
-    # from vLLM and torch) goes to a log, not the terminal.
-    kernel_log = build_dir / "logs" / f"kernel-{path.stem}.log"
-    died: str | None = None
-    with _open_log(kernel_log) as stderr, _RssSampler(lambda: _kernel_pid(km)) as sampler:
+    # from vLLM and torch, a failed start's traceback) goes to a log of its own, not the terminal.
+    log = _kernel_log_path(build_dir / "logs", path)
+    env = {**os.environ, **cache_env(cache_dir=build_dir / "cache"), _MARK: mark}
+    error = died = None
+    with _open_log(log) as stderr, _RssSampler(lambda: _kernel_pid(km)) as sampler:
         # Also sample after every cell: a short notebook can finish between two timer ticks.
         client.on_cell_executed = lambda **_: sampler.sample()
         try:
-            client.execute(cleanup_kc=True, stderr=stderr)
+            client.execute(cleanup_kc=True, stderr=stderr, env=env)
         except Exception as err:
             error = _error_text(err, nb, deadline, timeout)
             died = _kernel_death(err, client.kernel_process)
         finally:
             sampler.sample()
             client.forget_signals()
+            # nbclient's exit hook, left registered when the start failed, asserts at exit.
+            atexit.unregister(client._cleanup_kernel)
+    return _Attempt(client, log, sampler.peak_bytes, list(sampler.seen.values()), error, died)
+
+
+def _run_notebook(
+    path: Path,
+    build_dir: Path = BUILD_DIR,
+    timeout: float = _DEFAULT_TIMEOUT,
+    cell_timeout: float | None = None,
+    cwd: Path | None = None,
+    silence_limit: float | None = None,
+) -> _NotebookResult:
+    """Execute one notebook on this interpreter's kernel (started once more if it fails to
+    start), each cell under the watchdog; outputs land in build_dir (a failed or interrupted run
+    beside the last good one); what the kernel left running, detached or not, is stopped."""
+    nb = nbformat.read(str(path), as_version=4)
+    times = watchdog.read_times(build_dir, path.name)
+    deadline = time.monotonic() + timeout
+    mark = f"{os.getpid()}-{secrets.token_hex(8)}"
+    options = {
+        "timeout_func": _cell_timeout_func(deadline, cell_timeout),
+        "startup_timeout": 120,
+        "resources": {"metadata": {"path": str(cwd or path.parent)}},
+        "extra_arguments": ["--IPKernelApp.log_level=ERROR"],  # not TCP-without-encryption
+        "limits": watchdog.cell_limits(nb.cells, times, fixed=silence_limit),
+        "cell_lines": not times or sum(times.values()) >= _LONG_NOTEBOOK,
+    }
+    start = time.monotonic()
+    restarts: list[str] = []
+    seen: dict[int, psutil.Process] = {}
+    peak = 0
+    for tries_left in (1, 0):
+        run = _attempt(copy.deepcopy(nb), path, build_dir, deadline, timeout, mark, options)
+        peak = max(peak, run.peak_bytes)
+        seen.update({proc.pid: proc for proc in run.seen})
+        if not run.failed_to_start or not tries_left:
+            break
+        restarts.append(f"{run.died or run.error} in kernel start (log {run.log})")
+        _say(f"the kernel did not start ({run.died or run.error}); its log: {run.log}; once more")
+    nb, client, error = run.client.nb, run.client, run.error
     seconds = time.monotonic() - start
-    interrupted = client.signal_received is not None
     cell = f"cell {client.current_cell}" if client.current_cell else "kernel start"
-    if interrupted:
+    if run.interrupted:
         error = f"interrupted in {cell} ({signal.Signals(client.signal_received).name})"
-    elif died is not None:
-        error = f"kernel {died} in {cell}; peak RSS {sampler.peak_bytes / _GIB:.2f} GiB"
-        _note_death(nb, client.current_cell, error)
-    leftovers = _stop_leftovers(list(sampler.seen.values())) + _sweep_orphans()
+    elif client.stalled is not None:
+        stall = client.stalled
+        silent = f"silent for {stall.silent:.0f} s"
+        error = watchdog.stall_line(path.name, stall.cell, silent, stall.limit, stall.last)
+        _note_error(nb, stall.cell, "CellSilentError", error)
+    elif run.died is not None:
+        error = f"kernel {run.died} in {cell}; peak RSS {peak / _GIB:.2f} GiB; its log: {run.log}"
+        _note_error(nb, client.current_cell, "DeadKernelError", error)
+    kernel = seen.get(client.kernel_process.pid) if client.kernel_process else None
+    seen.update({proc.pid: proc for proc in _left_by_kernel(mark, kernel)})
+    leftovers = _stop_leftovers(list(seen.values()))
+    leftovers += _sweep_orphans()
     ipynb_path, html_path = _output_paths(path.name, build_dir, ok=error is None)
     write_error = None
     try:
         _write_outputs(nb, ipynb_path, html_path)
         if error is None:  # this run is the good copy now: drop an older failed one
             _remove(_output_paths(path.name, build_dir, ok=False))
+        watchdog.record_times(build_dir, path.name, client.cell_seconds)
     except _CannotWriteError as err:
         write_error = str(err)
+    except OSError as err:
+        write_error = str(_cannot_write(build_dir / watchdog.TIMES_NAME, err))
+    _prune_logs(build_dir / "logs", path)
     return _NotebookResult(
         notebook=path.name,
         ok=error is None,
         seconds=round(seconds, 1),
-        peak_rss_gib=round(sampler.peak_bytes / _GIB, 3),
+        peak_rss_gib=round(peak / _GIB, 3),
         executed=str(ipynb_path),
         html=str(html_path),
         error=error,
-        interrupted=interrupted,
+        interrupted=run.interrupted,
         leftovers=leftovers,
         write_error=write_error,
+        kernel_log=str(run.log),
+        restarts=restarts,
     )
 
 
@@ -531,18 +775,15 @@ def _merge_records(
     return [merged[name] for name in sorted(merged)]
 
 
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    """Hold an exclusive flock on `path`'s sidecar lock file (<path>.lock) for the block, so
-    runners at once take turns at reading and rewriting `path`."""
+def _locked(path: Path) -> contextlib.AbstractContextManager[None]:
+    """watchdog.locked(path): runners at once take turns at reading and rewriting `path`; a lock
+    file that cannot be opened is a _CannotWriteError."""
     lock_path = path.with_name(f"{path.name}.lock")
     try:
-        handle = lock_path.open("a")
+        lock_path.touch()
     except OSError as err:
         raise _cannot_write(lock_path, err) from err
-    with handle:  # closing it releases the lock
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-        yield
+    return watchdog.locked(path)
 
 
 def _set_aside(path: Path) -> Path:
@@ -605,17 +846,23 @@ def _run_all(
     build_dir: Path = BUILD_DIR,
     timeout: float = _DEFAULT_TIMEOUT,
     cell_timeout: float | None = None,
+    silence_limit: float | None = None,
 ) -> list[_NotebookResult]:
-    """Run `notebooks` in order, printing a progress line as each starts and any failure as it
-    ends; the summary is merged after each one. An interrupted notebook ends the run, and so does
-    a build_dir that cannot be written (_CannotWriteError, after the notebook's own report)."""
+    """Run `notebooks` in order, printing a progress line as each starts (and as its cells end,
+    for a long one) and any failure as it ends; the summary is merged after each one. An
+    interrupted notebook ends the run, and so does a build_dir that cannot be written
+    (_CannotWriteError, after the notebook's own report)."""
     results = []
     for line in _sweep_orphans():
         print(f"[run] stopped a server an earlier kernel left running: {line}", flush=True)
     for i, path in enumerate(notebooks, 1):
         print(f"[run] {i}/{len(notebooks)} {path.name} ...", flush=True)
         result = _run_notebook(
-            path, build_dir=build_dir, timeout=timeout, cell_timeout=cell_timeout
+            path,
+            build_dir=build_dir,
+            timeout=timeout,
+            cell_timeout=cell_timeout,
+            silence_limit=silence_limit,
         )
         if not result.ok:
             print(
@@ -661,6 +908,13 @@ def _parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="seconds per cell (default: the notebook's remaining budget)",
     )
     parser.add_argument(
+        "--silence-limit",
+        type=float,
+        default=None,
+        help="seconds any cell may go without output (default: 10 × its last measured time, at "
+        "least 120 s; 600 s when never measured)",
+    )
+    parser.add_argument(
         "--build-dir", type=Path, default=BUILD_DIR, help="where outputs go (default build/)"
     )
     return parser.parse_args(argv)
@@ -684,6 +938,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             build_dir=args.build_dir,
             timeout=args.timeout,
             cell_timeout=args.cell_timeout,
+            silence_limit=args.silence_limit,
         )
     except KeyboardInterrupt:  # between notebooks: nothing was running
         print("\n[run] interrupted between notebooks", flush=True)

@@ -1,8 +1,10 @@
-"""helpers.common.notebook: setup_notebook sets what it prints and never overrides the user."""
+"""helpers.common.notebook: setup_notebook sets what it prints and never overrides the user; a
+HOME that cannot be written gets the caches moved under build/."""
 
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -12,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from helpers.common import envinfo
-from helpers.common.notebook import _MAX_CPU_THREADS, _NOTEBOOK_ENV, setup_notebook
+from helpers.common import envinfo, notebook
+from helpers.common.notebook import _MAX_CPU_THREADS, _NOTEBOOK_ENV, cache_env, setup_notebook
 
 
 @pytest.fixture(autouse=True)
@@ -157,3 +159,47 @@ def test_handle_sigterm_needs_the_main_thread() -> None:
     thread.start()
     thread.join()
     assert results == [False]
+
+
+#: A HOME no process can write, root included: a path under a file.
+_NO_HOME = "/dev/null/nohome"
+
+
+def test_a_writable_home_moves_no_cache(tmp_path: Path) -> None:
+    assert cache_env({"HOME": str(tmp_path)}, cache_dir=tmp_path / "cache") == {}
+
+
+def test_an_unwritable_home_moves_the_caches_and_keeps_the_users(tmp_path: Path) -> None:
+    env = {"HOME": _NO_HOME, "TRITON_CACHE_DIR": "/mine/triton"}
+    moved = cache_env(env, cache_dir=tmp_path)
+    assert moved["VLLM_CACHE_ROOT"] == str(tmp_path / "vllm")
+    assert moved["TORCHINDUCTOR_CACHE_DIR"] == str(tmp_path / "torchinductor")
+    assert moved["XDG_CACHE_HOME"] == str(tmp_path)
+    assert "TRITON_CACHE_DIR" not in moved  # the user's choice wins
+    assert moved["HF_HOME"] == f"{_NO_HOME}/.cache/huggingface"  # the hub cache is not moved
+
+
+def test_setup_notebook_gives_vllm_a_cache_it_can_write(tmp_path: Path) -> None:
+    # vLLM's model registry writes VLLM_CACHE_ROOT/modelinfos: with HOME unwritable, notebooks 02
+    # and 04 printed "Error saving model info cache ... NotADirectoryError" in their outputs.
+    script = (
+        "from pathlib import Path\n"
+        "from helpers.common import notebook\n"
+        f"notebook._CACHE_DIR = Path({str(tmp_path)!r})\n"
+        "notebook.setup_notebook(verbose=False)\n"
+        "import vllm.envs\n"
+        "Path(vllm.envs.VLLM_CACHE_ROOT, 'modelinfos').mkdir(parents=True)\n"
+        "import matplotlib\n"
+        "print(vllm.envs.VLLM_CACHE_ROOT, matplotlib.get_configdir())\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in notebook._CACHE_VARS}
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        env={**env, "HOME": _NO_HOME, "VLLM_LOGGING_CONFIG_PATH": ""},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [str(tmp_path / "vllm"), str(tmp_path / "matplotlib")]
+    assert "mkdir -p failed" not in done.stderr, done.stderr

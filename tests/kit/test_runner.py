@@ -79,7 +79,9 @@ def test_exit_code_and_progress(run_dir: tuple[Path, int, str]) -> None:
 
 def test_kernel_stderr_goes_to_a_log_not_the_terminal(run_dir: tuple[Path, int, str]) -> None:
     build, _, stdout = run_dir
-    log = build / "logs" / "kernel-a_prints.log"
+    rows = json.loads((build / "run-summary.json").read_text())["notebooks"]
+    log = Path(next(row["kernel_log"] for row in rows if row["notebook"] == "a_prints.ipynb"))
+    assert log.parent == build / "logs" and log.name.startswith("kernel-a_prints-")
     assert "kernel stderr noise" in log.read_text() and "kernel stderr noise" not in stdout
 
 

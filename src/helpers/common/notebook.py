@@ -1,5 +1,5 @@
-"""`setup_notebook()`: the explicit first call of every notebook (quiet logs, said out loud, and
-servers and engines stopped when the kernel is terminated)."""
+"""`setup_notebook()`: the explicit first call of every notebook (quiet logs, said out loud,
+caches that can be written, and servers and engines stopped when the kernel is terminated)."""
 
 from __future__ import annotations
 
@@ -7,17 +7,19 @@ import contextlib
 import json
 import os
 import signal
+import tempfile
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
 from helpers.common import envinfo
-from helpers.common.paths import LOGS_DIR
+from helpers.common.paths import BUILD_DIR, LOGS_DIR
 
 __all__ = [
     "at_terminate",
+    "cache_env",
     "setup_notebook",
 ]
 
@@ -35,6 +37,54 @@ _NOTEBOOK_ENV: dict[str, str] = {
 _MAX_CPU_THREADS = 8
 #: Where the in-process engines' vLLM log goes (every process the kernel starts appends to it).
 _VLLM_LOG: Path = LOGS_DIR / "vllm.log"
+#: Where the caches go when HOME cannot be written.
+_CACHE_DIR: Path = BUILD_DIR / "cache"
+#: The caches vLLM, torch, matplotlib and IPython write under HOME by default, by environment
+#: variable, with their folder under CACHE_DIR ("" for CACHE_DIR itself).
+_CACHE_VARS: dict[str, str] = {
+    "XDG_CACHE_HOME": "",
+    "VLLM_CACHE_ROOT": "vllm",
+    "VLLM_CONFIG_ROOT": "vllm-config",
+    "TORCHINDUCTOR_CACHE_DIR": "torchinductor",
+    "TRITON_CACHE_DIR": "triton",
+    "MPLCONFIGDIR": "matplotlib",
+    "IPYTHONDIR": "ipython",
+}
+
+
+def _writable(folder: Path) -> bool:
+    """True when `folder` exists or can be made, and a file can be written in it."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):
+            return True
+    except OSError:
+        return False
+
+
+def cache_env(
+    env: Mapping[str, str] | None = None, cache_dir: Path | None = None
+) -> dict[str, str]:
+    """When HOME's cache or config folder cannot be written (a read-only or missing HOME): the
+    variables that send vLLM's, torch's, matplotlib's and IPython's caches under `cache_dir`
+    (default build/cache) instead, those already set in `env` (default os.environ) left out;
+    HF_HOME is pinned to where the hub cache was, so an offline hub model is still found. {} when
+    HOME can be written."""
+    env = os.environ if env is None else env
+    cache_dir = _CACHE_DIR if cache_dir is None else cache_dir
+    home = Path(env.get("HOME") or "/").expanduser()
+    cache = Path(env.get("XDG_CACHE_HOME") or home / ".cache")
+    config = Path(env.get("XDG_CONFIG_HOME") or home / ".config")
+    if _writable(cache) and _writable(config):
+        return {}
+    moved = {
+        name: str(cache_dir / folder) if folder else str(cache_dir)
+        for name, folder in _CACHE_VARS.items()
+        if name not in env
+    }
+    if "XDG_CACHE_HOME" in moved and "HF_HOME" not in env:
+        moved["HF_HOME"] = str(cache / "huggingface")
+    return moved
 
 
 def _vllm_logging_config(log_file: Path = _VLLM_LOG) -> dict[str, Any]:
@@ -110,13 +160,14 @@ def _handle_sigterm() -> bool:
 
 
 def setup_notebook(verbose: bool = True) -> dict[str, str]:
-    """Set NOTEBOOK_ENV for this kernel and its children (values already set are kept), send vLLM's
-    log to build/logs/vllm.log (errors still show), stop this kernel's servers and engine processes
-    on SIGTERM (`_handle_sigterm`); print what it set."""
+    """Set NOTEBOOK_ENV for this kernel and its children (values already set are kept), and the
+    caches' folders when HOME cannot be written (`cache_env`); send vLLM's log to
+    build/logs/vllm.log (errors still show), stop this kernel's servers and engine processes on
+    SIGTERM (`_handle_sigterm`); print what it set."""
     _handle_sigterm()
     applied = {}
     threads = {"OMP_NUM_THREADS": str(min(envinfo.cpu_cores(), _MAX_CPU_THREADS))}
-    for name, value in (_NOTEBOOK_ENV | threads).items():
+    for name, value in (_NOTEBOOK_ENV | threads | cache_env()).items():
         applied[name] = os.environ.setdefault(name, value)
     if "VLLM_LOGGING_CONFIG_PATH" not in os.environ:
         LOGS_DIR.mkdir(parents=True, exist_ok=True)
