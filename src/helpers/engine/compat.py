@@ -182,9 +182,10 @@ QUIRKS: Mapping[str, _Quirk] = {
     "mrv2_schedule_ignored": _Quirk(
         "on Model Runner V2 without CUDA graphs the drafter ignores a schedule: "
         "`AutoRegressiveSpeculator.propose()` (Model Runner V2's autoregressive speculator, "
-        "under vllm/v1/worker/gpu/) drafts num_speculative_tokens every step, and only the V1 runner "
-        "(vllm/v1/worker/gpu_model_runner.py) reads the scheduler's num_spec_tokens_to_schedule; "
-        "a scheduled k = 1 under a maximum of 5 costs five drafter passes (vLLM #51510)",
+        "under vllm/v1/worker/gpu/) drafts num_speculative_tokens every step, and only "
+        "the V1 runner (vllm/v1/worker/gpu_model_runner.py) reads the scheduler's "
+        "num_spec_tokens_to_schedule; a scheduled k = 1 under a maximum of 5 costs "
+        "five drafter passes (vLLM #51510)",
         seen_in=("vLLM 0.31.0 on an H100 (2026-12-06)",),
         instead="notebook 06 counts drafter forward passes, not scheduled drafts, and prices a "
         "schedule only on the V1 runner",
