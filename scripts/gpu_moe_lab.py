@@ -234,30 +234,31 @@ def _taus(args: argparse.Namespace) -> list[tuple[int, list[float | None]]]:
 
 
 def engine_plan(args: argparse.Namespace) -> list[Engine]:
-    """Every engine in the order it runs: the main grid (plain first), then the graph check (each
-    k in the other graph mode, as loaded, at the routing τ), then the runner check (plain and
-    k = RUNNER_CHECK_K on the V1 runner)."""
+    """Every engine in the order it runs: the main grid (plain first), then the graph check of
+    plain and k = RUNNER_CHECK_K (the other graph mode, as loaded, at the routing τ), the runner
+    check (those two on the V1 runner), and last the graph check of the other k: a budget that
+    runs out drops the checks notebook 06 leans on least."""
     levels = _levels(args.concurrency)
     grid = [
         Engine(k, tuple(taus), args.graphs, levels=levels, extras=bool(args.served_mix))
         for k, taus in _taus(args)
     ]
-    plan = list(grid)
-    checked = _levels(args.graph_check)
+    if args.graphs == "eager":
+        return grid
+    checked, v1 = _levels(args.graph_check), _levels(args.runner_check)
     other = "breakable" if args.graphs == "compiled" else "compiled"
-    if checked and args.graphs != "eager":
-        plan += [
-            Engine(e.k, e.taus[:1], other, designs=False, levels=checked, role="graph check")
-            for e in grid
-        ]
-    v1 = _levels(args.runner_check)
-    if v1 and args.graphs != "eager":
-        for e in grid:
-            if e.k in (0, RUNNER_CHECK_K):
-                plan.append(
-                    Engine(e.k, e.taus[:1], "compiled", "V1", False, v1, role="runner check")
-                )
-    return plan
+    graph = [
+        Engine(e.k, e.taus[:1], other, designs=False, levels=checked, role="graph check")
+        for e in grid
+        if checked
+    ]
+    runner = [
+        Engine(e.k, e.taus[:1], "compiled", "V1", False, v1, role="runner check")
+        for e in grid
+        if v1 and e.k in (0, RUNNER_CHECK_K)
+    ]
+    first = [e for e in graph if e.k in (0, RUNNER_CHECK_K)]
+    return grid + first + runner + [e for e in graph if e not in first]
 
 
 def parse_designs(spec: str) -> list[tuple[str, float | None]]:

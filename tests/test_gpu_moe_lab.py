@@ -42,6 +42,11 @@ def test_engine_plan_runs_the_grid_then_the_graph_and_runner_checks() -> None:
     assert [(e.k, e.graphs, e.taus, e.levels) for e in graphs] == [
         (k, "breakable", tuple(by_k[k][:1]), (1, 4, 8, 16)) for k in (0, 3, 1, 5)
     ]
+    # what notebook 06 leans on first: plain and k = 3 in both checks, then the other ks
+    assert [(e.role, e.k) for e in plan[len(grid) :]] == [
+        ("graph check", 0), ("graph check", 3), ("runner check", 0), ("runner check", 3),
+        ("graph check", 1), ("graph check", 5),
+    ]  # fmt: skip
     runners = [e for e in plan if e.role == "runner check"]
     assert [(e.k, e.runner, e.graphs) for e in runners] == [
         (0, "V1", "compiled"),
