@@ -123,6 +123,26 @@ def test_a_mistyped_drafter_key_stops_start_engine_in_one_named_line(
     )
 
 
+def test_an_in_process_start_that_fails_half_way_releases_what_it_built(monkeypatch) -> None:
+    import vllm
+
+    released = []
+
+    def half_built(**kwargs):
+        raise AssertionError  # vLLM #48494's capture assert has no message either
+
+    monkeypatch.setattr(vllm, "LLM", half_built)
+    monkeypatch.setattr(engine, "_release_gpu", lambda: released.append(True))
+    monkeypatch.setattr(engine, "_validate_speculative_pair", lambda kwargs: None)
+    with pytest.raises(AssertionError):
+        start_engine(model="m", dtype="float32")
+    assert released == [True] and engine._current is None
+    monkeypatch.setenv(engine.ENGINE_PROCESS_ENV, "separate")
+    with pytest.raises(AssertionError):
+        start_engine(model="m", dtype="float32")
+    assert released == [True], "an engine in its own processes took its state with it"
+
+
 def test_a_hand_built_k_out_of_range_stops_start_engine(tiny_pair) -> None:
     spec = {"model": str(tiny_pair.drafter), "method": "eagle3", "num_speculative_tokens": 10**6}
     with pytest.raises(PairingError, match="k_out_of_range"):

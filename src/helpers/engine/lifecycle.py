@@ -274,8 +274,9 @@ def _end_engine_processes(grace: float = 1.0) -> list[str]:
 
 
 def _release_gpu() -> None:
-    """After an in-process GPU engine: tear down vLLM's process groups and return its GPU memory
-    (an engine in this process holds both until then; the next engine builds them anew)."""
+    """After an in-process engine (shut down, or one whose start failed half-way): tear down
+    vLLM's process groups and return its GPU memory (an engine in this process holds both until
+    then; the next engine builds them anew)."""
     from vllm.distributed.parallel_state import cleanup_dist_env_and_memory
 
     with contextlib.suppress(Exception):
@@ -345,7 +346,13 @@ def start_engine(**kwargs: Any) -> Any:
     in_process = kwargs.get("distributed_executor_backend") == "uni"
     t0 = time.perf_counter()
     with building_in_process() if in_process else contextlib.nullcontext():
-        _current = LLM(**kwargs)
+        try:
+            _current = LLM(**kwargs)
+        except BaseException:
+            if in_process:  # a half-built engine in this process: its process groups and memory
+                gc.collect()
+                _release_gpu()
+            raise
     spec = kwargs.get("speculative_config") or {}
     journal_start(
         {
