@@ -404,7 +404,7 @@ def test_make_help_doctor_and_the_override_work_everywhere() -> None:
         == 0
     )
     assert (
-        "kit.prefetch --profile qwen3-30b-a3b" in make("prefetch", "PROFILE=qwen3-30b-a3b").stdout
+        "kit.prefetch --profile 'qwen3-30b-a3b'" in make("prefetch", "PROFILE=qwen3-30b-a3b").stdout
     )
 
 
