@@ -184,7 +184,9 @@ def test_make_runs_preflight_first(target: str) -> None:
         check=True,
     )
     lines = done.stdout.splitlines()
-    pre = [i for i, line in enumerate(lines) if "-m kit.preflight --profile 'qwen3-30b-a3b'" in line]
+    pre = [
+        i for i, line in enumerate(lines) if "-m kit.preflight --profile 'qwen3-30b-a3b'" in line
+    ]
     main = [i for i, line in enumerate(lines) if "-m pytest" in line or "-m kit.runner" in line]
     assert pre and main and pre[0] < main[0], lines
 
