@@ -1,4 +1,4 @@
-"""The H200 MoE lab's tools (`scripts/gpu_moe_lab.py`; notebook 06 reads its record): the routing
+"""The GPU MoE lab's tools (`scripts/gpu_moe_lab.py`; notebook 06 reads its record): the routing
 designs its worker extension installs, the routing read back, and the tables of a record for
 docs/gpu.md (`python -m kit.moe_lab`).
 

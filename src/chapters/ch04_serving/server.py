@@ -89,8 +89,8 @@ _KEEP_ENVIRON = {"SPT_NOENV": "1"}
 #: Changes at every boot: a start time counted in ticks since boot means nothing across one.
 _BOOT_ID_FILE = Path("/proc/sys/kernel/random/boot_id")
 #: Seconds to wait for /health. A real-size model's first start on a GPU compiles, captures CUDA
-#: graphs and autotunes: 214 s for the 30B-A3B shape alone on an H200
-#: (data/measurements/h200-moe-lab.json), more beside other work. A server that dies is seen at
+#: graphs and autotunes: 214 s for the 30B-A3B shape alone on an H200 (the 0.26.0 MoE lab of
+#: 2026-12-01), more beside other work. A server that dies is seen at
 #: once, not at the timeout.
 _START_TIMEOUT = 900.0
 _STOP_GRACE = 15.0
