@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 import torch
@@ -51,7 +52,8 @@ def test_smoke_recipe_writes_a_drafter_vllm_drafts_with(tmp_path) -> None:
     from helpers.engine.lifecycle import engine_kwargs, open_engine
     from helpers.engine.runs import run_prompts, sampling
 
-    (tmp_path / recipe.VERIFIER_NAME).symlink_to(DATA_DIR / recipe.VERIFIER_NAME)
+    # a copy, not a link: a data folder ships plain files (kit.manifest refuses links)
+    shutil.copytree(DATA_DIR / recipe.VERIFIER_NAME, tmp_path / recipe.VERIFIER_NAME)
     log = recipe.build_dflash(tmp_path, recipe.SMOKE)
     out = tmp_path / DFLASH_NAME
     assert recipe._weights_sha256(out) == log["drafter"]["sha256"]
