@@ -217,7 +217,7 @@ def _notebook_paths(folder: Path = NOTEBOOKS_DIR) -> list[Path]:
 
 def _load_record(path: Path = _RECORD) -> dict[str, Any]:
     """The record of measured runs, its fields checked."""
-    record = json.loads(path.read_text())
+    record = json.loads(path.read_text(encoding="utf-8"))
     missing = [key for key in ("source", "date", "conditions", "notebooks") if key not in record]
     if missing:
         raise ValueError(f"{path}: no {', '.join(missing)}")
@@ -239,7 +239,7 @@ def _load_notebooks(
                 f"{path.name} has no measured run in the record: `make run`, then "
                 "`python -m kit.agenda record build/run-summary.json`"
             )
-        cells = json.loads(path.read_text())["cells"]
+        cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
         run = runs[path.name]
         out.append(
             _Notebook(
@@ -294,10 +294,10 @@ def _record_from_summary(
 
 def _write_record(summary_path: Path, conditions: str, out: Path = _RECORD) -> Path:
     """Check `make run`'s summary and write the record from it."""
-    summary = json.loads(summary_path.read_text())
+    summary = json.loads(summary_path.read_text(encoding="utf-8"))
     names = [p.name for p in _notebook_paths()]
     record = _record_from_summary(summary, names, conditions)
-    out.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n")
+    out.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     return out
 
 
@@ -439,7 +439,7 @@ def _agenda_markdown(notebooks: Sequence[_Notebook], record: Mapping[str, Any]) 
 
 def _rewrite_guide(path: Path = _GUIDE, block: str | None = None) -> bool:
     """Replace the guide's agenda block with the computed one; True when its text changed."""
-    text = path.read_text()
+    text = path.read_text(encoding="utf-8")
     if _BLOCK_START not in text or _BLOCK_END not in text:
         raise ValueError(f"{path} has no agenda block ({_BLOCK_START!r} … {_BLOCK_END!r})")
     block = block if block is not None else _agenda_markdown(_load_notebooks(), _load_record())
@@ -447,13 +447,13 @@ def _rewrite_guide(path: Path = _GUIDE, block: str | None = None) -> bool:
     tail = rest.split(_BLOCK_END, 1)[1]
     new = f"{head}{_BLOCK_START}\n{block}\n{_BLOCK_END}{tail}"
     if new != text:
-        path.write_text(new)
+        path.write_text(new, encoding="utf-8")
     return new != text
 
 
 def _guide_block(path: Path = _GUIDE) -> str:
     """The agenda block as the guide has it now."""
-    text = path.read_text()
+    text = path.read_text(encoding="utf-8")
     return text.split(_BLOCK_START, 1)[1].split(_BLOCK_END, 1)[0].strip("\n")
 
 

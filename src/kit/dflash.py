@@ -344,7 +344,7 @@ def save_dflash(d: DFlashDrafter, out_dir: Path, config: dict[str, Any]) -> Path
     out_dir.mkdir(parents=True, exist_ok=True)
     weights = {k: v.detach().cpu().contiguous().clone() for k, v in d.state_dict().items()}
     save_file(weights, str(out_dir / "model.safetensors"), metadata={"format": "pt"})
-    (out_dir / "config.json").write_text(json.dumps(config, indent=2) + "\n")
+    (out_dir / "config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
     return out_dir
 
 

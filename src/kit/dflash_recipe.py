@@ -150,8 +150,8 @@ def build_dflash(out_dir: Path = DATA_DIR, cfg: DFlashRecipe = DFlashRecipe()) -
         log["measured"] = _measure(out_dir, cfg.measure_prompts, cfg.k)
         _log(f"measured: {log['measured']}", t0)
     log["total_seconds"] = round(time.time() - t0, 1)
-    (out_dir / _DFLASH_LOG).write_text(json.dumps(log, indent=2) + "\n")
-    (target / "README.md").write_text(_card(log))
+    (out_dir / _DFLASH_LOG).write_text(json.dumps(log, indent=2) + "\n", encoding="utf-8")
+    (target / "README.md").write_text(_card(log), encoding="utf-8")
     write_manifest(out_dir)  # last: the digests of what is there now
     return log
 

@@ -36,7 +36,7 @@ class _Home:
 
 def _exports(path: Path) -> int:
     """How many names a module's literal `__all__` lists (0 without one)."""
-    for node in ast.parse(path.read_text()).body:
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
         if isinstance(node, ast.Assign) and any(
             isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets
         ):
@@ -51,7 +51,7 @@ def _home(package: Path, src: Path = _SRC) -> _Home:
     return _Home(
         name=".".join(package.relative_to(src).parts),
         modules=len(modules),
-        lines=sum(len(p.read_text().splitlines()) for p in files),
+        lines=sum(len(p.read_text(encoding="utf-8").splitlines()) for p in files),
         exports=sum(_exports(p) for p in modules),
     )
 

@@ -183,6 +183,6 @@ Output tokens/s, k={res["settings"]["throughput_k"]} vs plain (256 tokens per re
 
 def write_model_cards(res: dict[str, Any]) -> None:
     """Write README.md into the verifier and drafter folders of data/."""
-    log = json.loads((DATA_DIR / RECIPE_LOG).read_text())
-    (DATA_DIR / VERIFIER_NAME / "README.md").write_text(_verifier_card(res, log))
-    (DATA_DIR / DRAFTER_NAME / "README.md").write_text(_drafter_card(res, log))
+    log = json.loads((DATA_DIR / RECIPE_LOG).read_text(encoding="utf-8"))
+    (DATA_DIR / VERIFIER_NAME / "README.md").write_text(_verifier_card(res, log), encoding="utf-8")
+    (DATA_DIR / DRAFTER_NAME / "README.md").write_text(_drafter_card(res, log), encoding="utf-8")

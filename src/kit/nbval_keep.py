@@ -106,4 +106,4 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         nbformat.write(nb, str(folder / record["notebook"]))
         record["seconds"] = round(record["end"] - record["start"], 1)
         times.append(record)
-    (folder / _TIMES_NAME).write_text(json.dumps(times, indent=1) + "\n")
+    (folder / _TIMES_NAME).write_text(json.dumps(times, indent=1) + "\n", encoding="utf-8")

@@ -92,7 +92,8 @@ def _download(cache: Path = CACHE_DIR, recipe: Recipe = QWEN3) -> list[Path]:
         with tempfile.TemporaryDirectory() as tmp:
             req = Path(tmp) / "requirements.txt"
             req.write_text(
-                "".join(f"{a.name}=={a.version} --hash=sha256:{a.sha256}\n" for a in missing)
+                "".join(f"{a.name}=={a.version} --hash=sha256:{a.sha256}\n" for a in missing),
+                encoding="utf-8",
             )
             cmd = [sys.executable, "-m", "pip", "download", "--disable-pip-version-check", "-q"]
             cmd += ["--no-deps", "--only-binary", ":all:", "--require-hashes", "--retries", "1"]

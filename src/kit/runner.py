@@ -578,7 +578,7 @@ def _open_log(path: Path) -> IO[str]:
     """`path` opened for writing (its directory made); _CannotWriteError when that fails."""
     _make_dir(path.parent)
     try:
-        return path.open("w")
+        return path.open("w", encoding="utf-8")
     except OSError as err:
         raise _cannot_write(path, err) from err
 
@@ -837,7 +837,7 @@ def _write_summary(results: Sequence[_NotebookResult], build_dir: Path = BUILD_D
         records = _merge_records(_read_records(path), new)
         ok = all(r.get("status") == "ok" for r in records)
         text = json.dumps({"notebooks": records, "ok": ok}, indent=2) + "\n"
-        _replace((path, lambda partial: partial.write_text(text)))
+        _replace((path, lambda partial: partial.write_text(text, encoding="utf-8")))
     return path
 
 

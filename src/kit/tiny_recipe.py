@@ -132,10 +132,10 @@ def build_tiny_pair(out_dir: Path = DATA_DIR, cfg: RecipeConfig = RecipeConfig()
     verifier.save_pretrained(ver_dir)
     tok.save_pretrained(ver_dir)
     _log(f"verifier: {log['verifier']} -> {ver_dir}", t0)
-    (out_dir / RECIPE_LOG).write_text(json.dumps(log, indent=2) + "\n")
+    (out_dir / RECIPE_LOG).write_text(json.dumps(log, indent=2) + "\n", encoding="utf-8")
     log.update(_build_drafter(out_dir, cfg, verifier, encoded))
     log["total_seconds"] = round(time.time() - t0, 1)
-    (out_dir / RECIPE_LOG).write_text(json.dumps(log, indent=2) + "\n")
+    (out_dir / RECIPE_LOG).write_text(json.dumps(log, indent=2) + "\n", encoding="utf-8")
     write_manifest(out_dir)  # last: the digests of what is there now
     return log
 
@@ -194,9 +194,13 @@ def resume_drafter(out_dir: Path = DATA_DIR, cfg: RecipeConfig = RecipeConfig())
     tok = AutoTokenizer.from_pretrained(out_dir / VERIFIER_NAME)
     encoded = encode_examples(tok, build_corpus(cfg.n_per_category, cfg.seed))
     log_path = out_dir / RECIPE_LOG
-    log = json.loads(log_path.read_text()) if log_path.is_file() else {"config": asdict(cfg)}
+    log = (
+        json.loads(log_path.read_text(encoding="utf-8"))
+        if log_path.is_file()
+        else {"config": asdict(cfg)}
+    )
     log.update(_build_drafter(out_dir, cfg, load_verifier(out_dir / VERIFIER_NAME), encoded))
-    log_path.write_text(json.dumps(log, indent=2) + "\n")
+    log_path.write_text(json.dumps(log, indent=2) + "\n", encoding="utf-8")
     write_manifest(out_dir)
     return log
 
@@ -205,7 +209,7 @@ def _save_prompts(prompts: dict[str, list[str]], out_dir: Path) -> None:
     """Write one JSON list of prompts per category."""
     out_dir.mkdir(parents=True, exist_ok=True)
     for cat, items in prompts.items():
-        (out_dir / f"{cat}.json").write_text(json.dumps(items, indent=1) + "\n")
+        (out_dir / f"{cat}.json").write_text(json.dumps(items, indent=1) + "\n", encoding="utf-8")
 
 
 def _held_out_prompts(

@@ -57,7 +57,7 @@ _MT_BENCH = "philschmid/mt-bench"
 
 def vllm_ci(path: Path = _REFERENCES_FILE) -> dict[str, Any]:
     """vLLM CI's acceptance test as recorded: its settings, source and baseline rows."""
-    return json.loads(path.read_text())["vllm_ci"]
+    return json.loads(path.read_text(encoding="utf-8"))["vllm_ci"]
 
 
 def dataset_prompts(name: str, limit: int | None = None) -> dict[str, list[str]]:
@@ -140,7 +140,7 @@ def ci_row(table: pd.DataFrame, verifier: str, drafter: str, row_id: str) -> str
 def published_humaneval(path: Path = _TAU_FILE) -> pd.DataFrame:
     """Published HumanEval acceptance of Qwen3-MoE EAGLE-3 drafters, with their conditions."""
     rows = []
-    for r in json.loads(path.read_text())["records"]:
+    for r in json.loads(path.read_text(encoding="utf-8"))["records"]:
         tau = (r.get("tau_by_subset") or {}).get("HumanEval")
         if tau is not None:
             rows.append(
@@ -160,7 +160,7 @@ def published_humaneval(path: Path = _TAU_FILE) -> pd.DataFrame:
 def tiny_baseline(k: int, path: Path = _TINY_BENCH_FILE) -> dict[str, Any]:
     """The tiny pair's recorded acceptance at k over the workbook's categories (`make bench`):
     its settings (prompts per category, max_tokens), τ and per-position rates, and provenance."""
-    record = json.loads(path.read_text())
+    record = json.loads(path.read_text(encoding="utf-8"))
     row = next(r for r in record["acceptance"] if r["k"] == k)["all"]
     return {"settings": record["settings"], "provenance": record["provenance"], **row}
 
@@ -168,7 +168,7 @@ def tiny_baseline(k: int, path: Path = _TINY_BENCH_FILE) -> dict[str, Any]:
 def definitions_table(path: Path = _DEFINITIONS_FILE) -> pd.DataFrame:
     """Each engine's acceptance figures as recorded: engine, figure, formula, whether it counts
     the verifier's own token (bonus), and the file the definition is read from."""
-    return pd.DataFrame(json.loads(path.read_text())["records"])
+    return pd.DataFrame(json.loads(path.read_text(encoding="utf-8"))["records"])
 
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:

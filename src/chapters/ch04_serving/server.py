@@ -352,7 +352,7 @@ def _log_tail(path: Path, n: int = _LOG_TAIL_LINES) -> str:
     """The last n lines of a log file ('' when it does not exist)."""
     if not path.is_file():
         return ""
-    return "\n".join(path.read_text(errors="replace").splitlines()[-n:])
+    return "\n".join(path.read_text(errors="replace", encoding="utf-8").splitlines()[-n:])
 
 
 def _log_line(pattern: re.Pattern[str], text: str) -> str | None:
@@ -440,7 +440,7 @@ def _is_model_folder(arg: str) -> bool:
 def _boot_id() -> str | None:
     """This boot's id (None where /proc does not give it)."""
     try:
-        return _BOOT_ID_FILE.read_text().strip() or None
+        return _BOOT_ID_FILE.read_text(encoding="utf-8").strip() or None
     except OSError:
         return None
 
@@ -492,7 +492,7 @@ def _write_record(server: VllmServer, directory: Path | None = None) -> Path:
         "log": str(server.log_path),
     }
     path = directory / f"{server.pgid}.json"
-    path.write_text(json.dumps(record, indent=1) + "\n")
+    path.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
     return path
 
 
@@ -502,7 +502,7 @@ def _read_records(directory: Path | None = None) -> list[tuple[Path, dict[str, A
     found = []
     for path in sorted(directory.glob("*.json")) if directory.is_dir() else []:
         try:
-            record = json.loads(path.read_text())
+            record = json.loads(path.read_text(encoding="utf-8"))
             int(record["pgid"]), int(record["owner_pid"])
         except (OSError, ValueError, KeyError, TypeError):
             path.unlink(missing_ok=True)
@@ -679,7 +679,7 @@ class VllmServer:
             self.stop()
             raise
         self.startup_seconds = time.perf_counter() - t0
-        log_text = self.log_path.read_text(errors="replace")
+        log_text = self.log_path.read_text(errors="replace", encoding="utf-8")
         journal_start(
             {
                 "engine": f"server {self.name}",

@@ -406,7 +406,8 @@ def compare_verifiers(a: str | Path, b: str | Path) -> dict[str, Any]:
     diff = sum((ta[k] - tb[k]).pow(2).sum().item() for k in ta) if same_shapes else float("nan")
     norm = sum(v.pow(2).sum().item() for v in ta.values())
     return {
-        "config.json identical": (a / "config.json").read_text() == (b / "config.json").read_text(),
+        "config.json identical": (a / "config.json").read_text(encoding="utf-8")
+        == (b / "config.json").read_text(encoding="utf-8"),
         "tensor names and shapes identical": same_shapes,
         "tensors": len(ta),
         "relative weight difference": (diff / norm) ** 0.5 if norm else float("nan"),

@@ -91,7 +91,7 @@ class _Method:
 
 def _load_methods(path: Path = _METHODS_FILE) -> list[_Method]:
     """The rows of the methods file."""
-    return [_Method(**row) for row in json.loads(Path(path).read_text())["methods"]]
+    return [_Method(**row) for row in json.loads(Path(path).read_text(encoding="utf-8"))["methods"]]
 
 
 def _installed_methods() -> set[str]:

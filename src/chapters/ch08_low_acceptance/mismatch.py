@@ -337,7 +337,7 @@ def plot_damage(table: pd.DataFrame, k: int) -> Figure:
 def load_cases(path: Path = _DOCTOR_FILE) -> list[dict[str, Any]]:
     """The reported cases: symptom, cause, fix, sources, and the condition that shows it (or
     None)."""
-    cases = json.loads(Path(path).read_text())["cases"]
+    cases = json.loads(Path(path).read_text(encoding="utf-8"))["cases"]
     for case in cases:
         missing = {"symptom", "cause", "fix", "sources", "condition"} - set(case)
         if missing:
@@ -450,7 +450,7 @@ def context_table(
 def published_context_curve(path: Path = _REFERENCES_FILE) -> tuple[pd.DataFrame, dict[str, Any]]:
     """speculators PR #684's acceptance length by context (thousands of tokens), and its source,
     date and conditions."""
-    record = json.loads(path.read_text())["context_length"]
+    record = json.loads(path.read_text(encoding="utf-8"))["context_length"]
     return pd.DataFrame(record["points"]), {k: v for k, v in record.items() if k != "points"}
 
 

@@ -97,7 +97,7 @@ def cpuinfo(path: Path = Path("/proc/cpuinfo")) -> tuple[str, set[str]]:
     """(CPU model name, flag set) from /proc/cpuinfo; falls back to platform.processor()."""
     model, flags = "", set()
     try:
-        for line in path.read_text().splitlines():
+        for line in path.read_text(encoding="utf-8").splitlines():
             key, _, value = line.partition(":")
             key = key.strip()
             if key == "model name" and not model:

@@ -172,7 +172,7 @@ def setup_notebook(verbose: bool = True) -> dict[str, str]:
     if "VLLM_LOGGING_CONFIG_PATH" not in os.environ:
         LOGS_DIR.mkdir(parents=True, exist_ok=True)
         config = LOGS_DIR / "vllm-logging.json"
-        config.write_text(json.dumps(_vllm_logging_config(), indent=2) + "\n")
+        config.write_text(json.dumps(_vllm_logging_config(), indent=2) + "\n", encoding="utf-8")
         os.environ["VLLM_LOGGING_CONFIG_PATH"] = str(config)
     applied["VLLM_LOGGING_CONFIG_PATH"] = os.environ["VLLM_LOGGING_CONFIG_PATH"]
     if verbose:

@@ -161,7 +161,7 @@ def status(folder: Path = TOKENIZER_DIR, recipe: Recipe = QWEN3) -> str | None:
         record = failed_record(folder)
         if record.is_file():
             try:
-                first = json.loads(record.read_text())["problems"][0]
+                first = json.loads(record.read_text(encoding="utf-8"))["problems"][0]
             except (OSError, ValueError, KeyError, IndexError):
                 first = "see the record"
             return f"{where} failed verification ({first}; {shown(record)}): `make venv` retries"

@@ -70,6 +70,6 @@ def prune_draft_vocab(src: str | Path, out: str | Path, keep: Sequence[int]) -> 
     out.mkdir(parents=True, exist_ok=True)
     save_file(weights, str(out / "model.safetensors"), metadata={"format": "pt"})
     (out / "config.json").write_text(
-        json.dumps({**config, "draft_vocab_size": len(keep)}, indent=2)
+        json.dumps({**config, "draft_vocab_size": len(keep)}, indent=2), encoding="utf-8"
     )
     return out

@@ -219,7 +219,7 @@ def _field_in_source(relpath: str, name: str) -> Callable[[], bool]:
         spec = importlib.util.find_spec("vllm")
         if spec is None or not spec.submodule_search_locations:
             raise ModuleNotFoundError("No module named 'vllm'")
-        text = (Path(spec.submodule_search_locations[0]) / relpath).read_text()
+        text = (Path(spec.submodule_search_locations[0]) / relpath).read_text(encoding="utf-8")
         return re.search(rf"^\s+{re.escape(name)}\s*:", text, re.MULTILINE) is not None
 
     return probe

@@ -173,7 +173,7 @@ def journal_start(record: dict[str, Any]) -> None:
     this process's pid): what a run's table of engine starts and model runners is read from."""
     LOGS_DIR.mkdir(parents=True, exist_ok=True)
     line = {"time": round(time.time(), 1), "pid": os.getpid(), **record}
-    with (LOGS_DIR / _JOURNAL_NAME).open("a") as journal:
+    with (LOGS_DIR / _JOURNAL_NAME).open("a", encoding="utf-8") as journal:
         journal.write(json.dumps(line) + "\n")
 
 
