@@ -156,28 +156,3 @@ def test_the_v2_runners_concat_is_quoted_from_its_own_file() -> None:
     text = _excerpt(V2_CONCAT)
     assert text.startswith("# vllm/v1/worker/gpu/spec_decode/autoregressive/speculator.py")
     assert "combine_hidden_states(" in text and "torch.cat(aux_hidden_states" in text
-
-
-def test_forward_passes_are_counted_on_either_runners_drafter() -> None:
-    import torch
-
-    from helpers.engine.vllm_source import _count_forwards
-
-    verifier, drafter = torch.nn.Linear(2, 2), torch.nn.Linear(2, 2)
-    for attr in ("drafter", "speculator"):  # the V1 (and CPU) runner's, Model Runner V2's
-        runner = SimpleNamespace(
-            get_model=lambda: verifier, **{attr: SimpleNamespace(model=drafter)}
-        )
-        worker = SimpleNamespace(model_runner=runner)
-        assert _count_forwards(worker, True) == {"verifier": 0, "drafter": 0}
-        x = torch.zeros(1, 2)
-        verifier(x)
-        for _ in range(5):
-            drafter(x)
-        assert _count_forwards(worker, False) == {"verifier": 1, "drafter": 5}
-        drafter(x)  # hooks removed: no longer counted
-        assert worker._workbook_counts == {"verifier": 1, "drafter": 5}
-    plain = SimpleNamespace(model_runner=SimpleNamespace(get_model=lambda: verifier))
-    _count_forwards(plain, True)
-    verifier(torch.zeros(1, 2))
-    assert _count_forwards(plain, False) == {"verifier": 1, "drafter": 0}

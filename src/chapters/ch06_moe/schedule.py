@@ -31,7 +31,6 @@ from helpers.common import vllm_names
 from helpers.common.counters import Meter, SpecCounters
 from helpers.common.paths import DATA_DIR
 from helpers.common.prompts import as_messages
-from helpers.engine import vllm_source
 
 __all__ = [
     "best_k",
@@ -39,6 +38,7 @@ __all__ = [
     "dense_lookup",
     "acceptance_traces",
     "iid_traces",
+    "COUNTER",
     "forwards_by_batch",
     "model_runner",
     "start_failure",
@@ -144,16 +144,63 @@ def iid_traces(alpha: float, requests: int, steps: int, k: int, seed: int = 0) -
     return traces
 
 
+def _drafter_module(worker: Any) -> Any | None:
+    """Inside a vLLM worker: the drafter's model (the V1 runner's and the CPU runner's
+    `drafter.model`, Model Runner V2's `speculator.model`), None without one."""
+    for name in ("drafter", "speculator"):
+        model = getattr(getattr(worker.model_runner, name, None), "model", None)
+        if model is not None and hasattr(model, "register_forward_pre_hook"):
+            return model
+    return None
+
+
+def _count_forwards(worker: Any, on: bool) -> dict[str, int]:
+    """Inside a vLLM worker: from on=True, count the verifier's and the drafter's forward passes
+    (hooks on their Python `forward`, which a replayed full CUDA graph skips); on=False removes the
+    hooks and returns the counts."""
+    if on:
+        counts = {"verifier": 0, "drafter": 0}
+        parts = (
+            ("verifier", worker.model_runner.get_model()),
+            ("drafter", _drafter_module(worker)),
+        )
+        worker._ch06_counts = counts
+        worker._ch06_hooks = [
+            module.register_forward_pre_hook(
+                lambda *_, _key=key: counts.update({_key: counts[_key] + 1})
+            )
+            for key, module in parts
+            if module is not None
+        ]
+        return dict(counts)
+    for hook in getattr(worker, "_ch06_hooks", []):
+        hook.remove()
+    worker._ch06_hooks = []
+    return dict(getattr(worker, "_ch06_counts", {}))
+
+
+class _ForwardCounter:
+    """vLLM worker extension (`worker_extension_cls=COUNTER`): counts forward passes."""
+
+    def ch06_count_forwards(self, on: bool) -> dict[str, int]:
+        """_count_forwards of this worker."""
+        return _count_forwards(self, on)
+
+
+#: The dotted name vLLM loads the counting extension by (`worker_extension_cls`).
+COUNTER = f"{__name__}.{_ForwardCounter.__qualname__}"
+
+
 def forwards_by_batch(llm: Any, prompts: Sequence[str], params: Any) -> dict[int, dict[str, float]]:
     """With the first prompt alone and then all at once: the drafter's forward passes per verifier
     pass (what it computed: one pass per draft token) and the draft tokens the scheduler asked for
-    per verify step (vLLM's counters). The engine needs `vllm_source.WORKER_PROBE`."""
+    per verify step (vLLM's counters). The engine needs `worker_extension_cls=COUNTER`."""
     out = {}
     for batch in (prompts[:1], prompts):
-        vllm_source.engine_forwards(llm, True)
+        llm.collective_rpc("ch06_count_forwards", args=(True,))
         with Meter(llm) as meter:
             llm.chat([as_messages(p) for p in batch], params, use_tqdm=False)
-        counts = vllm_source.engine_forwards(llm, False)
+        counts = llm.collective_rpc("ch06_count_forwards", args=(False,))[0]
         d = meter.delta
         out[len(batch)] = {
             "drafter_per_step": counts["drafter"] / counts["verifier"]

@@ -35,7 +35,6 @@ __all__ = [
     "WORKER_PROBE",
     "engine_taps",
     "engine_runner",
-    "engine_forwards",
     "runs_model_runner_v2",
     "V2_CONCAT",
 ]
@@ -312,53 +311,8 @@ def engine_runner(llm: Any) -> str:
     return llm.collective_rpc("workbook_runner")[0]
 
 
-def _drafter_module(worker: Any) -> Any | None:
-    """Inside a vLLM worker: the drafter's model (the V1 runner's and the CPU runner's
-    `drafter.model`, Model Runner V2's `speculator.model`), None without one."""
-    for name in ("drafter", "speculator"):
-        model = getattr(getattr(worker.model_runner, name, None), "model", None)
-        if model is not None and hasattr(model, "register_forward_pre_hook"):
-            return model
-    return None
-
-
-def _count_forwards(worker: Any, on: bool) -> dict[str, int]:
-    """Inside a vLLM worker: from on=True, count the verifier's and the drafter's forward passes
-    (hooks on their Python `forward`, which a replayed full CUDA graph skips); on=False removes the
-    hooks and returns the counts."""
-    if on:
-        counts = {"verifier": 0, "drafter": 0}
-        parts = (
-            ("verifier", worker.model_runner.get_model()),
-            ("drafter", _drafter_module(worker)),
-        )
-        worker._workbook_counts = counts
-        worker._workbook_hooks = [
-            module.register_forward_pre_hook(
-                lambda *_, _key=key: counts.update({_key: counts[_key] + 1})
-            )
-            for key, module in parts
-            if module is not None
-        ]
-        return dict(counts)
-    for hook in getattr(worker, "_workbook_hooks", []):
-        hook.remove()
-    worker._workbook_hooks = []
-    return dict(getattr(worker, "_workbook_counts", {}))
-
-
-def engine_forwards(llm: Any, on: bool) -> dict[str, int]:
-    """Start (on=True) or stop and read (False) the count of the verifier's and the drafter's
-    forward passes in a running engine's (first) worker (WorkerProbe)."""
-    return llm.collective_rpc("workbook_count_forwards", args=(on,))[0]
-
-
 class _WorkerProbe:
     """vLLM worker extension: answers questions about the worker it is mixed into."""
-
-    def workbook_count_forwards(self, on: bool) -> dict[str, int]:
-        """count_forwards of this worker."""
-        return _count_forwards(self, on)
 
     def workbook_taps(self) -> tuple[int, ...]:
         """worker_taps of this worker."""

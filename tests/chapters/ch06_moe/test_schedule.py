@@ -3,6 +3,8 @@ decoding wins), and the acceptance traces notebook 06's cells replay."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
 from chapters.ch06_moe import schedule
@@ -151,7 +153,7 @@ class _FakeEngine:
         self.drafts, self.scheduled, self.steps, self.counting = drafts, scheduled, 0, False
 
     def collective_rpc(self, method: str, args: tuple = ()) -> list:
-        assert method == "workbook_count_forwards"
+        assert method == "ch06_count_forwards"
         if args[0]:
             self.steps, self.counting = 0, True
             return [{"verifier": 0, "drafter": 0}]
@@ -211,3 +213,28 @@ def test_the_recorded_gpu_check_shows_both_mrv2_behaviours() -> None:
     assert by.drafter_per_step["V2, eager"] == by.k_max["V2, eager"] > by.schedule_k["V2, eager"]
     assert by.drafter_per_step["V1"] == by.schedule_k["V1"]
     assert not by.started["V2, CUDA graphs"] and "make_dummy" in by.error["V2, CUDA graphs"]
+
+
+def test_forward_passes_are_counted_on_either_runners_drafter() -> None:
+    import torch
+
+    from chapters.ch06_moe.schedule import _count_forwards
+
+    verifier, drafter = torch.nn.Linear(2, 2), torch.nn.Linear(2, 2)
+    for attr in ("drafter", "speculator"):  # the V1 (and CPU) runner's, Model Runner V2's
+        runner = SimpleNamespace(
+            get_model=lambda: verifier, **{attr: SimpleNamespace(model=drafter)}
+        )
+        worker = SimpleNamespace(model_runner=runner)
+        assert _count_forwards(worker, True) == {"verifier": 0, "drafter": 0}
+        x = torch.zeros(1, 2)
+        verifier(x)
+        for _ in range(5):
+            drafter(x)
+        assert _count_forwards(worker, False) == {"verifier": 1, "drafter": 5}
+        drafter(x)  # hooks removed: no longer counted
+        assert worker._ch06_counts == {"verifier": 1, "drafter": 5}
+    plain = SimpleNamespace(model_runner=SimpleNamespace(get_model=lambda: verifier))
+    _count_forwards(plain, True)
+    verifier(torch.zeros(1, 2))
+    assert _count_forwards(plain, False) == {"verifier": 1, "drafter": 0}
