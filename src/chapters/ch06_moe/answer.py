@@ -208,12 +208,12 @@ def public_runs(path: Path = _RUNS_FILE) -> pd.DataFrame:
 
 def _why_not(run: pd.Series, ks: Sequence[int]) -> str | None:
     """Why the lab's model cannot predict a run (None: it can)."""
+    if run.drafting == "not stated" or pd.isna(run.batch) or pd.isna(run.tau):
+        return "its batch, drafting or τ is not stated"
     if run.drafting != "chain":
         return f"{run.drafting} drafting (the lab measured chains)"
     if run.regime != "GPU-resident":
         return "experts offloaded to the CPU (a PCIe-bound step the lab did not measure)"
-    if pd.isna(run.batch) or pd.isna(run.k) or pd.isna(run.tau):
-        return "its batch, k or τ is not stated"
     if int(run.k) not in ks:
         return f"k = {int(run.k)} (the lab measured k = {', '.join(map(str, ks))})"
     return None

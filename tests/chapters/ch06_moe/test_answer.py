@@ -105,7 +105,15 @@ def _runs() -> pd.DataFrame:
             "speedup": 0.9,
             "regime": "CPU expert offload",
         },
-        base | {"id": "no tau", "batch": None, "k": None, "tau": None, "speedup": 1.57},
+        base
+        | {
+            "id": "no tau",
+            "batch": None,
+            "k": None,
+            "tau": None,
+            "speedup": 1.57,
+            "drafting": "not stated",
+        },
     ]
     return pd.DataFrame(rows)
 
@@ -123,7 +131,7 @@ def test_the_outside_check_can_fail_and_says_why_it_cannot_compare() -> None:
     assert check.predicted_low["in"] == pytest.approx(2.0 / 1.5)
     assert check.covered["out"] is False or not check.covered["out"]
     assert "tree" in check.not_comparable["tree"] and "offload" in check.not_comparable["offload"]
-    assert "not stated" in check.not_comparable["no tau"]
+    assert check.not_comparable["no tau"] == "its batch, drafting or τ is not stated"
     wide = answer.outside_check(_runs(), _bands(), tolerance=0.75).set_index("id")
     assert wide.covered["out"], "a tolerance widens the band on both sides"
     lines = answer.outside_lines(check.reset_index())
