@@ -116,6 +116,11 @@ def test_an_owner_killed_takes_the_whole_group_with_it(tmp_path: Path) -> None:
     wait_gone(pgid)
 
 
+def written(path: Path) -> bool:
+    """True once a file holds a whole line (a shell's `echo … > file` is done)."""
+    return path.exists() and path.read_text(encoding="utf-8").endswith("\n")
+
+
 def test_a_command_that_dies_takes_its_whole_session_with_it(tmp_path: Path) -> None:
     """The server (the guard's command) SIGKILLed or crashed: what it started (vLLM's EngineCore,
     Worker and resource tracker; here a sleep in its group and one in a group of its own) goes
@@ -126,7 +131,8 @@ def test_a_command_that_dies_takes_its_whole_session_with_it(tmp_path: Path) -> 
     proc = guarded(command)
     try:
         deadline = time.monotonic() + 30
-        while len(session_processes(proc.pid)) < 4:  # guard, sh, sleep, python
+        # guard, sh, sleep, python; and the shell has written its pid (after starting both)
+        while len(session_processes(proc.pid)) < 4 or not written(pids):
             assert time.monotonic() < deadline and proc.poll() is None, session_processes(proc.pid)
             time.sleep(0.05)
         os.kill(int(pids.read_text()), signal.SIGKILL)  # the server's main process dies
