@@ -328,3 +328,32 @@ def test_235b_shape_engine_arguments_on_four_gpus(monkeypatch: pytest.MonkeyPatc
     )
     assert "draft_tensor_parallel_size" not in spec, "the EAGLE-3 head follows the verifier's tp"
     assert not kwargs.get("enable_expert_parallel"), "no expert parallelism"
+
+
+def test_engine_process_puts_a_one_device_engine_in_this_process(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv(engine.ENGINE_PROCESS_ENV, raising=False)
+    monkeypatch.delenv(engine.IN_PROCESS_ENV, raising=False)
+    for name in engine.ENGINE_ENV:
+        monkeypatch.delenv(name, raising=False)
+    with engine.engine_process({"dtype": "float32"}) as settings:
+        assert settings == {"distributed_executor_backend": "uni", "dtype": "float32"}
+        assert os.environ[engine.IN_PROCESS_ENV] == "0"
+        assert all(os.environ[name] == value for name, value in engine.ENGINE_ENV.items())
+    monkeypatch.setenv(engine.ENGINE_PROCESS_ENV, "separate")
+    with engine.engine_process({"dtype": "float32"}) as settings:
+        assert settings == {"dtype": "float32"}
+        assert engine.IN_PROCESS_ENV not in os.environ
+
+
+def test_engine_process_releases_a_half_built_engine_and_says_why(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    released: list[bool] = []
+    monkeypatch.delenv(engine.ENGINE_PROCESS_ENV, raising=False)
+    monkeypatch.setattr(engine, "_release_gpu", lambda: released.append(True))
+    with pytest.raises(RuntimeError, match="capture failed"):
+        with engine.engine_process({}):
+            raise RuntimeError("capture failed")
+    assert released == [True]

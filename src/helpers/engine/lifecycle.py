@@ -44,6 +44,7 @@ __all__ = [
     "journal_start",
     "engines_left",
     "shutdown_engine",
+    "engine_process",
     "start_engine",
     "open_engine",
 ]
@@ -314,8 +315,43 @@ def _runs_in_process(kwargs: dict[str, Any]) -> bool:
     return all(int(kwargs.get(name) or 1) == 1 for name in parallel)
 
 
+@contextlib.contextmanager
+def engine_process(settings: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """Around a `vllm.LLM(...)` call: what every engine of the workbook starts in; yields the
+    settings to pass, plus the executor chosen.
+
+    The environment of ENGINE_ENV, one engine at a time, and on one device (`_runs_in_process`)
+    the engine core inside this process: the `uni` executor with IN_PROCESS_ENV=0 and the guards
+    of `in_process.building_in_process`. A start that fails half-way in this process releases its
+    process groups and GPU memory before the error goes on.
+    """
+    for name, value in ENGINE_ENV.items():
+        os.environ.setdefault(name, value)
+    if _current is not None:
+        print("start_engine: shutting down the running engine first (one engine at a time)")
+        shutdown_engine()
+    in_process = _runs_in_process(settings)
+    if in_process:
+        settings = {"distributed_executor_backend": "uni", **settings}
+        # Read when the engine is built, and cached by vLLM for this process afterwards; servers
+        # this process starts drop it again (chapters.ch04_serving.server).
+        os.environ[IN_PROCESS_ENV] = "0"
+    else:
+        os.environ.pop(IN_PROCESS_ENV, None)
+        if has_gpu():
+            os.environ.setdefault("VLLM_WORKER_MULTIPROC_METHOD", _GPU_MULTIPROC_METHOD)
+    with building_in_process() if in_process else contextlib.nullcontext():
+        try:
+            yield settings
+        except BaseException:
+            if in_process:  # a half-built engine in this process: its process groups and memory
+                gc.collect()
+                _release_gpu()
+            raise
+
+
 def start_engine(**kwargs: Any) -> Any:
-    """Validate the pair, then start `vllm.LLM(**kwargs)` after shutting down any earlier engine.
+    """Validate the pair, then start `vllm.LLM(**kwargs)` in `engine_process`.
 
     On one device the engine runs inside this process (the `uni` executor with IN_PROCESS_ENV=0):
     measured on 2 CPU cores, it starts in about 1 s instead of 10-13 s of spawning an engine-core
@@ -324,35 +360,15 @@ def start_engine(**kwargs: Any) -> Any:
     """
     global _current
     _validate_speculative_pair(kwargs)
-    for name, value in ENGINE_ENV.items():
-        os.environ.setdefault(name, value)
-    if _current is not None:
-        print("start_engine: shutting down the running engine first (one engine at a time)")
-        shutdown_engine()
-    if _runs_in_process(kwargs):
-        kwargs = {"distributed_executor_backend": "uni", **kwargs}
-        # Read when the engine is built, and cached by vLLM for this process afterwards; servers
-        # this process starts drop it again (chapters.ch04_serving.server).
-        os.environ[IN_PROCESS_ENV] = "0"
-    else:
-        os.environ.pop(IN_PROCESS_ENV, None)
-        if has_gpu():
-            os.environ.setdefault("VLLM_WORKER_MULTIPROC_METHOD", _GPU_MULTIPROC_METHOD)
     from vllm import LLM
 
     kwargs, notes = compat.dropped_args(kwargs)
     for note in notes:
         print(f"start_engine: {note}")
-    in_process = kwargs.get("distributed_executor_backend") == "uni"
     t0 = time.perf_counter()
-    with building_in_process() if in_process else contextlib.nullcontext():
-        try:
-            _current = LLM(**kwargs)
-        except BaseException:
-            if in_process:  # a half-built engine in this process: its process groups and memory
-                gc.collect()
-                _release_gpu()
-            raise
+    with engine_process(kwargs) as kwargs:
+        _current = LLM(**kwargs)
+    in_process = kwargs.get("distributed_executor_backend") == "uni"
     spec = kwargs.get("speculative_config") or {}
     journal_start(
         {

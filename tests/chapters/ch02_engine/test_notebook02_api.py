@@ -34,3 +34,12 @@ def test_vllms_own_calls_come_first_and_literally() -> None:
         assert call in cell, call
     helper = min(i for i, src in enumerate(cells) if "lifecycle.open_engine(" in src)
     assert literal[0] < helper, "vLLM's own call comes before the helper that wraps it"
+
+
+def test_the_hand_written_engine_starts_inside_engine_process() -> None:
+    cell = next(src for src in code_cells() if "LLM(" in src and "speculative_config={" in src)
+    lines = cell.splitlines()
+    opened = next(i for i, line in enumerate(lines) if "lifecycle.engine_process(" in line)
+    call = next(i for i, line in enumerate(lines) if "LLM(" in line)
+    assert lines[opened].startswith("with ") and call == opened + 1
+    assert lines[call].startswith("    "), "LLM(...) runs inside the with block"
