@@ -44,17 +44,22 @@ def test_the_agenda_block_is_the_computed_one() -> None:
 
 
 def test_every_notebook_time_in_the_guide_is_computed() -> None:
+    lines = agenda_section().splitlines()
+    header = cells_of(next(line for line in lines if line.startswith("| # | notebook |")))
     rows = {
-        cells[0]: cells
-        for cells in map(cells_of, agenda_section().splitlines())
-        if re.fullmatch(r"\d\d", cells[0])
+        cells[0]: dict(zip(header, cells))
+        for cells in map(cells_of, lines)
+        if re.fullmatch(r"\d\d", cells[0]) and len(cells) == len(header)
     }
     notebooks = agenda._load_notebooks()
     assert sorted(rows) == [nb.number for nb in notebooks] == NOTEBOOKS, REGENERATE
     for nb in notebooks:
-        cells = rows[nb.number]
-        assert cells[-1] == f"{nb.room_minutes} min", (nb.number, cells[-1], REGENERATE)
-        assert cells[4] == f"{nb.seconds:,.0f} s · {nb.peak_gib:.1f} GiB", (nb.number, cells[4])
+        row = rows[nb.number]
+        assert row["room time"] == f"{nb.room_minutes} min", (nb.number, row, REGENERATE)
+        homework = f"{nb.minutes(exercises=False)} min"
+        assert row["exercises as homework"] == homework, (nb.number, row, REGENERATE)
+        assert row["code lines · reading"].startswith(f"{nb.code_lines:,} · "), (nb.number, row)
+        assert row["run · peak memory"] == f"{nb.seconds:,.0f} s · {nb.peak_gib:.1f} GiB", row
 
 
 def plans() -> dict[str, list[tuple[int, int | None, str]]]:
@@ -71,10 +76,14 @@ def plans() -> dict[str, list[tuple[int, int | None, str]]]:
     return found
 
 
-def test_each_plan_adds_up_and_fits_its_day() -> None:
+CORE_DAY = ("The core day, exercises in the room", "The core day, exercises as homework")
+LIMITS = {"A half day": 240, CORE_DAY[0]: 480, CORE_DAY[1]: 480}
+LIMITS["The deep dives, a second half day"] = 240
+
+
+def test_each_plan_adds_up_and_says_if_it_fits_its_day() -> None:
     found = plans()
-    limits = {"A half day": 240, "A full day": 480, "The deep dives, a second half day": 240}
-    assert {t.split(" (")[0] for t in found} == set(limits), list(found)
+    assert {t.split(" (")[0] for t in found} == set(LIMITS), list(found)
     for title, rows in found.items():
         for (start, minutes, what), (nxt, _, _) in zip(rows, rows[1:]):
             assert start + minutes == nxt, f"{title}: '{what}' does not end when the next starts"
@@ -82,17 +91,28 @@ def test_each_plan_adds_up_and_fits_its_day() -> None:
         assert last == f"end: {end} minutes", (title, last)
         stated = re.search(r"\((\d+) h (\d+) min\)", title)
         assert stated and 60 * int(stated[1]) + int(stated[2]) == end, title
-        assert end <= limits[title.split(" (")[0]], title
+        name = title.split(" (")[0]
+        if name in CORE_DAY:  # both variants printed, each saying whether it fits
+            assert ("does not fit" not in title) == (end <= LIMITS[name]), title
+        else:
+            assert end <= LIMITS[name], title
 
 
-def test_the_full_day_and_the_deep_dives_teach_every_notebook_once() -> None:
+def test_the_core_day_fits_eight_hours_in_one_variant() -> None:
+    ends = {title.split(" (")[0]: rows[-1][0] for title, rows in plans().items()}
+    assert min(ends[name] for name in CORE_DAY) <= 480, ends
+    assert "**The core day fits 8 h" in agenda_section()
+
+
+def test_the_core_day_and_the_deep_dives_teach_every_notebook_once() -> None:
     taught = {
         title.split(" (")[0]: [w.split()[0] for _, _, w in rows if re.match(r"0[1-9] ", w)]
         for title, rows in plans().items()
     }
-    full, deep = taught["A full day"], taught["The deep dives, a second half day"]
-    assert sorted(full + deep) == NOTEBOOKS, taught
-    assert set(taught["A half day"]) <= set(full), taught
+    deep, core = taught["The deep dives, a second half day"], taught[CORE_DAY[0]]
+    assert taught[CORE_DAY[1]] == core, taught  # both variants teach the whole core
+    assert sorted(core + deep) == NOTEBOOKS, taught
+    assert set(taught["A half day"]) <= set(core), taught
 
 
 def test_the_agenda_names_no_commit() -> None:

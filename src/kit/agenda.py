@@ -5,11 +5,12 @@
     python -m kit.agenda record build/run-summary.json [--conditions TEXT]
                                            (rewrite data/measurements/cpu-notebook-runs.json)
 
-A notebook's room time is the reading time of its markdown, plus its measured run time from the
-record, plus an allowance per exercise, per "Check yourself" question and per assert cell, each
-counted from the notebook; the constants below say how much and why. A day plan takes the core
-notebooks in their order while they fit its length, breaks included; what does not fit becomes a
-deep dive, and the numbers are never shrunk to make a plan fit.
+A notebook's room time is the reading time of its markdown and of its code on screen, a talk time
+per section, its measured run time from the record, and an allowance per exercise, per "Check
+yourself" question and per assert cell, each counted from the notebook; the constants below say
+how much and why. Cells tagged "optional" (cell metadata) are a reading list, counted apart and not
+in the day. The core day is computed twice, exercises done in the room and set as homework, and
+says whether each fits; the numbers are never shrunk to make a plan fit.
 """
 
 from __future__ import annotations
@@ -42,6 +43,15 @@ _BLOCK_END = "<!-- end of the computed agenda -->"
 #: 238 words per minute (Brysbaert 2019, a meta-analysis of 190 studies); text dense with notation,
 #: code names and figures to look at is read more slowly, so a quarter less.
 _READING_WPM = 180
+#: Non-blank code lines read on screen per minute. A line of the notebooks' code holds 6 to 8 words
+#: (runs of letters and digits, 01-08), so 20 lines a minute is 120 to 160 words a minute, below the
+#: prose rate: code is read back and forth, not once through (Busjahn et al. 2015, "Eye movements
+#: in code reading", ICPC), and the instructor says what each part does.
+_CODE_LINES_PER_MINUTE = 20
+#: Minutes of talk per `## ` section taught: say what it asks and what to look at, then sum it up.
+_TALK_MINUTES_PER_SECTION = 2
+#: The cell tag (metadata "tags") of optional reading: counted apart, a reading list, not the day.
+_OPTIONAL_TAG = "optional"
 #: Minutes per open exercise: change a parameter or paste a few lines, re-run one section, read it.
 _EXERCISE_MINUTES = 5
 #: Minutes per graded exercise: write one function in `exercises/` until `make check-exercises`
@@ -86,7 +96,7 @@ class _Day:
 
 #: The plans the guide prints.
 _HALF_DAY = _Day("A half day", 240, lunch=False)
-_FULL_DAY = _Day("A full day", 480, lunch=True)
+_CORE_DAY = _Day("The core day", 480, lunch=True)
 _SECOND_HALF_DAY = _Day("The deep dives, a second half day", 240, lunch=False, glossary=False)
 
 
@@ -97,12 +107,17 @@ class _Notebook:
     number: str
     title: str
     words: int
+    code_lines: int
+    sections: int
     exercises: int
     graded: int
     checks: int
     asserts: int
+    optional_words: int
+    optional_code_lines: int
     seconds: float
     peak_gib: float
+    optional_titles: tuple[str, ...] = ()
 
     @property
     def reading_minutes(self) -> float:
@@ -110,21 +125,50 @@ class _Notebook:
         return self.words / _READING_WPM
 
     @property
+    def code_minutes(self) -> float:
+        """Its code lines on screen at _CODE_LINES_PER_MINUTE."""
+        return self.code_lines / _CODE_LINES_PER_MINUTE
+
+    @property
+    def talk_minutes(self) -> int:
+        """_TALK_MINUTES_PER_SECTION per section taught."""
+        return self.sections * _TALK_MINUTES_PER_SECTION
+
+    @property
     def exercise_minutes(self) -> int:
         """The allowance for its open and graded exercises."""
         return (self.exercises - self.graded) * _EXERCISE_MINUTES + self.graded * _GRADED_MINUTES
 
     @property
-    def room_minutes(self) -> int:
-        """Reading + run + exercises + checks + asserts, rounded up to _ROUND_TO minutes."""
+    def optional_minutes(self) -> float:
+        """Reading its optional cells: their words and their code lines, at the same rates."""
+        return (
+            self.optional_words / _READING_WPM + self.optional_code_lines / _CODE_LINES_PER_MINUTE
+        )
+
+    def minutes(self, exercises: bool = True) -> int:
+        """Reading + code + talk + run + checks + asserts, and the exercises when `exercises`,
+        rounded up to _ROUND_TO minutes."""
         total = (
             self.reading_minutes
+            + self.code_minutes
+            + self.talk_minutes
             + self.seconds / 60
-            + self.exercise_minutes
+            + (self.exercise_minutes if exercises else 0)
             + self.checks * _CHECK_MINUTES
             + self.asserts * _ASSERT_MINUTES
         )
-        return _ROUND_TO * math.ceil(total / _ROUND_TO - 1e-9)
+        return _round_up(total)
+
+    @property
+    def room_minutes(self) -> int:
+        """Its room time with the exercises done in the room."""
+        return self.minutes(exercises=True)
+
+
+def _round_up(minutes: float) -> int:
+    """Minutes rounded up to _ROUND_TO."""
+    return _ROUND_TO * math.ceil(minutes / _ROUND_TO - 1e-9)
 
 
 @dataclass(frozen=True)
@@ -139,7 +183,6 @@ class _Row:
 # --------------------------------------------------------------------------- counting the cells
 
 
-_FENCE = re.compile(r"```.*?```", re.S)
 _TAG = re.compile(r"<[^>]+>")
 _LINK = re.compile(r"\]\([^)]*\)")
 _WORD = re.compile(r"\w+(?:['’-]\w+)*")
@@ -168,37 +211,72 @@ def _block_of(line: str, current: str | None) -> str | None:
     return None if line.startswith("#") else current
 
 
+def _is_optional(cell: Mapping[str, Any]) -> bool:
+    """True for a cell tagged _OPTIONAL_TAG in its metadata."""
+    return _OPTIONAL_TAG in cell.get("metadata", {}).get("tags", [])
+
+
 def _count_notebook(cells: Sequence[Mapping[str, Any]]) -> dict[str, int]:
-    """Reading words, exercises (and of them graded), Check-yourself questions, assert cells.
+    """Reading words, code lines, sections, exercises (and of them graded), Check-yourself
+    questions and assert cells; and apart, the words and code lines of the optional cells.
 
     Reading words are the markdown's outside fenced code and outside the exercise and
-    Check-yourself blocks, whose reading the allowances per exercise and per question cover. A
-    section headed "Appendix" is optional: its words and assert cells are not counted.
+    Check-yourself blocks, whose reading the allowances per exercise and per question cover; code
+    lines are the non-blank lines of code cells and of fenced code outside those blocks; a section
+    is a `## ` heading that opens neither block. A cell tagged optional counts only its words and
+    code lines, into the optional counts.
     """
-    counts = {"words": 0, "exercises": 0, "graded": 0, "checks": 0, "asserts": 0}
+    counts = dict.fromkeys(
+        ("words", "code_lines", "sections", "exercises", "graded", "checks", "asserts"), 0
+    )
+    counts |= {"optional_words": 0, "optional_code_lines": 0}
     block: str | None = None
-    optional = False  # inside an appendix: read by choice, so left out of room time
     for cell in cells:
         source = "".join(cell["source"])
+        optional = _is_optional(cell)
+        words, code_lines = (
+            ("optional_words", "optional_code_lines") if optional else ("words", "code_lines")
+        )
         if cell["cell_type"] == "code":
+            counts[code_lines] += sum(bool(line.strip()) for line in source.splitlines())
             counts["asserts"] += bool(_ASSERT.search(source)) and not optional
             continue
         if cell["cell_type"] != "markdown":
             continue
-        for line in _FENCE.sub("", source).splitlines():
-            if line.startswith("## "):
-                optional = line[3:].lower().startswith("appendix")
-            block = _block_of(line, block)
-            if optional:
+        fenced = False
+        for line in source.splitlines():
+            if line.lstrip().startswith("```"):
+                fenced = not fenced
                 continue
+            if fenced:
+                counts[code_lines] += bool(line.strip()) and block is None
+                continue
+            block = _block_of(line, block)
             if block is None:
-                counts["words"] += _markdown_words(line)
+                counts[words] += _markdown_words(line)
+                counts["sections"] += line.startswith("## ") and not optional
+            elif optional:
+                continue
             elif block != "checks" and _ITEM.match(line):
                 counts["exercises"] += 1
                 counts["graded"] += block == "graded" or "(graded)" in line
             elif block == "checks" and "<summary>" in line:
                 counts["checks"] += 1
     return counts
+
+
+def _optional_titles(cells: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:
+    """The heading (or bold lead) of each run of optional cells, in order."""
+    titles: list[str] = []
+    before = False
+    for cell in cells:
+        optional = _is_optional(cell)
+        if optional and not before:
+            first = "".join(cell["source"]).strip().splitlines()[0]
+            heading = _HEADING.match(first)
+            titles.append((heading[1] if heading else first).split("**")[0].strip().rstrip("."))
+        before = optional
+    return tuple(titles)
 
 
 def _title(cells: Sequence[Mapping[str, Any]]) -> str:
@@ -248,6 +326,7 @@ def _load_notebooks(
                 **_count_notebook(cells),
                 seconds=run["seconds"],
                 peak_gib=run["peak_gib"],
+                optional_titles=_optional_titles(cells),
             )
         )
     return out
@@ -309,17 +388,25 @@ def _clock(minutes: int) -> str:
     return f"{minutes // 60}:{minutes % 60:02d}"
 
 
-def _plan_day(notebooks: Sequence[_Notebook], day: _Day) -> tuple[list[_Row], list[_Notebook]]:
+def _fits(rows: Sequence[_Row], day: _Day) -> bool:
+    """True when a schedule's end row is within the day's length."""
+    return rows[-1].start <= day.limit
+
+
+def _plan_day(
+    notebooks: Sequence[_Notebook], day: _Day, exercises: bool = True
+) -> tuple[list[_Row], list[_Notebook]]:
     """The rows of the longest prefix of `notebooks` that fits the day, and the ones left out."""
     for count in range(len(notebooks), -1, -1):
-        rows = _schedule(notebooks[:count], day)
-        if rows[-1].start <= day.limit:
+        rows = _schedule(notebooks[:count], day, exercises)
+        if _fits(rows, day):
             return rows, list(notebooks[count:])
     raise AssertionError("an empty day always fits")  # pragma: no cover
 
 
-def _schedule(notebooks: Sequence[_Notebook], day: _Day) -> list[_Row]:
-    """Glossary, the notebooks with breaks between them, questions, and the end row."""
+def _schedule(notebooks: Sequence[_Notebook], day: _Day, exercises: bool = True) -> list[_Row]:
+    """Glossary, the notebooks with breaks between them, questions, and the end row; the
+    notebooks' exercises in the room when `exercises`, else set as homework."""
     rows = (
         [_Row(0, _GLOSSARY_MINUTES, "00 glossary (skim; then a reference)")] if day.glossary else []
     )
@@ -333,13 +420,43 @@ def _schedule(notebooks: Sequence[_Notebook], day: _Day) -> list[_Row]:
             else:
                 rows.append(_Row(now, _BREAK_MINUTES, "break"))
             taught, now = 0, rows[-1].start + rows[-1].minutes
-        rows.append(_Row(now, nb.room_minutes, f"{nb.number} {nb.title}"))
-        taught += nb.room_minutes
+        rows.append(_Row(now, nb.minutes(exercises), f"{nb.number} {nb.title}"))
+        taught += nb.minutes(exercises)
     now = rows[-1].start + rows[-1].minutes if rows else 0
     rows.append(_Row(now, _QUESTIONS_MINUTES, "questions, and what to try at home"))
     end = now + _QUESTIONS_MINUTES
     rows.append(_Row(end, 0, f"end: {end} minutes"))
     return rows
+
+
+def _hours(minutes: int) -> str:
+    """Minutes as '8 h' when whole hours, else as _duration does."""
+    return _duration(minutes).replace(" h 00 min", " h")
+
+
+def _verdict(rows: Sequence[_Row], day: _Day) -> str:
+    """'fits 8 h' or 'does not fit 8 h, 1 h 05 min over', for a schedule and its day."""
+    over = rows[-1].start - day.limit
+    limit = _hours(day.limit)
+    return f"fits {limit}" if over <= 0 else f"does not fit {limit}, {_duration(over)} over"
+
+
+def _core_verdict(in_room: Sequence[_Row], homework: Sequence[_Row], day: _Day) -> str:
+    """Which variant of the core day fits the day, in one bold sentence with both lengths."""
+    room, home = _duration(in_room[-1].start), _duration(homework[-1].start)
+    room_over, limit = _duration(in_room[-1].start - day.limit), _hours(day.limit)
+    if _fits(in_room, day):
+        return f"**The core day fits {limit} with the exercises done in the room ({room}).**"
+    if _fits(homework, day):
+        return (
+            f"**The core day fits {limit} only with the exercises set as homework "
+            f"({home}); done in the room they make it {room}, {room_over} over.** The half "
+            "day and the deep dives below set them as homework too."
+        )
+    return (
+        f"**The core day {_verdict(homework, day)}, even with the exercises set as homework "
+        f"({home}; {room} with them done in the room).**"
+    )
 
 
 # --------------------------------------------------------------------------- the guide's block
@@ -358,16 +475,25 @@ def _constants_text(record: Mapping[str, Any]) -> str:
             "Every time below is computed by `python -m kit.agenda` from the notebooks and from "
             f"the record of their runs ({source}; {record['conditions']}).",
             "",
-            f"- **Room time** of a notebook, rounded up to {_ROUND_TO} min: reading + run + "
-            "exercises + check yourself + assert cells.",
+            f"- **Room time** of a notebook, rounded up to {_ROUND_TO} min: reading + code + talk "
+            "+ run + exercises + check yourself + assert cells; *as homework*, the same without "
+            "the exercises.",
             "- **Reading:** the markdown's words outside fenced code and outside the exercise and "
             f"Check-yourself blocks, at {_READING_WPM} words per minute: adults read English "
             'non-fiction at about 238 (Brysbaert 2019, "How many words do we read per minute?", '
             "Journal of Memory and Language, a meta-analysis), and text dense with "
             "notation, code names and figures a quarter slower.",
-            "- **Appendix:** a section headed *Appendix* is optional reading; its words and "
-            "assert cells are left out (its cells still run, so the run time includes them).",
-            "- **Run:** the notebook's measured run time from the record (learners wait for it).",
+            "- **Code:** the non-blank lines of the code cells (and of fenced code outside the "
+            f"exercise blocks), at {_CODE_LINES_PER_MINUTE} lines per minute: a line of the "
+            "notebooks' code holds 6 to 8 words, so this is 120 to 160 words a minute, below the "
+            "prose rate, since code is read back and forth rather than once through (Busjahn et "
+            'al. 2015, "Eye movements in code reading") and the instructor says what each part '
+            "does.",
+            f"- **Talk:** {_TALK_MINUTES_PER_SECTION} min per `##` section taught (say what it "
+            "asks and what to look at, then sum it up); the exercise and Check-yourself "
+            "sections have their own allowances.",
+            "- **Run:** the notebook's measured run time from the record (learners wait for it); "
+            "it includes the optional cells, which run with the rest.",
             f"- **Exercises:** {_EXERCISE_MINUTES} min each (change a parameter or paste a few "
             f"lines, re-run a section, read it), {_GRADED_MINUTES} min for a graded one (write a "
             "function until `make check-exercises` says ok).",
@@ -375,64 +501,121 @@ def _constants_text(record: Mapping[str, Any]) -> str:
             "collapsed answer).",
             f"- **Assert cells:** {_ASSERT_MINUTES} min per code cell with an assert (what to say "
             "there is below).",
+            f'- **Optional reading:** cells tagged `"{_OPTIONAL_TAG}"` in their metadata (from a '
+            "section's heading, or a bold lead inside a section, to the next `##` heading) are a "
+            "reading list, counted apart at the same reading rates and in no plan: their words, "
+            "code lines, sections and asserts are not room time.",
             f"- **A day** starts with the glossary ({_GLOSSARY_MINUTES} min) and ends with "
             f"{_QUESTIONS_MINUTES} min of questions; a {_BREAK_MINUTES} min break comes before the "
             f"next notebook once {_BREAK_AFTER} min were taught since the last one, and in a full "
             f"day the first break after {_clock(_LUNCH_FROM)} is a {_LUNCH_MINUTES} min lunch.",
-            f"- **The core path** ({', '.join(_CORE)}): {_CORE_REASON}. A plan takes the core in "
-            f"that order while it fits (half day ≤ {_HALF_DAY.limit // 60} h, full day ≤ "
-            f"{_FULL_DAY.limit // 60} h, breaks included); what does not fit waits for a deep-dive "
-            "session, its time unchanged.",
+            f"- **The core path** ({', '.join(_CORE)}): {_CORE_REASON}. The core day is all of "
+            f"it in {_CORE_DAY.limit // 60} h, breaks and lunch included, computed twice, "
+            "exercises done in the room and set as homework, each saying whether it fits; the "
+            "half day and the deep dives take notebooks in order while they fit, with the "
+            "exercises as the core day that fits has them. Nothing is shrunk to make a plan fit.",
         ]
     )
 
 
 def _notebook_table(notebooks: Sequence[_Notebook]) -> str:
-    """The per-notebook table: counts, allowances and room time."""
+    """The per-notebook table: counts, allowances and room time, with and without exercises."""
     lines = [
-        "| # | notebook | path | words · reading | run · peak memory | exercises (graded) "
-        "| check yourself | assert cells | room time |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| # | notebook | path | words · reading | code lines · reading | sections · talk "
+        "| run · peak memory | exercises (graded) | check yourself | assert cells "
+        "| room time | exercises as homework |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for nb in notebooks:
         path = "core" if nb.number in _CORE else "deep dive"
         lines.append(
             f"| {nb.number} | {nb.title} | {path} | {nb.words:,} · "
-            f"{nb.reading_minutes:.0f} min | {nb.seconds:,.0f} s · {nb.peak_gib:.1f} GiB | "
+            f"{nb.reading_minutes:.0f} min | {nb.code_lines:,} · {nb.code_minutes:.0f} min | "
+            f"{nb.sections} · {nb.talk_minutes} min | "
+            f"{nb.seconds:,.0f} s · {nb.peak_gib:.1f} GiB | "
             f"{nb.exercises} ({nb.graded}): {nb.exercise_minutes} min | {nb.checks}: "
             f"{nb.checks * _CHECK_MINUTES} min | {nb.asserts}: "
-            f"{nb.asserts * _ASSERT_MINUTES} min | {nb.room_minutes} min |"
+            f"{nb.asserts * _ASSERT_MINUTES} min | {nb.room_minutes} min | "
+            f"{nb.minutes(exercises=False)} min |"
         )
     total = sum(nb.room_minutes for nb in notebooks)
-    lines.append(f"| | all {len(notebooks)} | | | | | | | {total} min ({_duration(total)}) |")
+    home = sum(nb.minutes(exercises=False) for nb in notebooks)
+    lines.append(
+        f"| | all {len(notebooks)} | | | | | | | | | {total} min ({_duration(total)}) "
+        f"| {home} min ({_duration(home)}) |"
+    )
     return "\n".join(lines)
 
 
-def _plan_text(day: _Day, rows: Sequence[_Row], left: Sequence[_Notebook]) -> str:
+def _reading_list(notebooks: Sequence[_Notebook]) -> str:
+    """The optional reading, notebook by notebook: what it is, its words and code lines, minutes."""
+    rows = [nb for nb in notebooks if nb.optional_titles]
+    if not rows:
+        return f'**Optional reading.** No cell is tagged `"{_OPTIONAL_TAG}"`.'
+    total = sum(nb.optional_minutes for nb in rows)
+    lines = [
+        f"**Optional reading ({total:.0f} min),** in no plan: learners read it after the day, or "
+        "the instructor shows it when there is time.",
+        "",
+        "| # | sections | words · code lines | reading |",
+        "|---|---|---|---|",
+    ]
+    lines += [
+        f"| {nb.number} | {'; '.join(nb.optional_titles)} | {nb.optional_words:,} · "
+        f"{nb.optional_code_lines:,} | {nb.optional_minutes:.0f} min |"
+        for nb in rows
+    ]
+    return "\n".join(lines)
+
+
+def _plan_text(
+    day: _Day, rows: Sequence[_Row], left: Sequence[_Notebook], exercises: bool = True
+) -> str:
     """One day plan: its title with its length, what it leaves out, and its rows."""
     end = rows[-1].start
     taught = [r.what.split()[0] for r in rows if r.what[:2].isdigit() and r.what[:2] != "00"]
     head = f"**{day.title} ({_duration(end)}).** Notebooks {', '.join(taught) or 'none'}"
-    head += f"; left for later: {', '.join(nb.number for nb in left)}." if left else "."
+    head += f"; left for later: {', '.join(nb.number for nb in left)}" if left else ""
+    head += "." if exercises else "; exercises as homework."
+    table = ["| start | minutes | what |", "|---|---|---|"]
+    table += [f"| {_clock(r.start)} | {r.minutes or ''} | {r.what} |" for r in rows]
+    return head + "\n\n" + "\n".join(table)
+
+
+def _core_day_text(
+    day: _Day, rows: Sequence[_Row], core: Sequence[_Notebook], exercises: bool
+) -> str:
+    """One variant of the core day: its length, whether it fits, the homework, and its rows."""
+    end = rows[-1].start
+    where = "in the room" if exercises else "as homework"
+    head = f"**{day.title}, exercises {where} ({_duration(end)}): {_verdict(rows, day)}.**"
+    if not exercises:
+        home = sum(nb.exercise_minutes for nb in core)
+        parts = [f"{nb.number}: {nb.exercises} ({nb.exercise_minutes} min)" for nb in core]
+        head += f" Homework, exercises per notebook: {', '.join(parts)}; {_duration(home)} in all."
     table = ["| start | minutes | what |", "|---|---|---|"]
     table += [f"| {_clock(r.start)} | {r.minutes or ''} | {r.what} |" for r in rows]
     return head + "\n\n" + "\n".join(table)
 
 
 def _agenda_markdown(notebooks: Sequence[_Notebook], record: Mapping[str, Any]) -> str:
-    """The guide's agenda block: the constants, the table, and the half-day and full-day plans."""
+    """The guide's agenda block: the constants, the tables, the core day both ways, the plans."""
     by_number = {nb.number: nb for nb in notebooks}
     core = [by_number[n] for n in _CORE if n in by_number]
-    half, half_left = _plan_day(core, _HALF_DAY)
-    full, dropped = _plan_day(core, _FULL_DAY)
-    deep = dropped + [nb for nb in notebooks if nb.number not in _CORE]
-    second, later = _plan_day(deep, _SECOND_HALF_DAY)
+    in_room, homework = (_schedule(core, _CORE_DAY, exercises=e) for e in (True, False))
+    exercises = _fits(in_room, _CORE_DAY)  # the plans below follow the core day that fits
+    half, half_left = _plan_day(core, _HALF_DAY, exercises)
+    deep = [nb for nb in notebooks if nb.number not in _CORE]
+    second, later = _plan_day(deep, _SECOND_HALF_DAY, exercises)
     parts = [
         _constants_text(record),
         _notebook_table(notebooks),
-        _plan_text(_HALF_DAY, half, half_left),
-        _plan_text(_FULL_DAY, full, dropped),
-        _plan_text(_SECOND_HALF_DAY, second, later),
+        _reading_list(notebooks),
+        _core_verdict(in_room, homework, _CORE_DAY),
+        _core_day_text(_CORE_DAY, in_room, core, exercises=True),
+        _core_day_text(_CORE_DAY, homework, core, exercises=False),
+        _plan_text(_HALF_DAY, half, half_left, exercises),
+        _plan_text(_SECOND_HALF_DAY, second, later, exercises),
     ]
     return "\n\n".join(parts)
 
