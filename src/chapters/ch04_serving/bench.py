@@ -19,7 +19,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from chapters.ch04_serving.clients import EngineStats, StreamResult, stream_chat
+from chapters.ch04_serving.clients import (
+    EngineStats,
+    StreamResult,
+    complete_tokens,
+    scrape_engine_stats,
+    stream_chat,
+)
 from chapters.ch04_serving.monitoring import Scraper
 from helpers.common import vllm_names
 from helpers.common.ci import ci_scaled
@@ -37,6 +43,8 @@ __all__ = [
     "results_frame",
     "per_prompt",
     "crossing_statement",
+    "trend_statement",
+    "run_burst",
 ]
 
 _LEVEL_TIME_LIMIT = 120.0
@@ -316,3 +324,54 @@ def crossing_statement(table: pd.DataFrame) -> str:
         f"The ratio first falls below 1 at concurrency {cross} ({t.speedup[i]:.2f}×{prev}): "
         f"from there plain decoding serves more tokens per second ({span})."
     )
+
+
+def trend_statement(table: pd.DataFrame) -> str:
+    """How spec/plain tokens/s moved from the first concurrency to the last, against the repeats."""
+    first, last = table.iloc[0], table.iloc[-1]
+    band = f"(ranges over repeats {first.speedup_min:.2f}–{first.speedup_max:.2f} and "
+    band += f"{last.speedup_min:.2f}–{last.speedup_max:.2f})"
+    if last.speedup_min > first.speedup_max:
+        trend = "rose"
+    elif last.speedup_max < first.speedup_min:
+        trend = "fell"
+    else:
+        trend = "moved by less than its repeats spread, so this run cannot tell which way,"
+    return (
+        f"spec/plain tokens/s {trend} from {first.speedup:.2f}x at concurrency "
+        f"{int(first.concurrency)} to {last.speedup:.2f}x at {int(last.concurrency)} {band}"
+    )
+
+
+def run_burst(
+    srv: Any, mode: str, prompts: Sequence[list[int]], output_tokens: int
+) -> dict[str, Any]:
+    """Send every prompt at once (forced length), /metrics sampled every 0.1 s: the cache's size,
+    what fits at full length (lookahead not counted), the peak running, KV usage and preemptions."""
+
+    def one(ids: list[int]) -> dict[str, Any]:
+        return complete_tokens(srv.base_url, srv.model, ids, output_tokens, ignore_eos=True)
+
+    cache = scrape_engine_stats(srv.base_url)
+    with Scraper(srv.base_url, interval=0.1) as scraper:
+        t0 = time.perf_counter()
+        with ThreadPoolExecutor(max_workers=len(prompts), thread_name_prefix="burst") as pool:
+            replies = list(pool.map(one, prompts))
+        duration = time.perf_counter() - t0
+    produced = {int(r["usage"]["completion_tokens"]) for r in replies}
+    if produced != {output_tokens}:
+        raise RuntimeError(f"the burst produced {produced} tokens, not {output_tokens}")
+    tokens_each = len(prompts[0]) + output_tokens
+    return {
+        "mode": mode,
+        "num_gpu_blocks": cache.num_gpu_blocks,
+        "block_size": cache.block_size,
+        "kv_cache_tokens": cache.kv_tokens,
+        "burst_requests": len(prompts),
+        "tokens_per_request": tokens_each,
+        "fit_at_full_length": cache.num_gpu_blocks // math.ceil(tokens_each / cache.block_size),
+        "peak_running": scraper.peak("running"),
+        "preemptions": scraper.engine_total.preemptions,
+        "peak_kv_usage": scraper.peak("kv_cache_usage"),
+        "duration_s": round(duration, 2),
+    }

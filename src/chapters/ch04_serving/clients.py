@@ -36,7 +36,6 @@ __all__ = [
     "scrape_spec_counters",
     "scrape_engine_stats",
     "tokenize",
-    "complete_tokens",
     "served_models",
 ]
 

@@ -87,7 +87,7 @@ def test_acceptance_cells_fall_back_to_the_counters(
     ns = without_records
     exec(cell("c21"), ns)  # section 5: the reply has no record
     assert ns["one"] is None
-    for cell_id in ("reconcile", "c29", "c30", "n02", "n03"):  # section 6: τ per level, natural
+    for cell_id in ("reconcile", "countersframe", "c29", "c30", "n02", "n03"):  # section 6
         exec(cell(cell_id), ns)
     out = capsys.readouterr().out
     assert compat.label(vllm_names.PER_REQUEST.arg) in out
