@@ -25,7 +25,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from chapters.ch04_serving.server import failure_note
 from helpers.common import vllm_names
 from helpers.common.counters import RequestAcceptance, SpecCounters
-from helpers.common.vllm_names import METRICS, RESPONSE_KEYS
+from helpers.common.vllm_names import METRICS
 
 __all__ = [
     "chat",
@@ -37,12 +37,30 @@ __all__ = [
     "scrape_engine_stats",
     "tokenize",
     "served_models",
+    "RESPONSE_KEYS",
 ]
 
 _Messages = list[dict[str, str]]
 _CHAT_PATH = "/v1/chat/completions"
 _COMPLETIONS_PATH = "/v1/completions"
 _DONE = "[DONE]"
+
+
+@dataclass(frozen=True)
+class _ResponseKeys:
+    """Where a response carries its request's acceptance (vLLM's spelling, with the flag on)."""
+
+    #: The response's (and final usage chunk's) PerRequestMetrics (chat_completion/protocol.py).
+    metrics: str = "metrics"
+    #: Inside it, the request's SpeculativeDecodingMetrics (entrypoints/generate/base/protocol.py).
+    speculative_decoding: str = "speculative_decoding"
+    #: Verify steps by accepted drafts, j = 0..k, and the drafts proposed (v1/metrics/stats.py).
+    histogram: str = "acceptance_histogram"
+    num_draft_tokens: str = "num_draft_tokens"
+
+
+#: `RESPONSE_KEYS.metrics`, then `.speculative_decoding`, then `.histogram` and `.num_draft_tokens`.
+RESPONSE_KEYS = _ResponseKeys()
 
 
 def _chat_payload(

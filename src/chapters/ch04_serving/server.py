@@ -73,6 +73,7 @@ __all__ = [
     "start_together",
     "running_servers",
     "stop_all",
+    "feature_label",
 ]
 
 _HOST = "127.0.0.1"
@@ -209,6 +210,12 @@ def _per_request_flags() -> tuple[list[str], list[str]]:
         return _flag(PER_REQUEST.arg, PER_REQUEST.summary), []
     lost = compat.FEATURES[PER_REQUEST.arg].lost
     return [], [f"this vLLM has no {PER_REQUEST.arg}: {lost}"]
+
+
+def feature_label(name: str) -> str:
+    """One line: a vLLM feature, the versions with and without it, and what is lost without it."""
+    f = compat.FEATURES[name]
+    return f"{name}: in {', '.join(f.has)}; not in {', '.join(f.lacks)}; without it: {f.lost}"
 
 
 def launch_command(
