@@ -1,11 +1,5 @@
-"""A bounded serving benchmark: speculative vs plain through the HTTP server, per concurrency level
-(notebook 04, section 6, which describes it).
-
-Like `vllm bench serve --max-concurrency C`, each level keeps C streaming requests in flight over
-the same prompts, bounded in requests and time (fewer under CI), while a `monitoring.Scraper`
-samples /metrics; a level's requests carry their own acceptance and add up to its counter delta
-exactly (the notebook's `reconcile_per_request`).
-"""
+"""The bounded serving benchmark of notebook 04, section 6: speculative vs plain per concurrency
+level, as `vllm bench serve --max-concurrency C` runs it, with /metrics sampled meanwhile."""
 
 from __future__ import annotations
 
@@ -58,14 +52,12 @@ _NATURAL = "natural"
 
 
 def requests_for(concurrency: int) -> int:
-    """Requests sent at one level: max(8, 2·C), or max(4, C) under CI (every level fills its C
-    slots)."""
+    """Requests sent at one level: max(8, 2·C), or max(4, C) under CI (each fills its C slots)."""
     return ci_scaled(max(8, 2 * concurrency), max(4, concurrency))
 
 
 def bench_prompts(n: int) -> list[str]:
-    """n held-out user prompts, the task categories interleaved (structured, code, prose, creative,
-    …)."""
+    """n held-out user prompts, the task categories interleaved."""
     return interleaved(load_prompts(), n)
 
 
@@ -95,8 +87,7 @@ class _LevelRun:
         return [r.acceptance for r in self.results if r.acceptance is not None]
 
     def row(self) -> dict[str, float | int | str]:
-        """One tidy row: throughput, per-user speed, TTFT, TPOT, (for a drafter) acceptance
-        length τ, and what the server did meanwhile (prefix cache, preemptions, queue)."""
+        """One tidy row: throughput, per-user speed, TTFT, TPOT, τ, the server's cache and queue."""
         res = self.results
         tokens = sum(r.output_tokens for r in res)
         prompt_tokens = sum(r.prompt_tokens for r in res)
@@ -154,13 +145,11 @@ def _run_level(
     mode: str,
     ignore_eos: bool = True,
 ) -> _LevelRun:
-    """Send n_requests streaming requests, `concurrency` in flight; none starts after `time_limit`
-    seconds. ignore_eos=True forces max_tokens per request; False lets each answer end itself."""
+    """Send n_requests streaming requests, `concurrency` in flight, none after `time_limit` s."""
     deadline = time.perf_counter() + time_limit
 
     def one(i: int) -> StreamResult | None:
-        """One request, unless the level's time is up (request i sends prompt i mod the list's
-        length: every level cycles through the same prompts)."""
+        """One request (prompt i mod the list's length), unless the level's time is up."""
         if time.perf_counter() > deadline:
             return None
         result = stream_chat(
@@ -215,14 +204,7 @@ def run_interleaved(
     progress: bool = True,
     ignore_eos: bool = True,
 ) -> list[_LevelRun]:
-    """Every level `repeats` times on servers that are all up, alternating which mode goes first.
-
-    `servers` maps a mode to a started server (base_url, model); one server
-    measures one mode, as the alert of section 9 does on a mismatched pair. Interleaving
-    spreads slow drifts of a shared machine (other work, thermal state) over both modes instead of
-    charging them to whichever ran second; the repeats give each figure a spread. ignore_eos=False
-    measures natural lengths (same prompts, each answer ends where the model ends it).
-    """
+    """Every level `repeats` times on servers that are all up, alternating which mode goes first."""
     modes = list(servers)
     for srv in servers.values():
         _warm_up(srv.base_url, srv.model, prompts)
@@ -263,12 +245,7 @@ def results_frame(*runs: Sequence[_LevelRun]) -> pd.DataFrame:
 
 
 def per_prompt(runs: Sequence[_LevelRun]) -> dict[int, list[RequestAcceptance]]:
-    """Per concurrency level: one acceptance record per distinct prompt, its requests (repeats,
-    and the cycles of a level that sends more requests than there are prompts) added up. Greedy
-    requests of the same prompt decode the same tokens, so the prompt, not the request, is the
-    unit an interval over requests may count; τ of the summed histogram is a ratio of sums, and
-    a jackknife over these records leaves one prompt out at a time (empty where the server
-    returned no acceptance)."""
+    """Per level: one acceptance record per distinct prompt, its requests summed."""
     by_level: dict[int, dict[int, list[RequestAcceptance]]] = {}
     for run in runs:
         prompts = by_level.setdefault(run.concurrency, {})
@@ -346,8 +323,7 @@ def trend_statement(table: pd.DataFrame) -> str:
 def run_burst(
     srv: Any, mode: str, prompts: Sequence[list[int]], output_tokens: int
 ) -> dict[str, Any]:
-    """Send every prompt at once (forced length), /metrics sampled every 0.1 s: the cache's size,
-    what fits at full length (lookahead not counted), the peak running, KV usage and preemptions."""
+    """Send every prompt at once (forced length), sampling /metrics: capacity and peaks."""
 
     def one(ids: list[int]) -> dict[str, Any]:
         return complete_tokens(srv.base_url, srv.model, ids, output_tokens, ignore_eos=True)

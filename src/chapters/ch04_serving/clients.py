@@ -1,14 +1,5 @@
-"""Clients of a vLLM OpenAI-compatible server (notebook 04): chat calls, streamed and timed, and
-/metrics.
-
-`stream_chat` times a request the way `vllm bench serve` does: TTFT = first content chunk − send;
-TPOT = (last token − first token) / (output tokens − 1); token counts come from the server's
-`usage`, not from chunks (one chunk may carry a whole accepted draft). `response_acceptance` reads
-a request's own acceptance (`metrics.speculative_decoding`) from a response or a stream's final
-usage chunk; `scrape_spec_counters` and `scrape_engine_stats` read /metrics. A server error, a
-refused connection or a broken stream from a server this process started carries what broke it
-(`server.failure_note`: a process killed, most likely for memory, and the log's path).
-"""
+"""Clients of a vLLM OpenAI-compatible server (notebook 04): chat calls, streamed and timed as
+`vllm bench serve` does (tokens from the server's usage), a request's own acceptance, /metrics."""
 
 from __future__ import annotations
 
@@ -71,8 +62,7 @@ def _chat_payload(
     stream: bool = False,
     **extra: Any,
 ) -> dict[str, Any]:
-    """The JSON body of a chat completion request (extra keys such as ignore_eos=True passed
-    through)."""
+    """The JSON body of a chat completion request (extra keys passed through)."""
     payload: dict[str, Any] = {
         "model": model,
         "messages": messages,
@@ -94,8 +84,7 @@ def chat(
     timeout: float = 120,
     **extra: Any,
 ) -> dict[str, Any]:
-    """One non-streaming chat completion; the response JSON (HTTP errors raised with the server's
-    message)."""
+    """One non-streaming chat completion; the response JSON (errors carry the server's message)."""
     payload = _chat_payload(model, messages, max_tokens, temperature, stream=False, **extra)
     response = _send("post", f"{base_url}{_CHAT_PATH}", json=payload, timeout=timeout)
     _raise_for_status(response)
@@ -103,8 +92,7 @@ def chat(
 
 
 def _explained(err: Exception, url: str) -> Exception:
-    """`err` with what broke the server at `url` appended (server.failure_note), or `err` itself
-    for a server this process did not start."""
+    """`err` with what broke the server at `url` appended (server.failure_note), if any."""
     note = failure_note(url)
     if not note:
         return err
@@ -122,8 +110,7 @@ def _send(method: str, url: str, **kwargs: Any) -> requests.Response:
 
 
 def _raise_for_status(response: requests.Response) -> None:
-    """raise_for_status with the server's error message appended, and for a server error (5xx)
-    what broke the server."""
+    """raise_for_status with the server's message, and for a 5xx what broke the server."""
     try:
         response.raise_for_status()
     except requests.HTTPError as err:
@@ -139,8 +126,7 @@ def answer_text(response: dict[str, Any]) -> str:
 
 
 def response_acceptance(body: dict[str, Any]) -> RequestAcceptance | None:
-    """The request's acceptance a response (or final usage chunk) carries in
-    `metrics.speculative_decoding`; None where the server did not record it."""
+    """The acceptance a response (or final usage chunk) carries; None where not recorded."""
     spec = (body.get(RESPONSE_KEYS.metrics) or {}).get(RESPONSE_KEYS.speculative_decoding)
     if not spec:
         return None
@@ -185,8 +171,7 @@ class StreamResult:
 
     @property
     def tokens_per_chunk(self) -> float:
-        """Mean tokens delivered per content chunk (above 1 when accepted drafts arrive
-        together)."""
+        """Mean tokens per content chunk (above 1 when accepted drafts arrive together)."""
         return self.output_tokens / self.chunks if self.chunks else 0.0
 
     def __str__(self) -> str:
@@ -203,8 +188,7 @@ class _StreamError(RuntimeError):
 
 
 def _parse_sse_line(line: str | bytes) -> dict[str, Any] | str | None:
-    """One SSE line: the JSON of a `data:` event, DONE for `data: [DONE]`, None for
-    blanks/comments/other fields."""
+    """One SSE line: a `data:` event's JSON, _DONE for `data: [DONE]`, else None."""
     if isinstance(line, bytes):
         line = line.decode("utf-8", errors="replace")
     line = line.strip()
@@ -227,8 +211,7 @@ def _chunk_content(event: dict[str, Any]) -> str:
 def _result_from_events(
     events: Iterable[tuple[float, dict[str, Any] | str]], start: float
 ) -> StreamResult:
-    """Fold (arrival time, parsed SSE event) pairs of one request sent at `start` into a
-    StreamResult."""
+    """Fold (arrival time, SSE event) pairs of one request sent at `start` into a StreamResult."""
     result = StreamResult()
     parts: list[str] = []
     last = start
@@ -306,8 +289,7 @@ _READ = (vllm_names.SPEC_DECODE_PREFIX, METRICS.cache_config_info, *_ENGINE_FIEL
 
 
 def _read_lines(text: str) -> str:
-    """Only the lines of the metrics read here: parsing all of /metrics (histogram buckets
-    included) would cost a scraping thread tens of milliseconds per scrape."""
+    """Only the lines of the metrics read here (parsing every bucket costs tens of ms a scrape)."""
 
     def keep(line: str) -> bool:
         parts = line.split()
@@ -323,8 +305,7 @@ def _read_lines(text: str) -> str:
 
 
 def spec_counters_from_text(text: str) -> SpecCounters:
-    """SpecCounters from Prometheus text: `_total` samples summed over label sets, per-position by
-    `position`."""
+    """SpecCounters from Prometheus text: `_total` samples summed over label sets, per position."""
     values: dict[str, float] = {}
     per_pos: dict[int, float] = {}
     for family in text_string_to_metric_families(_read_lines(text)):
@@ -360,8 +341,7 @@ def scrape_spec_counters(base_url: str, timeout: float = 10) -> SpecCounters:
 
 @dataclass(frozen=True)
 class EngineStats:
-    """The engine's other figures on /metrics: counters (cumulative; differenced by `-`), gauges
-    (the value at the scrape; a difference keeps the later one) and the KV cache's size."""
+    """The engine's other /metrics figures: counters (differenced by `-`), gauges, KV cache size."""
 
     prefix_cache_queries: float = 0.0
     prefix_cache_hits: float = 0.0
@@ -390,15 +370,13 @@ class EngineStats:
         )
 
     def mean_seconds(self, name: str) -> float:
-        """A latency histogram's mean (its sum over its count), NaN where the server keeps none or
-        nothing was observed."""
+        """A latency histogram's mean (sum / count); NaN where nothing was observed."""
         total, count = self.latency.get(name, (0.0, 0.0))
         return total / count if count else math.nan
 
     @property
     def prefix_hit_rate(self) -> float:
-        """Prompt tokens found in the prefix cache / prompt tokens looked up (NaN: none looked
-        up)."""
+        """Prompt tokens found in the prefix cache / tokens looked up (NaN: none looked up)."""
         if not self.prefix_cache_queries:
             return math.nan
         return self.prefix_cache_hits / self.prefix_cache_queries
@@ -410,8 +388,7 @@ class EngineStats:
 
 
 def engine_stats_from_text(text: str) -> EngineStats:
-    """EngineStats from Prometheus text: each figure summed over label sets (engines), the KV
-    cache's blocks and block size from the labels of vllm:cache_config_info."""
+    """EngineStats from Prometheus text (summed over label sets; blocks from cache_config_info)."""
     values: dict[str, Any] = {"latency": {}}
     for family in text_string_to_metric_families(_read_lines(text)):
         if family.name in _HISTOGRAMS:
@@ -438,8 +415,7 @@ def scrape_engine_stats(base_url: str, timeout: float = 10) -> EngineStats:
 
 
 def tokenize(base_url: str, model: str, text: str, timeout: float = 30) -> list[int]:
-    """Token ids of a raw text (no chat template), from the server's own tokenizer (POST
-    /tokenize)."""
+    """Token ids of a raw text (no chat template) from the server's tokenizer (POST /tokenize)."""
     body = {"model": model, "prompt": text, "add_special_tokens": False}
     response = _send("post", f"{base_url}/tokenize", json=body, timeout=timeout)
     _raise_for_status(response)
@@ -454,8 +430,7 @@ def complete_tokens(
     timeout: float = 300,
     **extra: Any,
 ) -> dict[str, Any]:
-    """One non-streaming completion of a prompt given as token ids (exact prompt lengths), greedy;
-    the response JSON."""
+    """One greedy non-streaming completion of a prompt given as token ids; the response JSON."""
     payload = {
         "model": model,
         "prompt": prompt_ids,

@@ -1,21 +1,8 @@
-"""Run a server command tied to the process that started it: when that owner dies, the server dies;
-when the command dies, nothing it started outlives it.
+"""Run a server command tied to its owner: `python -I -S guard.py --owner PID -- COMMAND...`.
 
-    python -I -S guard.py --owner PID [--grace S] -- COMMAND...    (server.VllmServer starts it)
-
-The guard leads the server's session and process group (the server starts it in a new session)
-and runs COMMAND as its child there. It polls its parent: once the parent is no longer the owner
-(killed: SIGKILL, a crash, a kernel shut down before its exit hooks ran), it stops every other
-process of its session: SIGTERM, then SIGKILL after `grace` seconds; so it frees the server's
-ports, memory and GPU. A Linux parent-death signal would fire when the owner's *thread* ends
-(servers start from worker threads, see `server.start_together`), so the guard watches the process
-instead. When COMMAND itself ends (SIGKILL, a crash, the out-of-memory killer), the guard stops
-the rest of the session the same way (vLLM's EngineCore, its workers and the resource tracker
-would otherwise live on, holding memory) before it exits.
-
-The guard survives the SIGTERM its group gets from `VllmServer.stop` and exits as COMMAND exits,
-with its exit status (or its signal), so the owner sees the server's own end. Standard library
-only: it runs as `python -I -S` by path, without this package on its path.
+It leads the server's session and polls its parent (a parent-death signal would fire with the
+owner's thread); once the owner is gone, or COMMAND ends, it stops the rest of the session (SIGTERM,
+then SIGKILL) and exits as COMMAND did. Standard library only: it runs by path.
 """
 
 from __future__ import annotations
@@ -43,8 +30,7 @@ _GROUP, _SESSION = 2, 3
 
 
 def _members(scope: int, field: int) -> list[int]:
-    """Pids of live (non-zombie) processes whose /proc/PID/stat `field` (2: process group, 3:
-    session, counted from the state) is `scope`, read from /proc."""
+    """Live (non-zombie) pids whose /proc/PID/stat `field` (2: group, 3: session) is `scope`."""
     found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -61,8 +47,7 @@ def _members(scope: int, field: int) -> list[int]:
 
 
 def _others() -> list[int]:
-    """The other live processes the guard answers for: its session's when it leads one (as
-    VllmServer starts it), else its group's when it leads that, else none (never its owner's)."""
+    """The other live processes of the session (or group) the guard leads; none if it leads none."""
     me = os.getpid()
     if os.getsid(0) == me:
         return [pid for pid in _members(me, _SESSION) if pid != me]
@@ -81,8 +66,7 @@ def _signal_all(pids: list[int], sig: int) -> None:
 
 
 def _stop_others(child: subprocess.Popen, grace: float = _ORPHAN_GRACE) -> None:
-    """SIGTERM every other process of the guard's session, SIGKILL those left after `grace` s;
-    return once none is left (or after a last few seconds of SIGKILLs)."""
+    """SIGTERM the guard's other session processes, SIGKILL those left after `grace` s."""
     for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, _KILL_WAIT)):
         child.poll()  # reap the command, so it does not linger as a zombie member
         others = _others()
@@ -129,8 +113,7 @@ def _parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Start the command and wait for it, stopping the rest of the session once the owner is
-    gone; when the command ends, stop whatever of the session is left and exit as it did."""
+    """Run the command; stop its session once the owner is gone or it ends; exit as it did."""
     args = _parse_args(argv)
     if os.getppid() != args.owner:
         return 1  # the owner is already gone: start nothing

