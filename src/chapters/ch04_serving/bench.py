@@ -23,11 +23,7 @@ from chapters.ch04_serving.clients import (
 from chapters.ch04_serving.monitoring import Scraper
 from helpers.common import vllm_names
 from helpers.common.ci import ci_scaled
-from helpers.common.counters import (
-    RequestAcceptance,
-    SpecCounters,
-    acceptance_stats,
-)
+from helpers.common.counters import RequestAcceptance, SpecCounters, acceptance_stats
 from helpers.common.prompts import as_messages, interleaved, load_prompts
 
 __all__ = [

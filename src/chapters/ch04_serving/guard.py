@@ -15,9 +15,7 @@ import sys
 import time
 from collections.abc import Sequence
 
-__all__ = [
-    "main",
-]
+__all__ = ["main"]
 
 #: How often the guard looks at its parent and its child.
 _POLL_SECONDS = 0.25

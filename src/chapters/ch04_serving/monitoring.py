@@ -19,11 +19,7 @@ from chapters.ch04_serving.clients import (
 )
 from helpers.common.counters import SpecCounters
 
-__all__ = [
-    "Scraper",
-    "wait_for_spec_log",
-    "kv_capacity_from_log",
-]
+__all__ = ["Scraper", "wait_for_spec_log", "kv_capacity_from_log"]
 
 #: vLLM's periodic log line (`SpecDecodingLogging.log`), every VLLM_LOG_STATS_INTERVAL seconds.
 _LOG_LINE = re.compile(

@@ -59,29 +59,21 @@ __all__ = [
 
 _HOST = "127.0.0.1"
 _MODULE_ENTRY = "vllm.entrypoints.openai.api_server"
-#: Environment marker carried by every process a helper starts (children inherit it): owner pid +
-#: server name.
+#: Env marker of every process a server starts (children inherit it): owner pid + server name.
 _OWNER_ENV = "EAGLE3_WORKBOOK_SERVER_OWNER"
-#: Environment marker proving a process belongs to one server: a random token per server start,
-#: also written in its record (the sweep signals nothing that lacks it).
+#: Env marker proving a process one server's: a random token per start, also in its record.
 _SERVER_ID_ENV = "EAGLE3_WORKBOOK_SERVER_ID"
-#: Keeps /proc/PID/environ, and so the marker, readable after vLLM's processes rename themselves
-#: (setproctitle otherwise overwrites the environment area with the title).
+#: Keeps /proc/PID/environ (the markers) readable after vLLM's processes set their titles.
 _KEEP_ENVIRON = {"SPT_NOENV": "1"}
 #: Changes at every boot: a start time counted in ticks since boot means nothing across one.
 _BOOT_ID_FILE = Path("/proc/sys/kernel/random/boot_id")
-#: Seconds to wait for /health. A real-size model's first start on a GPU compiles, captures CUDA
-#: graphs and autotunes: 214 s for the 30B-A3B shape alone on an H200 (the 0.26.0 MoE lab of
-#: 2026-12-01), more beside other work. A server that dies is seen at
-#: once, not at the timeout.
+#: Seconds to wait for /health: a first GPU start compiles (214 s for the 30B shape on an H200).
 _START_TIMEOUT = 900.0
 _STOP_GRACE = 15.0
 #: What vLLM logs once per process when its GPU worker runs Model Runner V2 (gpu_worker.py).
 _V2_LOG_LINE = "Using V2 Model Runner"
-#: Seconds between SIGTERM and SIGKILL when the kernel itself is being terminated: Jupyter sends
-#: SIGTERM 2.5 s after asking a kernel to shut down and SIGKILL 2.5 s later.
+#: SIGTERM to SIGKILL when the kernel is terminated (Jupyter's SIGKILL comes 2.5 s after SIGTERM).
 _TERMINATE_GRACE = 1.5
-#: The guard program every server runs under (by path: it needs nothing but the standard library).
 _GUARD_FILE: Path = Path(guard.__file__)
 #: One record per running server: its process group, name, port and owner.
 _SERVERS_DIR: Path = BUILD_DIR / "servers"
@@ -89,15 +81,11 @@ _PROGRESS_EVERY = 5.0
 _LOG_TAIL_LINES = 20
 #: Local addresses whose listener a connection to 127.0.0.1 can reach (IPv4 and dual-stack).
 _REACHES_LOOPBACK = frozenset({"127.0.0.1", "0.0.0.0", "::", "::ffff:127.0.0.1", "::ffff:0.0.0.0"})
-#: What vLLM logs when one of its processes ended by SIGKILL, the out-of-memory killer's signal: a
-#: worker while serving ("Worker proc … died unexpectedly (exit code: -9)"), an engine core at
-#: start ("Failed core proc(s): {'EngineCore_DP0': -9}"), any process ("died with exit code -9").
+#: vLLM's log when a process ended by SIGKILL (the OOM killer's): "(exit code: -9)", "': -9}".
 _KILLED_LINE = re.compile(r"exit code:? -9\b|': -9\b")
-#: ... and when one died whatever the code, which it may log before it has one ("Worker proc
-#: VllmWorker-0 died unexpectedly (exit code: None)"; the engine core's own death: "engine core
-#: exited unexpectedly").
+#: ... and when one died, whatever its code (which it may log before it has one).
 _DIED_LINE = re.compile(r"died unexpectedly|exited unexpectedly|died with exit code")
-#: The kernel's count of processes its out-of-memory killer has killed since boot (any cgroup's).
+#: The kernel's count of processes its OOM killer has killed since boot (any cgroup's).
 _VMSTAT = Path("/proc/vmstat")
 #: What a server's log says when its port was taken (its bind failed).
 _PORT_TAKEN_LINE = "Address already in use"
@@ -107,9 +95,6 @@ _running: list[VllmServer] = []
 _launch_lock = threading.Lock()
 _started_pgids: set[int] = set()
 _started_ports: set[int] = set()
-
-
-# ---------------------------------------------------------------- commands
 
 
 def _serve_command(
@@ -203,14 +188,8 @@ def launch_command(
     k = resolve_k(profile, k)
     name = served_model_name or _model_name(profile)
     per_request = _per_request_flags()[0] if k else []
-    extra = [
-        "--host",
-        _HOST,
-        *_engine_flags(profile, gpu, **engine),
-        *per_request,
-        "--served-model-name",
-        name,
-    ]
+    extra = ["--host", _HOST, *_engine_flags(profile, gpu, **engine), *per_request]
+    extra += ["--served-model-name", name]
     return _serve_command(profile, k=k, port=port, extra=extra, spec_extra=spec_extra)
 
 
@@ -232,6 +211,11 @@ def _console_script_works() -> bool:
     return done.returncode == 0
 
 
+def _uses_console_script(asked: bool | None) -> bool:
+    """`asked`, or where None whether the console script works here."""
+    return _console_script_works() if asked is None else asked
+
+
 def _console_script() -> str | None:
     """The `vllm` script next to this interpreter, else on PATH."""
     local = Path(sys.executable).parent / "vllm"
@@ -243,25 +227,16 @@ def _entry_point_argv(argv: Sequence[str], use_console_script: bool | None = Non
     argv = list(argv)
     if argv[:2] != ["vllm", "serve"] or len(argv) < 3:
         raise ValueError(f"expected `vllm serve MODEL …`, got {shell_text(argv)!r}")
-    use_console_script = (
-        _console_script_works() if use_console_script is None else use_console_script
-    )
-    if use_console_script:
+    if _uses_console_script(use_console_script):
         return [_console_script() or "vllm", *argv[1:]]
     return [sys.executable, "-m", _MODULE_ENTRY, "--model", argv[2], *argv[3:]]
 
 
 def entry_point_name(use_console_script: bool | None = None) -> str:
     """A one-line description of the entry point in use."""
-    use_console_script = (
-        _console_script_works() if use_console_script is None else use_console_script
-    )
-    if use_console_script:
+    if _uses_console_script(use_console_script):
         return "`vllm serve` (the console script works)"
     return f"`python -m {_MODULE_ENTRY} --model …` (the `vllm` console script does not start here)"
-
-
-# ---------------------------------------------------------------- ports
 
 
 def _port_in_use(port: int, host: str = _HOST) -> bool:
@@ -302,9 +277,6 @@ def _free_port(host: str = _HOST) -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((host, 0))
         return int(s.getsockname()[1])
-
-
-# ---------------------------------------------------------------- the server process
 
 
 def _oom_kills() -> int | None:
@@ -377,9 +349,6 @@ def helper_processes(owner_pid: int | None = None) -> list[psutil.Process]:
 def open_ports() -> list[int]:
     """Ports of servers started by this module that still accept connections."""
     return [port for port in sorted(_started_ports) if _port_in_use(port)]
-
-
-# ------------------------------------------------------------ owners: a server dies with its owner
 
 
 def _guarded_argv(argv: Sequence[str], owner: int | None = None) -> list[str]:
@@ -595,8 +564,7 @@ class VllmServer:
             return self
         self._check_port()  # before its log is emptied; again right before launch
         build_path("logs", f"{self.name}.log")
-        # Local model folders never need the hub; hub models keep the caller's setting (first
-        # downloads).
+        # Local model folders never need the hub; hub models keep the caller's setting.
         local = any(_is_model_folder(arg) for arg in self.argv if not arg.startswith("-"))
         offline = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"} if local else {}
         # A server keeps vLLM's own processes even when this process runs its engines in-process.
@@ -607,9 +575,7 @@ class VllmServer:
             **offline,
             "VLLM_NO_USAGE_STATS": "1",
             "DO_NOT_TRACK": "1",
-            # vLLM's default logging: the server's whole log goes to its own file (self.log_path),
-            # where its SpecDecoding lines are read, not to the kernel's build/logs/vllm.log; at
-            # INFO, whatever the kernel's own level, so the file also says which model runner ran.
+            # vLLM's default logging, at INFO, into the server's own log (its SpecDecoding lines).
             "VLLM_LOGGING_CONFIG_PATH": "",
             "VLLM_LOGGING_LEVEL": "INFO",
             **_KEEP_ENVIRON,
@@ -630,15 +596,11 @@ class VllmServer:
             raise
         self.startup_seconds = time.perf_counter() - t0
         log_text = self.log_path.read_text(errors="replace", encoding="utf-8")
-        journal_start(
-            {
-                "engine": f"server {self.name}",
-                "model": self.argv[2] if len(self.argv) > 2 else None,
-                "seconds": round(self.startup_seconds, 2),
-                # vLLM logs it once in a GPU worker that runs V2; a GPU worker without it ran V1.
-                "model_runner": ("V2" if _V2_LOG_LINE in log_text else "V1") if has_gpu() else None,
-            }
-        )
+        runner = ("V2" if _V2_LOG_LINE in log_text else "V1") if has_gpu() else None
+        model = self.argv[2] if len(self.argv) > 2 else None
+        seconds = round(self.startup_seconds, 2)
+        record = {"engine": f"server {self.name}", "model": model, "seconds": seconds}
+        journal_start(record | {"model_runner": runner})
         return self
 
     def _launch(self, env: dict[str, str], log: Any) -> None:
@@ -863,12 +825,6 @@ class VllmServer:
     def stop(self, grace: float = _STOP_GRACE) -> None:
         """SIGTERM the process group, SIGKILL it after `grace` seconds, and reap the guard."""
         _stop_servers([self], grace)
-
-    def __enter__(self) -> VllmServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     def __repr__(self) -> str:
         failure = self.failure()

@@ -11,11 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = [
-    "bench_serve_argv",
-    "run_bench_serve",
-    "main",
-]
+__all__ = ["bench_serve_argv", "run_bench_serve", "main"]
 
 
 def bench_serve_argv(
