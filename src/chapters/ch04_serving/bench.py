@@ -7,7 +7,7 @@ import math
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -93,6 +93,7 @@ class _LevelRun:
         busy = sum(r.latency for r in res)
         server = {f"server_{n}_ms": 1000 * self.engine.mean_seconds(n) for n in _SERVER_TIMES}
         tpot_server = server["server_tpot_ms"]
+        tau = stats[vllm_names.STATS.tau] if self.counters.num_drafts else math.nan
         return {
             "mode": self.mode,
             "length": self.length,
@@ -112,9 +113,7 @@ class _LevelRun:
             "median_tpot_ms": float(np.median(tpot)) if len(tpot) else math.nan,
             **server,
             "chunks_per_request": sum(r.chunks for r in res) / len(res) if res else math.nan,
-            "acceptance_length": stats[vllm_names.STATS.tau]
-            if self.counters.num_drafts
-            else math.nan,
+            "acceptance_length": tau,
             "prompt_tokens": prompt_tokens,
             "prefix_cache_queries": self.engine.prefix_cache_queries,
             "prefix_cache_hits": self.engine.prefix_cache_hits,
@@ -131,8 +130,7 @@ _SERVER_TIMES = ("ttft", "tpot")
 
 
 def _run_level(
-    base_url: str,
-    model: str,
+    srv: Any,
     prompts: Sequence[str],
     concurrency: int,
     n_requests: int,
@@ -142,52 +140,35 @@ def _run_level(
     ignore_eos: bool = True,
 ) -> _LevelRun:
     """Send n_requests streaming requests, `concurrency` in flight, none after `time_limit` s."""
-    deadline = time.perf_counter() + time_limit
+    deadline, url = time.perf_counter() + time_limit, srv.base_url
 
     def one(i: int) -> StreamResult | None:
         """One request (prompt i mod the list's length), unless the level's time is up."""
         if time.perf_counter() > deadline:
             return None
-        result = stream_chat(
-            base_url,
-            model,
-            as_messages(prompts[i % len(prompts)]),
-            max_tokens=max_tokens,
-            temperature=0.0,
-            timeout=_REQUEST_TIMEOUT,
-            ignore_eos=ignore_eos,
+        index = i % len(prompts)
+        messages = as_messages(prompts[index])
+        done = stream_chat(
+            url, srv.model, messages, max_tokens, _REQUEST_TIMEOUT, ignore_eos=ignore_eos
         )
-        result.prompt_index = i % len(prompts)
-        return result
+        return replace(done, prompt_index=index)
 
-    with Scraper(base_url, interval=_SAMPLE_EVERY) as scraper:
+    with Scraper(url, interval=_SAMPLE_EVERY) as scraper:
         t0 = time.perf_counter()
-        with ThreadPoolExecutor(
-            max_workers=concurrency, thread_name_prefix=f"bench-c{concurrency}"
-        ) as pool:
+        with ThreadPoolExecutor(concurrency, f"bench-c{concurrency}") as pool:
             outcomes = list(pool.map(one, range(n_requests)))
         duration = time.perf_counter() - t0
     done = [r for r in outcomes if r is not None]
-    return _LevelRun(
-        mode,
-        concurrency,
-        done,
-        duration,
-        len(outcomes) - len(done),
-        scraper.total,
-        length=_FORCED if ignore_eos else _NATURAL,
-        engine=scraper.engine_total,
-        peak_running=scraper.peak("running"),
-        peak_waiting=scraper.peak("waiting"),
-    )
+    run = _LevelRun(mode, concurrency, done, duration, len(outcomes) - len(done), scraper.total)
+    peaks = {"peak_running": scraper.peak("running"), "peak_waiting": scraper.peak("waiting")}
+    length = _FORCED if ignore_eos else _NATURAL
+    return replace(run, length=length, engine=scraper.engine_total, **peaks)
 
 
 def _warm_up(base_url: str, model: str, prompts: Sequence[str], max_tokens: int = 16) -> None:
     """A couple of short requests so the first measured level does not pay first-request costs."""
     for p in prompts[:2]:
-        stream_chat(
-            base_url, model, as_messages(p), max_tokens=max_tokens, timeout=_REQUEST_TIMEOUT
-        )
+        stream_chat(base_url, model, as_messages(p), max_tokens, _REQUEST_TIMEOUT)
 
 
 def run_interleaved(
@@ -210,26 +191,15 @@ def run_interleaved(
             for mode in modes if rep % 2 == 0 else modes[::-1]:
                 srv = servers[mode]
                 run = _run_level(
-                    srv.base_url,
-                    srv.model,
-                    prompts,
-                    c,
-                    requests_for(c),
-                    max_tokens,
-                    time_limit,
-                    mode,
-                    ignore_eos,
+                    srv, prompts, c, requests_for(c), max_tokens, time_limit, mode, ignore_eos
                 )
                 run.repeat = rep
                 runs.append(run)
         if progress:
-            done = [r.row() for r in runs if r.repeat == rep]
-            print(
-                f"{_FORCED if ignore_eos else _NATURAL} length, repeat {rep + 1}/{repeats}: "
-                + ", ".join(
-                    f"{r['mode']} C={r['concurrency']} {r['output_tok_s']:.0f} tok/s" for r in done
-                )
-            )
+            rows = [r.row() for r in runs if r.repeat == rep]
+            said = [f"{r['mode']} C={r['concurrency']} {r['output_tok_s']:.0f} tok/s" for r in rows]
+            length = _FORCED if ignore_eos else _NATURAL
+            print(f"{length} length, repeat {rep + 1}/{repeats}: {', '.join(said)}")
     return runs
 
 
@@ -258,9 +228,6 @@ def _summed(records: Sequence[RequestAcceptance]) -> RequestAcceptance:
     """Several requests' acceptance as one: histograms and draft tokens added."""
     hist = tuple(map(sum, zip(*(r.histogram for r in records), strict=True)))  # k + 1 each
     return RequestAcceptance(hist, sum(r.num_draft_tokens for r in records))
-
-
-# ---------------------------------------------------------------- comparison
 
 
 def _crossing_concurrency(table: pd.DataFrame) -> int | None:
@@ -333,17 +300,15 @@ def run_burst(
     produced = {int(r["usage"]["completion_tokens"]) for r in replies}
     if produced != {output_tokens}:
         raise RuntimeError(f"the burst produced {produced} tokens, not {output_tokens}")
-    tokens_each = len(prompts[0]) + output_tokens
-    return {
-        "mode": mode,
-        "num_gpu_blocks": cache.num_gpu_blocks,
-        "block_size": cache.block_size,
-        "kv_cache_tokens": cache.kv_tokens,
-        "burst_requests": len(prompts),
-        "tokens_per_request": tokens_each,
-        "fit_at_full_length": cache.num_gpu_blocks // math.ceil(tokens_each / cache.block_size),
+    each, blocks = len(prompts[0]) + output_tokens, cache.num_gpu_blocks
+    row = {"mode": mode, "num_gpu_blocks": blocks, "block_size": cache.block_size}
+    row |= {"kv_cache_tokens": cache.kv_tokens, "burst_requests": len(prompts)}
+    row |= {
+        "tokens_per_request": each,
+        "fit_at_full_length": blocks // math.ceil(each / cache.block_size),
+    }
+    row |= {
         "peak_running": scraper.peak("running"),
         "preemptions": scraper.engine_total.preemptions,
-        "peak_kv_usage": scraper.peak("kv_cache_usage"),
-        "duration_s": round(duration, 2),
     }
+    return row | {"peak_kv_usage": scraper.peak("kv_cache_usage"), "duration_s": round(duration, 2)}

@@ -55,24 +55,13 @@ RESPONSE_KEYS = _ResponseKeys()
 
 
 def _chat_payload(
-    model: str,
-    messages: _Messages,
-    max_tokens: int = 128,
-    temperature: float = 0.0,
-    stream: bool = False,
-    **extra: Any,
+    model: str, messages: _Messages, max_tokens: int = 128, stream: bool = False, **extra: Any
 ) -> dict[str, Any]:
-    """The JSON body of a chat completion request (extra keys passed through)."""
-    payload: dict[str, Any] = {
-        "model": model,
-        "messages": messages,
-        "max_tokens": max_tokens,
-        "temperature": temperature,
-        "stream": stream,
-    }
+    """The JSON body of a greedy chat completion request (extra keys, temperature too, override)."""
+    payload = {"model": model, "messages": messages, "max_tokens": max_tokens, "temperature": 0.0}
     if stream:
         payload["stream_options"] = {"include_usage": True}
-    return {**payload, **extra}
+    return payload | {"stream": stream} | extra
 
 
 def chat(
@@ -80,15 +69,12 @@ def chat(
     model: str,
     messages: _Messages,
     max_tokens: int = 128,
-    temperature: float = 0.0,
     timeout: float = 120,
     **extra: Any,
 ) -> dict[str, Any]:
     """One non-streaming chat completion; the response JSON (errors carry the server's message)."""
-    payload = _chat_payload(model, messages, max_tokens, temperature, stream=False, **extra)
-    response = _send("post", f"{base_url}{_CHAT_PATH}", json=payload, timeout=timeout)
-    _raise_for_status(response)
-    return response.json()
+    payload = _chat_payload(model, messages, max_tokens, stream=False, **extra)
+    return _request("post", f"{base_url}{_CHAT_PATH}", json=payload, timeout=timeout).json()
 
 
 def _explained(err: Exception, url: str) -> Exception:
@@ -101,16 +87,12 @@ def _explained(err: Exception, url: str) -> Exception:
     return type(err)(f"{err}; {note}")
 
 
-def _send(method: str, url: str, **kwargs: Any) -> requests.Response:
-    """requests.request; a refused or broken connection carries what broke the server."""
+def _request(method: str, url: str, **kwargs: Any) -> requests.Response:
+    """requests.request, its errors carrying the server's message and what broke the server."""
     try:
-        return requests.request(method, url, **kwargs)
-    except requests.ConnectionError as err:
+        response = requests.request(method, url, **kwargs)
+    except requests.ConnectionError as err:  # refused or broken
         raise _explained(err, url) from None
-
-
-def _raise_for_status(response: requests.Response) -> None:
-    """raise_for_status with the server's message, and for a 5xx what broke the server."""
     try:
         response.raise_for_status()
     except requests.HTTPError as err:
@@ -118,6 +100,7 @@ def _raise_for_status(response: requests.Response) -> None:
         if response.status_code >= 500:
             raised = _explained(raised, response.url)
         raise raised from None
+    return response
 
 
 def answer_text(response: dict[str, Any]) -> str:
@@ -134,9 +117,6 @@ def response_acceptance(body: dict[str, Any]) -> RequestAcceptance | None:
         tuple(int(n) for n in spec[RESPONSE_KEYS.histogram]),
         int(spec[RESPONSE_KEYS.num_draft_tokens]),
     )
-
-
-# ---------------------------------------------------------------- streaming
 
 
 @dataclass
@@ -189,22 +169,16 @@ class _StreamError(RuntimeError):
 
 def _parse_sse_line(line: str | bytes) -> dict[str, Any] | str | None:
     """One SSE line: a `data:` event's JSON, _DONE for `data: [DONE]`, else None."""
-    if isinstance(line, bytes):
-        line = line.decode("utf-8", errors="replace")
-    line = line.strip()
+    line = (line.decode("utf-8", errors="replace") if isinstance(line, bytes) else line).strip()
     if not line.startswith("data:"):
         return None
     data = line[len("data:") :].strip()
-    if data == _DONE:
-        return _DONE
-    return json.loads(data)
+    return _DONE if data == _DONE else json.loads(data)
 
 
 def _chunk_content(event: dict[str, Any]) -> str:
     """The delta text of a chat.completion.chunk ('' for role-only or usage-only chunks)."""
-    choices = event.get("choices") or []
-    if not choices:
-        return ""
+    choices = event.get("choices") or [{}]
     return (choices[0].get("delta") or {}).get("content") or ""
 
 
@@ -248,16 +222,13 @@ def stream_chat(
     model: str,
     messages: _Messages,
     max_tokens: int = 128,
-    temperature: float = 0.0,
     timeout: float = 120,
     **extra: Any,
 ) -> StreamResult:
     """One streaming chat completion (usage included), timed: TTFT, TPOT, tokens/s."""
-    payload = _chat_payload(model, messages, max_tokens, temperature, stream=True, **extra)
-    start = time.perf_counter()
-    url = f"{base_url}{_CHAT_PATH}"
-    with _send("post", url, json=payload, timeout=timeout, stream=True) as response:
-        _raise_for_status(response)
+    payload = _chat_payload(model, messages, max_tokens, stream=True, **extra)
+    start, url = time.perf_counter(), f"{base_url}{_CHAT_PATH}"
+    with _request("post", url, json=payload, timeout=timeout, stream=True) as response:
         events = (
             (time.perf_counter(), ev)
             for ev in map(_parse_sse_line, response.iter_lines(chunk_size=None))
@@ -269,9 +240,6 @@ def stream_chat(
             raise _explained(err, url) from None
 
 
-# ---------------------------------------------------------------- /metrics
-
-
 #: The engine's counters and gauges an EngineStats holds, by its field names.
 _ENGINE_FIELDS = {
     METRICS.prefix_cache_queries: "prefix_cache_queries",
@@ -281,8 +249,9 @@ _ENGINE_FIELDS = {
     METRICS.num_waiting: "waiting",
     METRICS.kv_cache_usage: "kv_cache_usage",
 }
-#: The server's latency histograms, by the name the workbook gives each (only `_sum` and `_count`
-#: samples are read, no buckets).
+#: EngineStats' cumulative counters (differenced by `-`; the other figures are gauges).
+_COUNTED = ("prefix_cache_queries", "prefix_cache_hits", "preemptions")
+#: The server's latency histograms, by the workbook's names (only `_sum` and `_count` are read).
 _HISTOGRAMS = {METRICS.ttft: "ttft", METRICS.tpot: "tpot"}
 #: The metric names this module reads (and the `# TYPE`/`# HELP` lines that describe them).
 _READ = (vllm_names.SPEC_DECODE_PREFIX, METRICS.cache_config_info, *_ENGINE_FIELDS)
@@ -329,9 +298,7 @@ def spec_counters_from_text(text: str) -> SpecCounters:
 
 def scrape_metrics_text(base_url: str, timeout: float = 10) -> str:
     """The raw Prometheus text of GET /metrics."""
-    response = _send("get", f"{base_url}/metrics", timeout=timeout)
-    _raise_for_status(response)
-    return response.text
+    return _request("get", f"{base_url}/metrics", timeout=timeout).text
 
 
 def scrape_spec_counters(base_url: str, timeout: float = 10) -> SpecCounters:
@@ -361,13 +328,8 @@ class EngineStats:
                    count - before.latency.get(name, (0.0, 0.0))[1])
             for name, (total, count) in self.latency.items()
         }  # fmt: skip
-        return replace(
-            self,
-            prefix_cache_queries=self.prefix_cache_queries - before.prefix_cache_queries,
-            prefix_cache_hits=self.prefix_cache_hits - before.prefix_cache_hits,
-            preemptions=self.preemptions - before.preemptions,
-            latency=latency,
-        )
+        counted = {name: getattr(self, name) - getattr(before, name) for name in _COUNTED}
+        return replace(self, latency=latency, **counted)
 
     def mean_seconds(self, name: str) -> float:
         """A latency histogram's mean (sum / count); NaN where nothing was observed."""
@@ -377,9 +339,8 @@ class EngineStats:
     @property
     def prefix_hit_rate(self) -> float:
         """Prompt tokens found in the prefix cache / tokens looked up (NaN: none looked up)."""
-        if not self.prefix_cache_queries:
-            return math.nan
-        return self.prefix_cache_hits / self.prefix_cache_queries
+        queried = self.prefix_cache_queries
+        return self.prefix_cache_hits / queried if queried else math.nan
 
     @property
     def kv_tokens(self) -> int:
@@ -417,8 +378,7 @@ def scrape_engine_stats(base_url: str, timeout: float = 10) -> EngineStats:
 def tokenize(base_url: str, model: str, text: str, timeout: float = 30) -> list[int]:
     """Token ids of a raw text (no chat template) from the server's tokenizer (POST /tokenize)."""
     body = {"model": model, "prompt": text, "add_special_tokens": False}
-    response = _send("post", f"{base_url}/tokenize", json=body, timeout=timeout)
-    _raise_for_status(response)
+    response = _request("post", f"{base_url}/tokenize", json=body, timeout=timeout)
     return [int(t) for t in response.json()["tokens"]]
 
 
@@ -431,20 +391,12 @@ def complete_tokens(
     **extra: Any,
 ) -> dict[str, Any]:
     """One greedy non-streaming completion of a prompt given as token ids; the response JSON."""
-    payload = {
-        "model": model,
-        "prompt": prompt_ids,
-        "max_tokens": max_tokens,
-        "temperature": 0.0,
-        **extra,
-    }
-    response = _send("post", f"{base_url}{_COMPLETIONS_PATH}", json=payload, timeout=timeout)
-    _raise_for_status(response)
-    return response.json()
+    payload = {"model": model, "prompt": prompt_ids, "max_tokens": max_tokens, "temperature": 0.0}
+    url = f"{base_url}{_COMPLETIONS_PATH}"
+    return _request("post", url, json=payload | extra, timeout=timeout).json()
 
 
 def served_models(base_url: str, timeout: float = 10) -> list[str]:
     """Model names GET /v1/models lists (what requests must name in `model`)."""
-    response = _send("get", f"{base_url}/v1/models", timeout=timeout)
-    _raise_for_status(response)
+    response = _request("get", f"{base_url}/v1/models", timeout=timeout)
     return [m["id"] for m in response.json()["data"]]

@@ -8,6 +8,7 @@ then SIGKILL) and exits as COMMAND did. Standard library only: it runs by path.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
 import subprocess
@@ -27,20 +28,24 @@ _KILL_WAIT = 5.0
 _GROUP, _SESSION = 2, 3
 
 
+def stat_fields(pid: int) -> list[str] | None:
+    """/proc/PID/stat from field 3 (state) on, for a live (non-zombie) process; else None."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read().decode(errors="replace")
+    except OSError:
+        return None
+    fields = stat[stat.rfind(")") + 2 :].split()  # after "pid (comm) ": state ppid pgrp session
+    return fields if len(fields) > 19 and fields[0] != "Z" else None
+
+
 def _members(scope: int, field: int) -> list[int]:
     """Live (non-zombie) pids whose /proc/PID/stat `field` (2: group, 3: session) is `scope`."""
     found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                stat = f.read().decode(errors="replace")
-        except OSError:
-            continue
-        fields = stat[stat.rfind(")") + 2 :].split()  # after "pid (comm) ": state ppid pgrp sid
-        if len(fields) > field and fields[0] != "Z" and int(fields[field]) == scope:
-            found.append(int(entry))
+    for pid in (int(entry) for entry in os.listdir("/proc") if entry.isdigit()):
+        fields = stat_fields(pid)
+        if fields is not None and int(fields[field]) == scope:
+            found.append(pid)
     return found
 
 
@@ -57,10 +62,8 @@ def _others() -> list[int]:
 def _signal_all(pids: list[int], sig: int) -> None:
     """Send sig to each pid still there."""
     for pid in pids:
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, sig)
-        except (ProcessLookupError, PermissionError):
-            continue
 
 
 def _stop_others(child: subprocess.Popen, grace: float = _ORPHAN_GRACE) -> None:
@@ -95,9 +98,7 @@ def _exit_like(code: int) -> int:
 
 def _parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """--owner PID, --grace S, --poll S, then the command after `--`."""
-    parser = argparse.ArgumentParser(
-        prog="guard.py", description=" ".join(__doc__.split("\n\n")[0].split())
-    )
+    parser = argparse.ArgumentParser(prog="guard.py", description=__doc__.splitlines()[0])
     parser.add_argument("--owner", type=int, required=True, help="pid of the owning process")
     parser.add_argument("--grace", type=float, default=_ORPHAN_GRACE)
     parser.add_argument("--poll", type=float, default=_POLL_SECONDS)

@@ -60,12 +60,10 @@ class Scraper:
             text = scrape_metrics_text(self.base_url)
         except Exception:
             return
-        sample = _Sample(
-            time.perf_counter() - self._t0,
-            spec_counters_from_text(text),
-            engine_stats_from_text(text),
+        now = time.perf_counter() - self._t0
+        self.samples.append(
+            _Sample(now, spec_counters_from_text(text), engine_stats_from_text(text))
         )
-        self.samples.append(sample)
 
     def _loop(self) -> None:
         """Scrape until stopped."""
@@ -103,11 +101,9 @@ def _spec_log_lines(log_text: str) -> pd.DataFrame:
     """Every SpecDecoding metrics line of a server log as a row (counts since the previous line)."""
     rows = []
     for m in _LOG_LINE.finditer(log_text):
-        row: dict[str, object] = {
-            k: float(v) for k, v in m.groupdict().items() if k != "per_position"
-        }
-        row["per_position"] = [float(x) for x in m["per_position"].split(",") if x.strip()]
-        rows.append(row)
+        positions = [float(x) for x in m["per_position"].split(",") if x.strip()]
+        row = {k: float(v) for k, v in m.groupdict().items() if k != "per_position"}
+        rows.append({**row, "per_position": positions})
     return pd.DataFrame(rows, columns=[*_LOG_LINE.groupindex])
 
 

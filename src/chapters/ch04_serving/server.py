@@ -175,7 +175,6 @@ def launch_command(
     profile: Profile,
     k: int | None = None,
     port: int = 8000,
-    served_model_name: str | None = None,
     gpu: bool | None = None,
     spec_extra: dict[str, Any] | None = None,
     **engine: Any,
@@ -186,10 +185,9 @@ def launch_command(
         profile.drafter_path()
         profile.tokenizer_path()
     k = resolve_k(profile, k)
-    name = served_model_name or _model_name(profile)
     per_request = _per_request_flags()[0] if k else []
     extra = ["--host", _HOST, *_engine_flags(profile, gpu, **engine), *per_request]
-    extra += ["--served-model-name", name]
+    extra += ["--served-model-name", _model_name(profile)]
     return _serve_command(profile, k=k, port=port, extra=extra, spec_extra=spec_extra)
 
 
@@ -289,13 +287,6 @@ def _oom_kills() -> int | None:
     return int(found[1]) if found else None
 
 
-def _log_tail(path: Path, n: int = _LOG_TAIL_LINES) -> str:
-    """The last n lines of a log file ('' when it does not exist)."""
-    if not path.is_file():
-        return ""
-    return "\n".join(path.read_text(errors="replace", encoding="utf-8").splitlines()[-n:])
-
-
 def _log_line(pattern: re.Pattern[str], text: str) -> str | None:
     """A log's first line matching `pattern`, without vLLM's prefix, at most 160 chars (or None)."""
     found = pattern.search(text)
@@ -336,9 +327,8 @@ def helper_processes(owner_pid: int | None = None) -> list[psutil.Process]:
     found: dict[int, psutil.Process] = {}
     for proc in psutil.process_iter(["pid"]):
         try:
-            mine = os.getpgid(proc.pid) in _started_pgids or proc.environ().get(
-                _OWNER_ENV, ""
-            ).startswith(prefix)
+            mine = os.getpgid(proc.pid) in _started_pgids
+            mine = mine or proc.environ().get(_OWNER_ENV, "").startswith(prefix)
             if mine and _live(proc):
                 found[proc.pid] = proc
         except (psutil.Error, OSError):  # gone, or not ours to read
@@ -374,19 +364,9 @@ def _boot_id() -> str | None:
         return None
 
 
-def _stat_fields(pid: int) -> list[str] | None:
-    """/proc/PID/stat from field 3 (state) on, for a live (non-zombie) process; else None."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_bytes().decode(errors="replace")
-    except OSError:
-        return None
-    fields = stat[stat.rfind(")") + 2 :].split()  # after "pid (comm) ": state ppid pgrp session
-    return fields if len(fields) > 19 and fields[0] != "Z" else None
-
-
 def _start_ticks(pid: int) -> int | None:
     """A live process's exact start time: /proc/PID/stat field 22, clock ticks since boot."""
-    fields = _stat_fields(pid)
+    fields = guard.stat_fields(pid)
     return None if fields is None else int(fields[19])
 
 
@@ -408,17 +388,10 @@ def _write_record(server: VllmServer, directory: Path | None = None) -> Path:
     directory = _SERVERS_DIR if directory is None else directory
     directory.mkdir(parents=True, exist_ok=True)
     assert server.pgid is not None and server.server_id, "record a server after it started"
-    record = {
-        "name": server.name,
-        "port": server.port,
-        "pgid": server.pgid,
-        "server_id": server.server_id,
-        "boot_id": _boot_id(),
-        "group_started_ticks": _start_ticks(server.pgid),
-        "owner_pid": os.getpid(),
-        "owner_started_ticks": _start_ticks(os.getpid()),
-        "log": str(server.log_path),
-    }
+    pgid, me = server.pgid, os.getpid()
+    record = {"name": server.name, "port": server.port, "pgid": pgid, "server_id": server.server_id}
+    record |= {"boot_id": _boot_id(), "group_started_ticks": _start_ticks(pgid), "owner_pid": me}
+    record |= {"owner_started_ticks": _start_ticks(me), "log": str(server.log_path)}
     path = directory / f"{server.pgid}.json"
     path.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
     return path
@@ -448,15 +421,14 @@ def _same_boot(record: dict[str, Any]) -> bool:
 def _owner_alive(record: dict[str, Any]) -> bool:
     """True while the recorded server's owner runs (same boot, pid and exact start time)."""
     ticks = record.get("owner_started_ticks")
-    return (
-        ticks is not None and _same_boot(record) and _start_ticks(int(record["owner_pid"])) == ticks
-    )
+    alive = ticks is not None and _same_boot(record)
+    return alive and _start_ticks(int(record["owner_pid"])) == ticks
 
 
 def _leader_is_servers(record: dict[str, Any]) -> bool:
     """True when the group's leader is the server's guard: same boot, start time, session, token."""
     pgid = int(record["pgid"])
-    fields = _stat_fields(pgid)
+    fields = guard.stat_fields(pgid)
     return (
         fields is not None
         and _same_boot(record)
@@ -569,20 +541,11 @@ class VllmServer:
         offline = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"} if local else {}
         # A server keeps vLLM's own processes even when this process runs its engines in-process.
         inherited = {k: v for k, v in os.environ.items() if k != IN_PROCESS_ENV}
-        env = {
-            **ENGINE_ENV,
-            **inherited,
-            **offline,
-            "VLLM_NO_USAGE_STATS": "1",
-            "DO_NOT_TRACK": "1",
-            # vLLM's default logging, at INFO, into the server's own log (its SpecDecoding lines).
-            "VLLM_LOGGING_CONFIG_PATH": "",
-            "VLLM_LOGGING_LEVEL": "INFO",
-            **_KEEP_ENVIRON,
-            **self.env,
-            _OWNER_ENV: _owner_token(self.name),
-            _SERVER_ID_ENV: self._new_server_id(),
-        }
+        quiet = {"VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"}
+        # vLLM's default logging, at INFO, into the server's own log (its SpecDecoding lines).
+        logging = {"VLLM_LOGGING_CONFIG_PATH": "", "VLLM_LOGGING_LEVEL": "INFO", **_KEEP_ENVIRON}
+        marks = {_OWNER_ENV: _owner_token(self.name), _SERVER_ID_ENV: self._new_server_id()}
+        env = {**ENGINE_ENV, **inherited, **offline, **quiet, **logging, **self.env, **marks}
         t0 = time.perf_counter()
         with self.log_path.open("w", encoding="utf-8") as log:
             log.write(f"$ {shell_text(self.argv)}\n")
@@ -609,14 +572,9 @@ class VllmServer:
             self._check_port()
             oom_kills = _oom_kills()
             # The guard leads the new session and runs the server as its child (see guard.py).
+            io = {"stdout": log, "stderr": subprocess.STDOUT, "stdin": subprocess.DEVNULL}
             self.process = subprocess.Popen(
-                _guarded_argv(self.argv),
-                cwd=REPO_ROOT,
-                env=env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
+                _guarded_argv(self.argv), cwd=REPO_ROOT, env=env, start_new_session=True, **io
             )
             self.pgid = self.process.pid  # a new session: the leader's pid is the group id
             self.stopped, self.oom_kills_at_start = False, oom_kills
@@ -667,13 +625,10 @@ class VllmServer:
             if elapsed > timeout:
                 raise TimeoutError(
                     f"vLLM server {self.name!r} not healthy after {timeout:.0f} s; "
-                    f"last lines of {self.log_path}:\n{_log_tail(self.log_path)}"
+                    f"last lines of {self.log_path}:\n{self._tail()}"
                 )
             if progress and elapsed >= next_note:
-                print(
-                    f"[{self.name}] starting… {elapsed:.0f} s (log: "
-                    f"{self.log_path.relative_to(REPO_ROOT)})"
-                )
+                print(f"[{self.name}] starting… {elapsed:.0f} s (log: {self._where()})")
                 next_note += _PROGRESS_EVERY
             time.sleep(0.5)
 
@@ -691,7 +646,7 @@ class VllmServer:
             return f"vLLM server {self.name!r} ended after {elapsed:.0f} s: {killed}"
         return (
             f"vLLM server {self.name!r} exited with code {self.process.returncode} after "
-            f"{elapsed:.0f} s; last lines of {self.log_path}:\n{_log_tail(self.log_path)}"
+            f"{elapsed:.0f} s; last lines of {self.log_path}:\n{self._tail()}"
         )
 
     def _log_text(self) -> str:
@@ -701,12 +656,14 @@ class VllmServer:
         except OSError:
             return ""
 
+    def _tail(self) -> str:
+        """The last lines of the server's log."""
+        return "\n".join(self._log_text().splitlines()[-_LOG_TAIL_LINES:])
+
     def _where(self) -> str:
         """The log's path, relative to the repository where it is inside it."""
-        try:
-            return str(self.log_path.relative_to(REPO_ROOT))
-        except ValueError:
-            return str(self.log_path)
+        path = self.log_path
+        return str(path.relative_to(REPO_ROOT) if path.is_relative_to(REPO_ROOT) else path)
 
     def _oom_killed_since_start(self) -> bool:
         """True when the kernel's out-of-memory killer has killed a process since this start."""
@@ -729,11 +686,8 @@ class VllmServer:
         else:
             return None
         rose = " (the kernel's OOM kill count rose since it started)" if oom else ""
-        cause = (
-            f"was killed by SIGKILL, most likely by the out-of-memory killer{rose}"
-            if sigkill
-            else f"died while the out-of-memory killer ran{rose}"
-        )
+        cause = "was killed by SIGKILL, most likely by" if sigkill else "died while"
+        cause = f"{cause} the out-of-memory killer{'' if sigkill else ' ran'}{rose}"
         return (
             f"{what!r}: a process of server {self.name!r} {cause}; free memory (stop other "
             f"kernels or servers) or give it a smaller KV cache (kv_cache_memory_bytes); "
@@ -810,10 +764,8 @@ class VllmServer:
     def _finish(self) -> None:
         """After the group's last signal: reap the guard, wait for the group to go, forget it."""
         if self.process is not None:
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 self.process.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                pass
         deadline = time.perf_counter() + 5
         while self._members() and time.perf_counter() < deadline:
             time.sleep(0.1)
@@ -840,22 +792,17 @@ def make_server(
     k: int | None = None,
     name: str | None = None,
     port: int | None = None,
-    gpu: bool | None = None,
     env: dict[str, str] | None = None,
-    spec_extra: dict[str, Any] | None = None,
-    **engine: Any,
+    **launch: Any,
 ) -> VllmServer:
     """A (not yet started) server for a profile: speculative unless k=0; port=None: a free one."""
     k = resolve_k(profile, k)
     name = name or ("spec" if k else "plain")
     port = _free_port() if port is None else port
-    served = _model_name(profile)
-    argv = launch_command(
-        profile, k=k, port=port, served_model_name=served, gpu=gpu, spec_extra=spec_extra, **engine
-    )
+    argv = launch_command(profile, k=k, port=port, **launch)  # gpu, spec_extra, engine flags
     for line in _per_request_flags()[1] if k else []:
         print(f"make_server {name}: {line}")
-    return VllmServer(_entry_point_argv(argv), port, name, served, env=env)
+    return VllmServer(_entry_point_argv(argv), port, name, _model_name(profile), env=env)
 
 
 def start_together(

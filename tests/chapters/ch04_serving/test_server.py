@@ -702,7 +702,7 @@ def test_per_request_acceptance_adds_up_to_the_counter_delta(spec_server: VllmSe
     from helpers.common.prompts import as_messages
 
     prompts = bench_prompts(4)
-    run = _run_level(spec_server.base_url, spec_server.model, prompts, 4, 4, 32, 120.0, "spec")
+    run = _run_level(spec_server, prompts, 4, 4, 32, 120.0, "spec")
     row = notebook_defs("04_serving_and_benchmarks.ipynb")["reconcile_per_request"]([run]).iloc[0]
     assert row.with_acceptance == 4 and row.drafts_counters > 0
     assert row.equal and row.per_position_equal, row
