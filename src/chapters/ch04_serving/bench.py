@@ -94,13 +94,9 @@ class _LevelRun:
         server = {f"server_{n}_ms": 1000 * self.engine.mean_seconds(n) for n in _SERVER_TIMES}
         tpot_server = server["server_tpot_ms"]
         tau = stats[vllm_names.STATS.tau] if self.counters.num_drafts else math.nan
-        return {
-            "mode": self.mode,
-            "length": self.length,
-            "concurrency": self.concurrency,
-            "repeat": self.repeat,
-            "requests": len(res),
-            "skipped": self.skipped,
+        row = {"mode": self.mode, "length": self.length, "concurrency": self.concurrency}
+        row |= {"repeat": self.repeat, "requests": len(res), "skipped": self.skipped}
+        return row | {
             "output_tokens": tokens,
             "duration_s": round(self.duration, 3),
             "output_tok_s": tokens / self.duration if self.duration > 0 else 0.0,
@@ -205,9 +201,8 @@ def run_interleaved(
 
 def results_frame(*runs: Sequence[_LevelRun]) -> pd.DataFrame:
     """One tidy DataFrame (a row per mode × concurrency) from any number of benchmark runs."""
-    return pd.DataFrame([run.row() for group in runs for run in group]).sort_values(
-        ["mode", "concurrency"], ignore_index=True
-    )
+    rows = [run.row() for group in runs for run in group]
+    return pd.DataFrame(rows).sort_values(["mode", "concurrency"], ignore_index=True)
 
 
 def per_prompt(runs: Sequence[_LevelRun]) -> dict[int, list[RequestAcceptance]]:
@@ -242,15 +237,12 @@ def crossing_statement(table: pd.DataFrame) -> str:
     t = table.sort_values("concurrency").reset_index(drop=True)
     first, last = t.iloc[0], t.iloc[-1]
     cross = _crossing_concurrency(t)
-    span = (
-        f"speedup {first.speedup:.2f}× at concurrency {int(first.concurrency)}, "
-        f"{last.speedup:.2f}× at {int(last.concurrency)}"
-    )
+    span = f"speedup {first.speedup:.2f}× at concurrency {int(first.concurrency)}, "
+    span += f"{last.speedup:.2f}× at {int(last.concurrency)}"
     if t["repeats"].max() > 1:
         unsure = t[(t.speedup_min < 1) & (t.speedup_max > 1)].concurrency.tolist()
-        span += f"; medians of {int(t.repeats.min())} repeats" + (
-            f", and at concurrency {unsure} the repeats fall on both sides of 1" if unsure else ""
-        )
+        both = f", and at concurrency {unsure} the repeats fall on both sides of 1"
+        span += f"; medians of {int(t.repeats.min())} repeats" + (both if unsure else "")
     if cross is None:
         return f"The ratio did not cross 1 up to concurrency {int(last.concurrency)} ({span})."
     if (t["speedup"] < 1).all():
@@ -271,12 +263,9 @@ def trend_statement(table: pd.DataFrame) -> str:
     first, last = table.iloc[0], table.iloc[-1]
     band = f"(ranges over repeats {first.speedup_min:.2f}–{first.speedup_max:.2f} and "
     band += f"{last.speedup_min:.2f}–{last.speedup_max:.2f})"
-    if last.speedup_min > first.speedup_max:
-        trend = "rose"
-    elif last.speedup_max < first.speedup_min:
-        trend = "fell"
-    else:
-        trend = "moved by less than its repeats spread, so this run cannot tell which way,"
+    trend = "moved by less than its repeats spread, so this run cannot tell which way,"
+    trend = "rose" if last.speedup_min > first.speedup_max else trend
+    trend = "fell" if last.speedup_max < first.speedup_min else trend
     return (
         f"spec/plain tokens/s {trend} from {first.speedup:.2f}x at concurrency "
         f"{int(first.concurrency)} to {last.speedup:.2f}x at {int(last.concurrency)} {band}"
@@ -300,15 +289,10 @@ def run_burst(
     produced = {int(r["usage"]["completion_tokens"]) for r in replies}
     if produced != {output_tokens}:
         raise RuntimeError(f"the burst produced {produced} tokens, not {output_tokens}")
-    each, blocks = len(prompts[0]) + output_tokens, cache.num_gpu_blocks
-    row = {"mode": mode, "num_gpu_blocks": blocks, "block_size": cache.block_size}
+    each, blocks, size = len(prompts[0]) + output_tokens, cache.num_gpu_blocks, cache.block_size
+    row = {"mode": mode, "num_gpu_blocks": blocks, "block_size": size}
     row |= {"kv_cache_tokens": cache.kv_tokens, "burst_requests": len(prompts)}
-    row |= {
-        "tokens_per_request": each,
-        "fit_at_full_length": blocks // math.ceil(each / cache.block_size),
-    }
-    row |= {
-        "peak_running": scraper.peak("running"),
-        "preemptions": scraper.engine_total.preemptions,
-    }
+    row |= {"tokens_per_request": each, "fit_at_full_length": blocks // math.ceil(each / size)}
+    preempted = scraper.engine_total.preemptions
+    row |= {"peak_running": scraper.peak("running"), "preemptions": preempted}
     return row | {"peak_kv_usage": scraper.peak("kv_cache_usage"), "duration_s": round(duration, 2)}

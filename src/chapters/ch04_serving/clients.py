@@ -33,7 +33,6 @@ __all__ = [
 
 _Messages = list[dict[str, str]]
 _CHAT_PATH = "/v1/chat/completions"
-_COMPLETIONS_PATH = "/v1/completions"
 _DONE = "[DONE]"
 
 
@@ -140,9 +139,8 @@ class StreamResult:
     @property
     def tpot(self) -> float:
         """Time per output token after the first: (last − first token) / (output tokens − 1)."""
-        if self.output_tokens < 2:
-            return 0.0
-        return (self.last_token_at - self.first_token_at) / (self.output_tokens - 1)
+        span = self.last_token_at - self.first_token_at
+        return span / (self.output_tokens - 1) if self.output_tokens > 1 else 0.0
 
     @property
     def output_tps(self) -> float:
@@ -202,16 +200,14 @@ def _result_from_events(
             result.last_token_at = at
             result.chunks += 1
             parts.append(content)
-        choices = event.get("choices") or []
-        if choices and choices[0].get("finish_reason"):
-            result.finish_reason = choices[0]["finish_reason"]
+        finish = (event.get("choices") or [{}])[0].get("finish_reason")
+        result.finish_reason = finish or result.finish_reason
         usage = event.get("usage")
         if usage:
             result.output_tokens = int(usage.get("completion_tokens") or 0)
             result.prompt_tokens = int(usage.get("prompt_tokens") or 0)
             result.acceptance = response_acceptance(event) or result.acceptance
-    result.text = "".join(parts)
-    result.latency = last - start
+    result.text, result.latency = "".join(parts), last - start
     if result.output_tokens == 0:  # no usage chunk: fall back to one token per content chunk
         result.output_tokens = result.chunks
     return result
@@ -288,12 +284,9 @@ def spec_counters_from_text(text: str) -> SpecCounters:
                 per_pos[int(position)] = per_pos.get(int(position), 0.0) + sample.value
             else:
                 values[family.name] = values.get(family.name, 0.0) + sample.value
-    return SpecCounters(
-        int(values.get(METRICS.num_drafts, 0)),
-        int(values.get(METRICS.num_draft_tokens, 0)),
-        int(values.get(METRICS.num_accepted_tokens, 0)),
-        tuple(int(per_pos.get(i, 0)) for i in range(max(per_pos) + 1)) if per_pos else (),
-    )
+    totals = (METRICS.num_drafts, METRICS.num_draft_tokens, METRICS.num_accepted_tokens)
+    positions = tuple(int(per_pos.get(i, 0)) for i in range(max(per_pos) + 1)) if per_pos else ()
+    return SpecCounters(*(int(values.get(name, 0)) for name in totals), positions)
 
 
 def scrape_metrics_text(base_url: str, timeout: float = 10) -> str:
@@ -323,11 +316,8 @@ class EngineStats:
 
     def __sub__(self, before: EngineStats) -> EngineStats:
         """Counters accumulated since `before`; gauges and the cache's size as now."""
-        latency = {
-            name: (total - before.latency.get(name, (0.0, 0.0))[0],
-                   count - before.latency.get(name, (0.0, 0.0))[1])
-            for name, (total, count) in self.latency.items()
-        }  # fmt: skip
+        old = {name: before.latency.get(name, (0.0, 0.0)) for name in self.latency}
+        latency = {n: (s - old[n][0], c - old[n][1]) for n, (s, c) in self.latency.items()}
         counted = {name: getattr(self, name) - getattr(before, name) for name in _COUNTED}
         return replace(self, latency=latency, **counted)
 
@@ -356,17 +346,14 @@ def engine_stats_from_text(text: str) -> EngineStats:
             total = sum(s.value for s in family.samples if s.name == f"{family.name}_sum")
             count = sum(s.value for s in family.samples if s.name == f"{family.name}_count")
             values["latency"][_HISTOGRAMS[family.name]] = (total, count)
-            continue
-        if family.name == METRICS.cache_config_info:
+        elif family.name == METRICS.cache_config_info:
             for sample in family.samples[:1]:
                 values["num_gpu_blocks"] = int(sample.labels.get(METRICS.num_gpu_blocks) or 0)
                 values["block_size"] = int(sample.labels.get(METRICS.block_size) or 0)
-            continue
-        field_name = _ENGINE_FIELDS.get(family.name)
-        if field_name is None:
-            continue
-        wanted = METRICS.exported(family.name) if family.type == "counter" else family.name
-        values[field_name] = sum(s.value for s in family.samples if s.name == wanted)
+        elif family.name in _ENGINE_FIELDS:
+            wanted = METRICS.exported(family.name) if family.type == "counter" else family.name
+            found = sum(s.value for s in family.samples if s.name == wanted)
+            values[_ENGINE_FIELDS[family.name]] = found
     return EngineStats(**values)
 
 
@@ -383,16 +370,11 @@ def tokenize(base_url: str, model: str, text: str, timeout: float = 30) -> list[
 
 
 def complete_tokens(
-    base_url: str,
-    model: str,
-    prompt_ids: list[int],
-    max_tokens: int,
-    timeout: float = 300,
-    **extra: Any,
+    base_url: str, model: str, ids: list[int], max_tokens: int, timeout: float = 300, **extra: Any
 ) -> dict[str, Any]:
     """One greedy non-streaming completion of a prompt given as token ids; the response JSON."""
-    payload = {"model": model, "prompt": prompt_ids, "max_tokens": max_tokens, "temperature": 0.0}
-    url = f"{base_url}{_COMPLETIONS_PATH}"
+    payload = {"model": model, "prompt": ids, "max_tokens": max_tokens, "temperature": 0.0}
+    url = f"{base_url}/v1/completions"
     return _request("post", url, json=payload | extra, timeout=timeout).json()
 
 

@@ -97,11 +97,10 @@ def _exit_like(code: int) -> int:
 
 
 def _parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    """--owner PID, --grace S, --poll S, then the command after `--`."""
+    """--owner PID, --grace S, then the command after `--`."""
     parser = argparse.ArgumentParser(prog="guard.py", description=__doc__.splitlines()[0])
     parser.add_argument("--owner", type=int, required=True, help="pid of the owning process")
     parser.add_argument("--grace", type=float, default=_ORPHAN_GRACE)
-    parser.add_argument("--poll", type=float, default=_POLL_SECONDS)
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     if args.command[:1] == ["--"]:
@@ -116,13 +115,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parse_args(argv)
     if os.getppid() != args.owner:
         return 1  # the owner is already gone: start nothing
-    # A Python-level handler (not SIG_IGN, which the command would inherit through exec): the
-    # group's SIGTERM stops the command, and the guard waits to report how it ended.
+    # A Python handler (SIG_IGN would pass to the command): SIGTERM stops the command, not us.
     signal.signal(signal.SIGTERM, lambda *_: None)
     child = subprocess.Popen(args.command)
     while True:
         try:
-            code = child.wait(timeout=args.poll)
+            code = child.wait(timeout=_POLL_SECONDS)
         except subprocess.TimeoutExpired:
             if os.getppid() != args.owner:
                 _stop_others(child, args.grace)

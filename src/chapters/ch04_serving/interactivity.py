@@ -118,8 +118,7 @@ def check_lines(checks: pd.DataFrame) -> list[str]:
     """One printed line per kind of check: holds everywhere, or where it fails and by how much."""
     lines = []
     for name, g in checks.groupby("check", sort=False):
-        failed = g[~g.holds]
-        limit = g.limit.iloc[0]
+        failed, limit = g[~g.holds], g.limit.iloc[0]
         if failed.empty:
             lines.append(f"{name}: holds at all {len(g)} places ({limit})")
         else:

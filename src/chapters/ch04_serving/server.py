@@ -87,8 +87,9 @@ _KILLED_LINE = re.compile(r"exit code:? -9\b|': -9\b")
 _DIED_LINE = re.compile(r"died unexpectedly|exited unexpectedly|died with exit code")
 #: The kernel's count of processes its OOM killer has killed since boot (any cgroup's).
 _VMSTAT = Path("/proc/vmstat")
-#: What a server's log says when its port was taken (its bind failed).
+#: What a server's log says when its port was taken (its bind failed), and the fix for a taken port.
 _PORT_TAKEN_LINE = "Address already in use"
+_OWN_PORT = "give each server its own port, or pass port=None to pick a free one"
 
 _running: list[VllmServer] = []
 #: Held while a server checks its port and registers in _running (two starts of one process).
@@ -181,9 +182,8 @@ def launch_command(
 ) -> list[str]:
     """The `vllm serve …` launched: engine flags, host, model name, per-request flag."""
     if profile.is_local:  # fail in one line here rather than as a hub lookup inside the server
-        profile.verifier_path()
-        profile.drafter_path()
-        profile.tokenizer_path()
+        for local_path in (profile.verifier_path, profile.drafter_path, profile.tokenizer_path):
+            local_path()
     k = resolve_k(profile, k)
     per_request = _per_request_flags()[0] if k else []
     extra = ["--host", _HOST, *_engine_flags(profile, gpu, **engine), *per_request]
@@ -296,11 +296,6 @@ def _log_line(pattern: re.Pattern[str], text: str) -> str | None:
     return text[start : len(text) if end < 0 else end].split("] ", 1)[-1].strip()[:160]
 
 
-def _owner_token(name: str) -> str:
-    """The OWNER_ENV value for a server started from this process."""
-    return f"{os.getpid()}:{name}"
-
-
 def _live(proc: psutil.Process) -> bool:
     """True for a running (non-zombie) process."""
     try:
@@ -377,10 +372,8 @@ def _server_id_of(pid: int) -> str | None:
     except OSError:
         return None
     prefix = f"{_SERVER_ID_ENV}=".encode()
-    for entry in environ.split(b"\0"):
-        if entry.startswith(prefix):
-            return entry[len(prefix) :].decode(errors="replace")
-    return None
+    found = next((entry for entry in environ.split(b"\0") if entry.startswith(prefix)), None)
+    return None if found is None else found[len(prefix) :].decode(errors="replace")
 
 
 def _write_record(server: VllmServer, directory: Path | None = None) -> Path:
@@ -485,10 +478,9 @@ def sweep_orphans(directory: Path | None = None, grace: float = 5.0) -> list[str
         owned = _owned_processes(record)
         if owned:
             _end_processes(owned, grace)
-            stopped.append(
-                f"{record.get('name', '?')} (port {record.get('port', '?')}, pgid {record['pgid']},"
-                f" owner pid {record['owner_pid']} gone; log {record.get('log', '?')})"
-            )
+            name, port, log = (record.get(key, "?") for key in ("name", "port", "log"))
+            gone = f"pgid {record['pgid']}, owner pid {record['owner_pid']} gone"
+            stopped.append(f"{name} (port {port}, {gone}; log {log})")
         elif _group_processes(int(record["pgid"])):
             print(f"[sweep] {_left_alone(record)}", file=sys.stderr, flush=True)
         path.unlink(missing_ok=True)
@@ -544,12 +536,12 @@ class VllmServer:
         quiet = {"VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"}
         # vLLM's default logging, at INFO, into the server's own log (its SpecDecoding lines).
         logging = {"VLLM_LOGGING_CONFIG_PATH": "", "VLLM_LOGGING_LEVEL": "INFO", **_KEEP_ENVIRON}
-        marks = {_OWNER_ENV: _owner_token(self.name), _SERVER_ID_ENV: self._new_server_id()}
+        self.server_id = secrets.token_hex(16)  # a fresh token for this start, kept in its record
+        marks = {_OWNER_ENV: f"{os.getpid()}:{self.name}", _SERVER_ID_ENV: self.server_id}
         env = {**ENGINE_ENV, **inherited, **offline, **quiet, **logging, **self.env, **marks}
         t0 = time.perf_counter()
         with self.log_path.open("w", encoding="utf-8") as log:
-            log.write(f"$ {shell_text(self.argv)}\n")
-            log.flush()
+            print(f"$ {shell_text(self.argv)}", file=log, flush=True)
             self._launch(env, log)
         self.record = _write_record(self)
         try:
@@ -558,8 +550,7 @@ class VllmServer:
             self.stop()
             raise
         self.startup_seconds = time.perf_counter() - t0
-        log_text = self.log_path.read_text(errors="replace", encoding="utf-8")
-        runner = ("V2" if _V2_LOG_LINE in log_text else "V1") if has_gpu() else None
+        runner = ("V2" if _V2_LOG_LINE in self._log_text() else "V1") if has_gpu() else None
         model = self.argv[2] if len(self.argv) > 2 else None
         seconds = round(self.startup_seconds, 2)
         record = {"engine": f"server {self.name}", "model": model, "seconds": seconds}
@@ -587,20 +578,11 @@ class VllmServer:
         """Raise in one line when another server of this process, or anything, holds the port."""
         holder = next((s for s in _running if s.port == self.port and s.alive), None)
         if holder is not None and holder is not self:
-            raise RuntimeError(
-                f"port {self.port} is already server {holder.name!r}'s (started here): give each "
-                f"server its own port, or pass port=None to pick a free one"
-            )
+            taken = f"port {self.port} is already server {holder.name!r}'s (started here)"
+            raise RuntimeError(f"{taken}: {_OWN_PORT}")
         if _port_in_use(self.port):
-            raise RuntimeError(
-                f"port {self.port} on {_HOST} is already in use: stop what holds it, "
-                f"or pass port=None to pick a free one"
-            )
-
-    def _new_server_id(self) -> str:
-        """A fresh random token for this start (kept in self.server_id for its record)."""
-        self.server_id = secrets.token_hex(16)
-        return self.server_id
+            taken = f"port {self.port} on {_HOST} is already in use: stop what holds it"
+            raise RuntimeError(f"{taken}, or pass port=None to pick a free one")
 
     def _wait_healthy(self, t0: float, timeout: float, progress: bool) -> None:
         """Poll /health until 200; raise on early exit or timeout; print progress at times."""
@@ -615,8 +597,8 @@ class VllmServer:
                 if strangers:
                     raise RuntimeError(
                         f"port {self.port} is answered by {_describe(strangers[0])}, not by server "
-                        f"{self.name!r}: another start took the port while this one started; give "
-                        f"each server its own port, or pass port=None to pick a free one"
+                        f"{self.name!r}: another start took the port while this one started; "
+                        f"{_OWN_PORT}"
                     )
                 if listening:
                     if progress:
@@ -638,8 +620,7 @@ class VllmServer:
         if _PORT_TAKEN_LINE in self._log_text():
             return (
                 f"vLLM server {self.name!r} could not listen on port {self.port}: another "
-                f"process took it while this one started (log {self._where()}); give each server "
-                f"its own port, or pass port=None to pick a free one"
+                f"process took it while this one started (log {self._where()}); {_OWN_PORT}"
             )
         killed = self._killed()
         if killed is not None:
@@ -779,11 +760,9 @@ class VllmServer:
         _stop_servers([self], grace)
 
     def __repr__(self) -> str:
-        failure = self.failure()
+        failure, state = self.failure(), "running" if self.alive else "stopped"
         if failure is not None:
             state = f"{'running' if self.alive else 'ended'}: {failure}"
-        else:
-            state = "running" if self.alive else "stopped"
         return f"VllmServer({self.name!r}, {self.base_url}, model={self.model!r}, {state})"
 
 

@@ -25,21 +25,12 @@ def bench_serve_argv(
     result: Path,
 ) -> list[str]:
     """`vllm bench serve` on the chat endpoint: a prompts file, forced length, greedy, JSON out."""
-    flags = {
-        "--backend": "openai-chat",
-        "--base-url": base_url,
-        "--endpoint": "/v1/chat/completions",
-        "--model": model,
-        "--tokenizer": tokenizer,
-        "--dataset-name": "custom",
-        "--dataset-path": dataset,
-        "--custom-output-len": output_len,
-        "--num-prompts": num_prompts,
-        "--max-concurrency": concurrency,
-        "--temperature": 0,
-        "--result-dir": result.parent,
-        "--result-filename": result.name,
-    }
+    flags = {"--backend": "openai-chat", "--endpoint": "/v1/chat/completions"}
+    flags |= {"--base-url": base_url, "--model": model, "--tokenizer": tokenizer}
+    flags |= {"--dataset-name": "custom"}
+    flags |= {"--dataset-path": dataset, "--custom-output-len": output_len}
+    flags |= {"--num-prompts": num_prompts, "--max-concurrency": concurrency, "--temperature": 0}
+    flags |= {"--result-dir": result.parent, "--result-filename": result.name}
     argv = [sys.executable, "-m", __name__, *(str(x) for kv in flags.items() for x in kv)]
     return argv + ["--ignore-eos", "--disable-tqdm", "--save-result"]
 
