@@ -21,6 +21,7 @@ from chapters.ch04_serving.clients import (
     stream_chat,
 )
 from chapters.ch04_serving.monitoring import Scraper
+from chapters.ch04_serving.server import VllmServer
 from helpers.common import vllm_names
 from helpers.common.ci import ci_scaled
 from helpers.common.counters import RequestAcceptance, SpecCounters, acceptance_stats
@@ -126,7 +127,7 @@ _SERVER_TIMES = ("ttft", "tpot")
 
 
 def _run_level(
-    srv: Any,
+    srv: VllmServer,
     prompts: Sequence[str],
     concurrency: int,
     n_requests: int,
@@ -168,7 +169,7 @@ def _warm_up(base_url: str, model: str, prompts: Sequence[str], max_tokens: int 
 
 
 def run_interleaved(
-    servers: Mapping[str, Any],
+    servers: Mapping[str, VllmServer],
     prompts: Sequence[str],
     concurrency: Sequence[int],
     max_tokens: int,
@@ -273,7 +274,7 @@ def trend_statement(table: pd.DataFrame) -> str:
 
 
 def run_burst(
-    srv: Any, mode: str, prompts: Sequence[list[int]], output_tokens: int
+    srv: VllmServer, mode: str, prompts: Sequence[list[int]], output_tokens: int
 ) -> dict[str, Any]:
     """Send every prompt at once (forced length), sampling /metrics: capacity and peaks."""
 
