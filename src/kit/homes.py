@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import argparse
 import ast
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from helpers.common.paths import REPO_ROOT
+from helpers.common.paths import NOTEBOOKS_DIR, REPO_ROOT
 
 __all__ = ["main"]
 
@@ -70,6 +71,25 @@ def _homes(src: Path = _SRC) -> dict[str, list[_Home]]:
     }
 
 
+def _notebook_cells(folder: Path = NOTEBOOKS_DIR) -> dict[str, list[int]]:
+    """Per notebook (file name): the lines of each of its code cells, in order."""
+    return {
+        path.name: [
+            len("".join(cell["source"]).splitlines())
+            for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]
+            if cell["cell_type"] == "code"
+        ]
+        for path in sorted(folder.glob("*.ipynb"))
+    }
+
+
+def _notebook_line(cells: dict[str, list[int]]) -> str:
+    """The notebooks' code on screen in one line: total lines and the longest cell."""
+    sizes = [n for notebook in cells.values() for n in notebook]
+    longest = max(sizes, default=0)
+    return f"notebooks: {sum(sizes):,} code lines in {len(sizes)} cells, longest {longest}"
+
+
 def _report(found: dict[str, list[_Home]]) -> list[str]:
     """The table as text lines, each group's total last."""
     lines = [f"{'home':34s} {'modules':>7s} {'lines':>7s} {'exports':>7s}"]
@@ -91,7 +111,7 @@ def _report(found: dict[str, list[_Home]]) -> list[str]:
 def main(argv: Sequence[str] | None = None) -> int:
     """Print the homes table."""
     argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args(argv)
-    print("\n".join(_report(_homes())))
+    print("\n".join([*_report(_homes()), _notebook_line(_notebook_cells())]))
     return 0
 
 

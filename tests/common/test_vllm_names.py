@@ -49,18 +49,6 @@ PER_REQUEST_IN: tuple[tuple[str, str, str], ...] = (
     (vllm_names.PER_REQUEST.arg, "config/observability.py", r"\b{}\s*:"),
     (vllm_names.PER_REQUEST.summary, "config/observability.py", r'Literal\[[^\]]*"{}"'),
     (vllm_names.PER_REQUEST.output_attr, "outputs.py", r"\b{}\s*:"),
-    (
-        vllm_names.RESPONSE_KEYS.metrics,
-        "entrypoints/openai/chat_completion/protocol.py",
-        r"\b{}\s*:",
-    ),
-    (
-        vllm_names.RESPONSE_KEYS.speculative_decoding,
-        "entrypoints/generate/base/protocol.py",
-        r"\b{}\s*:",
-    ),
-    (vllm_names.RESPONSE_KEYS.histogram, "v1/metrics/stats.py", r'"{}"'),
-    (vllm_names.RESPONSE_KEYS.num_draft_tokens, "v1/metrics/stats.py", r'"{}"'),
     (vllm_names.DISABLE_EAGLE_BLOCK_DROP, "config/speculative.py", r"\b{}\s*:"),
     (vllm_names.PER_REQUEST.detailed, "config/observability.py", r'Literal\[[^\]]*"{}"'),
     (vllm_names.PER_REQUEST.per_step_accepted, "v1/metrics/stats.py", r"\b{}\s*:"),

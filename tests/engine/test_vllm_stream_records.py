@@ -21,7 +21,7 @@ def outputs(record: object | None, text: str, finish: str | None) -> object:
 def test_a_merged_stream_keeps_the_last_outputs_record() -> None:
     pytest.importorskip("vllm")
     if not compat.supports("per_request_spec_decode_metrics"):
-        pytest.skip(compat.label("per_request_spec_decode_metrics"))
+        pytest.skip(compat.FEATURES["per_request_spec_decode_metrics"].lost)
     from vllm.outputs import RequestOutput
     from vllm.v1.metrics.stats import RequestSpecDecodeMetrics
 

@@ -1,11 +1,5 @@
-"""A bounded serving benchmark: speculative vs plain through the HTTP server, per concurrency level
-(notebook 04, section 6, which describes it).
-
-Like `vllm bench serve --max-concurrency C`, each level keeps C streaming requests in flight over
-the same prompts, bounded in requests and time (fewer under CI), while a `monitoring.Scraper`
-samples /metrics; a level's requests carry their own acceptance and add up to its counter delta
-exactly (the notebook's `reconcile_per_request`).
-"""
+"""The bounded serving benchmark of notebook 04, section 6: speculative vs plain per concurrency
+level, as `vllm bench serve --max-concurrency C` runs it, with /metrics sampled meanwhile."""
 
 from __future__ import annotations
 
@@ -13,21 +7,24 @@ import math
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from chapters.ch04_serving.clients import EngineStats, StreamResult, stream_chat
+from chapters.ch04_serving.clients import (
+    EngineStats,
+    StreamResult,
+    complete_tokens,
+    scrape_engine_stats,
+    stream_chat,
+)
 from chapters.ch04_serving.monitoring import Scraper
+from chapters.ch04_serving.server import VllmServer
 from helpers.common import vllm_names
 from helpers.common.ci import ci_scaled
-from helpers.common.counters import (
-    RequestAcceptance,
-    SpecCounters,
-    acceptance_stats,
-)
+from helpers.common.counters import RequestAcceptance, SpecCounters, acceptance_stats
 from helpers.common.prompts import as_messages, interleaved, load_prompts
 
 __all__ = [
@@ -37,6 +34,8 @@ __all__ = [
     "results_frame",
     "per_prompt",
     "crossing_statement",
+    "trend_statement",
+    "run_burst",
 ]
 
 _LEVEL_TIME_LIMIT = 120.0
@@ -50,14 +49,12 @@ _NATURAL = "natural"
 
 
 def requests_for(concurrency: int) -> int:
-    """Requests sent at one level: max(8, 2·C), or max(4, C) under CI (every level fills its C
-    slots)."""
+    """Requests sent at one level: max(8, 2·C), or max(4, C) under CI (each fills its C slots)."""
     return ci_scaled(max(8, 2 * concurrency), max(4, concurrency))
 
 
 def bench_prompts(n: int) -> list[str]:
-    """n held-out user prompts, the task categories interleaved (structured, code, prose, creative,
-    …)."""
+    """n held-out user prompts, the task categories interleaved."""
     return interleaved(load_prompts(), n)
 
 
@@ -87,8 +84,7 @@ class _LevelRun:
         return [r.acceptance for r in self.results if r.acceptance is not None]
 
     def row(self) -> dict[str, float | int | str]:
-        """One tidy row: throughput, per-user speed, TTFT, TPOT, (for a drafter) acceptance
-        length τ, and what the server did meanwhile (prefix cache, preemptions, queue)."""
+        """One tidy row: throughput, per-user speed, TTFT, TPOT, τ, the server's cache and queue."""
         res = self.results
         tokens = sum(r.output_tokens for r in res)
         prompt_tokens = sum(r.prompt_tokens for r in res)
@@ -98,13 +94,10 @@ class _LevelRun:
         busy = sum(r.latency for r in res)
         server = {f"server_{n}_ms": 1000 * self.engine.mean_seconds(n) for n in _SERVER_TIMES}
         tpot_server = server["server_tpot_ms"]
-        return {
-            "mode": self.mode,
-            "length": self.length,
-            "concurrency": self.concurrency,
-            "repeat": self.repeat,
-            "requests": len(res),
-            "skipped": self.skipped,
+        tau = stats[vllm_names.STATS.tau] if self.counters.num_drafts else math.nan
+        row = {"mode": self.mode, "length": self.length, "concurrency": self.concurrency}
+        row |= {"repeat": self.repeat, "requests": len(res), "skipped": self.skipped}
+        return row | {
             "output_tokens": tokens,
             "duration_s": round(self.duration, 3),
             "output_tok_s": tokens / self.duration if self.duration > 0 else 0.0,
@@ -117,9 +110,7 @@ class _LevelRun:
             "median_tpot_ms": float(np.median(tpot)) if len(tpot) else math.nan,
             **server,
             "chunks_per_request": sum(r.chunks for r in res) / len(res) if res else math.nan,
-            "acceptance_length": stats[vllm_names.STATS.tau]
-            if self.counters.num_drafts
-            else math.nan,
+            "acceptance_length": tau,
             "prompt_tokens": prompt_tokens,
             "prefix_cache_queries": self.engine.prefix_cache_queries,
             "prefix_cache_hits": self.engine.prefix_cache_hits,
@@ -136,8 +127,7 @@ _SERVER_TIMES = ("ttft", "tpot")
 
 
 def _run_level(
-    base_url: str,
-    model: str,
+    srv: VllmServer,
     prompts: Sequence[str],
     concurrency: int,
     n_requests: int,
@@ -146,59 +136,40 @@ def _run_level(
     mode: str,
     ignore_eos: bool = True,
 ) -> _LevelRun:
-    """Send n_requests streaming requests, `concurrency` in flight; none starts after `time_limit`
-    seconds. ignore_eos=True forces max_tokens per request; False lets each answer end itself."""
-    deadline = time.perf_counter() + time_limit
+    """Send n_requests streaming requests, `concurrency` in flight, none after `time_limit` s."""
+    deadline, url = time.perf_counter() + time_limit, srv.base_url
 
     def one(i: int) -> StreamResult | None:
-        """One request, unless the level's time is up (request i sends prompt i mod the list's
-        length: every level cycles through the same prompts)."""
+        """One request (prompt i mod the list's length), unless the level's time is up."""
         if time.perf_counter() > deadline:
             return None
-        result = stream_chat(
-            base_url,
-            model,
-            as_messages(prompts[i % len(prompts)]),
-            max_tokens=max_tokens,
-            temperature=0.0,
-            timeout=_REQUEST_TIMEOUT,
-            ignore_eos=ignore_eos,
+        index = i % len(prompts)
+        messages = as_messages(prompts[index])
+        done = stream_chat(
+            url, srv.model, messages, max_tokens, _REQUEST_TIMEOUT, ignore_eos=ignore_eos
         )
-        result.prompt_index = i % len(prompts)
-        return result
+        return replace(done, prompt_index=index)
 
-    with Scraper(base_url, interval=_SAMPLE_EVERY) as scraper:
+    with Scraper(url, interval=_SAMPLE_EVERY) as scraper:
         t0 = time.perf_counter()
-        with ThreadPoolExecutor(
-            max_workers=concurrency, thread_name_prefix=f"bench-c{concurrency}"
-        ) as pool:
+        with ThreadPoolExecutor(concurrency, f"bench-c{concurrency}") as pool:
             outcomes = list(pool.map(one, range(n_requests)))
         duration = time.perf_counter() - t0
     done = [r for r in outcomes if r is not None]
-    return _LevelRun(
-        mode,
-        concurrency,
-        done,
-        duration,
-        len(outcomes) - len(done),
-        scraper.total,
-        length=_FORCED if ignore_eos else _NATURAL,
-        engine=scraper.engine_total,
-        peak_running=scraper.peak("running"),
-        peak_waiting=scraper.peak("waiting"),
-    )
+    run = _LevelRun(mode, concurrency, done, duration, len(outcomes) - len(done), scraper.total)
+    peaks = {"peak_running": scraper.peak("running"), "peak_waiting": scraper.peak("waiting")}
+    length = _FORCED if ignore_eos else _NATURAL
+    return replace(run, length=length, engine=scraper.engine_total, **peaks)
 
 
 def _warm_up(base_url: str, model: str, prompts: Sequence[str], max_tokens: int = 16) -> None:
     """A couple of short requests so the first measured level does not pay first-request costs."""
     for p in prompts[:2]:
-        stream_chat(
-            base_url, model, as_messages(p), max_tokens=max_tokens, timeout=_REQUEST_TIMEOUT
-        )
+        stream_chat(base_url, model, as_messages(p), max_tokens, _REQUEST_TIMEOUT)
 
 
 def run_interleaved(
-    servers: Mapping[str, Any],
+    servers: Mapping[str, VllmServer],
     prompts: Sequence[str],
     concurrency: Sequence[int],
     max_tokens: int,
@@ -207,14 +178,7 @@ def run_interleaved(
     progress: bool = True,
     ignore_eos: bool = True,
 ) -> list[_LevelRun]:
-    """Every level `repeats` times on servers that are all up, alternating which mode goes first.
-
-    `servers` maps a mode to a started server (base_url, model); one server
-    measures one mode, as the alert of section 9 does on a mismatched pair. Interleaving
-    spreads slow drifts of a shared machine (other work, thermal state) over both modes instead of
-    charging them to whichever ran second; the repeats give each figure a spread. ignore_eos=False
-    measures natural lengths (same prompts, each answer ends where the model ends it).
-    """
+    """Every level `repeats` times on servers that are all up, alternating which mode goes first."""
     modes = list(servers)
     for srv in servers.values():
         _warm_up(srv.base_url, srv.model, prompts)
@@ -224,43 +188,26 @@ def run_interleaved(
             for mode in modes if rep % 2 == 0 else modes[::-1]:
                 srv = servers[mode]
                 run = _run_level(
-                    srv.base_url,
-                    srv.model,
-                    prompts,
-                    c,
-                    requests_for(c),
-                    max_tokens,
-                    time_limit,
-                    mode,
-                    ignore_eos,
+                    srv, prompts, c, requests_for(c), max_tokens, time_limit, mode, ignore_eos
                 )
                 run.repeat = rep
                 runs.append(run)
         if progress:
-            done = [r.row() for r in runs if r.repeat == rep]
-            print(
-                f"{_FORCED if ignore_eos else _NATURAL} length, repeat {rep + 1}/{repeats}: "
-                + ", ".join(
-                    f"{r['mode']} C={r['concurrency']} {r['output_tok_s']:.0f} tok/s" for r in done
-                )
-            )
+            rows = [r.row() for r in runs if r.repeat == rep]
+            said = [f"{r['mode']} C={r['concurrency']} {r['output_tok_s']:.0f} tok/s" for r in rows]
+            length = _FORCED if ignore_eos else _NATURAL
+            print(f"{length} length, repeat {rep + 1}/{repeats}: {', '.join(said)}")
     return runs
 
 
 def results_frame(*runs: Sequence[_LevelRun]) -> pd.DataFrame:
     """One tidy DataFrame (a row per mode × concurrency) from any number of benchmark runs."""
-    return pd.DataFrame([run.row() for group in runs for run in group]).sort_values(
-        ["mode", "concurrency"], ignore_index=True
-    )
+    rows = [run.row() for group in runs for run in group]
+    return pd.DataFrame(rows).sort_values(["mode", "concurrency"], ignore_index=True)
 
 
 def per_prompt(runs: Sequence[_LevelRun]) -> dict[int, list[RequestAcceptance]]:
-    """Per concurrency level: one acceptance record per distinct prompt, its requests (repeats,
-    and the cycles of a level that sends more requests than there are prompts) added up. Greedy
-    requests of the same prompt decode the same tokens, so the prompt, not the request, is the
-    unit an interval over requests may count; τ of the summed histogram is a ratio of sums, and
-    a jackknife over these records leaves one prompt out at a time (empty where the server
-    returned no acceptance)."""
+    """Per level: one acceptance record per distinct prompt, its requests summed."""
     by_level: dict[int, dict[int, list[RequestAcceptance]]] = {}
     for run in runs:
         prompts = by_level.setdefault(run.concurrency, {})
@@ -279,9 +226,6 @@ def _summed(records: Sequence[RequestAcceptance]) -> RequestAcceptance:
     return RequestAcceptance(hist, sum(r.num_draft_tokens for r in records))
 
 
-# ---------------------------------------------------------------- comparison
-
-
 def _crossing_concurrency(table: pd.DataFrame) -> int | None:
     """The first concurrency (ascending) whose speedup is below 1, or None."""
     below = table.sort_values("concurrency")
@@ -294,15 +238,12 @@ def crossing_statement(table: pd.DataFrame) -> str:
     t = table.sort_values("concurrency").reset_index(drop=True)
     first, last = t.iloc[0], t.iloc[-1]
     cross = _crossing_concurrency(t)
-    span = (
-        f"speedup {first.speedup:.2f}× at concurrency {int(first.concurrency)}, "
-        f"{last.speedup:.2f}× at {int(last.concurrency)}"
-    )
+    span = f"speedup {first.speedup:.2f}× at concurrency {int(first.concurrency)}, "
+    span += f"{last.speedup:.2f}× at {int(last.concurrency)}"
     if t["repeats"].max() > 1:
         unsure = t[(t.speedup_min < 1) & (t.speedup_max > 1)].concurrency.tolist()
-        span += f"; medians of {int(t.repeats.min())} repeats" + (
-            f", and at concurrency {unsure} the repeats fall on both sides of 1" if unsure else ""
-        )
+        both = f", and at concurrency {unsure} the repeats fall on both sides of 1"
+        span += f"; medians of {int(t.repeats.min())} repeats" + (both if unsure else "")
     if cross is None:
         return f"The ratio did not cross 1 up to concurrency {int(last.concurrency)} ({span})."
     if (t["speedup"] < 1).all():
@@ -316,3 +257,43 @@ def crossing_statement(table: pd.DataFrame) -> str:
         f"The ratio first falls below 1 at concurrency {cross} ({t.speedup[i]:.2f}×{prev}): "
         f"from there plain decoding serves more tokens per second ({span})."
     )
+
+
+def trend_statement(table: pd.DataFrame) -> str:
+    """How spec/plain tokens/s moved from the first concurrency to the last, against the repeats."""
+    first, last = table.iloc[0], table.iloc[-1]
+    band = f"(ranges over repeats {first.speedup_min:.2f}–{first.speedup_max:.2f} and "
+    band += f"{last.speedup_min:.2f}–{last.speedup_max:.2f})"
+    trend = "moved by less than its repeats spread, so this run cannot tell which way,"
+    trend = "rose" if last.speedup_min > first.speedup_max else trend
+    trend = "fell" if last.speedup_max < first.speedup_min else trend
+    return (
+        f"spec/plain tokens/s {trend} from {first.speedup:.2f}x at concurrency "
+        f"{int(first.concurrency)} to {last.speedup:.2f}x at {int(last.concurrency)} {band}"
+    )
+
+
+def run_burst(
+    srv: VllmServer, mode: str, prompts: Sequence[list[int]], output_tokens: int
+) -> dict[str, Any]:
+    """Send every prompt at once (forced length), sampling /metrics: capacity and peaks."""
+
+    def one(ids: list[int]) -> dict[str, Any]:
+        return complete_tokens(srv.base_url, srv.model, ids, output_tokens, ignore_eos=True)
+
+    cache = scrape_engine_stats(srv.base_url)
+    with Scraper(srv.base_url, interval=0.1) as scraper:
+        t0 = time.perf_counter()
+        with ThreadPoolExecutor(max_workers=len(prompts), thread_name_prefix="burst") as pool:
+            replies = list(pool.map(one, prompts))
+        duration = time.perf_counter() - t0
+    produced = {int(r["usage"]["completion_tokens"]) for r in replies}
+    if produced != {output_tokens}:
+        raise RuntimeError(f"the burst produced {produced} tokens, not {output_tokens}")
+    each, blocks, size = len(prompts[0]) + output_tokens, cache.num_gpu_blocks, cache.block_size
+    row = {"mode": mode, "num_gpu_blocks": blocks, "block_size": size}
+    row |= {"kv_cache_tokens": cache.kv_tokens, "burst_requests": len(prompts)}
+    row |= {"tokens_per_request": each, "fit_at_full_length": blocks // math.ceil(each / size)}
+    preempted = scraper.engine_total.preemptions
+    row |= {"peak_running": scraper.peak("running"), "preemptions": preempted}
+    return row | {"peak_kv_usage": scraper.peak("kv_cache_usage"), "duration_s": round(duration, 2)}

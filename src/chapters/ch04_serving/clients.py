@@ -1,14 +1,5 @@
-"""Clients of a vLLM OpenAI-compatible server (notebook 04): chat calls, streamed and timed, and
-/metrics.
-
-`stream_chat` times a request the way `vllm bench serve` does: TTFT = first content chunk − send;
-TPOT = (last token − first token) / (output tokens − 1); token counts come from the server's
-`usage`, not from chunks (one chunk may carry a whole accepted draft). `response_acceptance` reads
-a request's own acceptance (`metrics.speculative_decoding`) from a response or a stream's final
-usage chunk; `scrape_spec_counters` and `scrape_engine_stats` read /metrics. A server error, a
-refused connection or a broken stream from a server this process started carries what broke it
-(`server.failure_note`: a process killed, most likely for memory, and the log's path).
-"""
+"""Clients of a vLLM OpenAI-compatible server (notebook 04): chat calls, streamed and timed as
+`vllm bench serve` does (tokens from the server's usage), a request's own acceptance, /metrics."""
 
 from __future__ import annotations
 
@@ -25,7 +16,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from chapters.ch04_serving.server import failure_note
 from helpers.common import vllm_names
 from helpers.common.counters import RequestAcceptance, SpecCounters
-from helpers.common.vllm_names import METRICS, RESPONSE_KEYS
+from helpers.common.vllm_names import METRICS
 
 __all__ = [
     "chat",
@@ -36,36 +27,40 @@ __all__ = [
     "scrape_spec_counters",
     "scrape_engine_stats",
     "tokenize",
-    "complete_tokens",
     "served_models",
+    "RESPONSE_KEYS",
 ]
 
 _Messages = list[dict[str, str]]
 _CHAT_PATH = "/v1/chat/completions"
-_COMPLETIONS_PATH = "/v1/completions"
 _DONE = "[DONE]"
 
 
+@dataclass(frozen=True)
+class _ResponseKeys:
+    """Where a response carries its request's acceptance (vLLM's spelling, with the flag on)."""
+
+    #: The response's (and final usage chunk's) PerRequestMetrics (chat_completion/protocol.py).
+    metrics: str = "metrics"
+    #: Inside it, the request's SpeculativeDecodingMetrics (entrypoints/generate/base/protocol.py).
+    speculative_decoding: str = "speculative_decoding"
+    #: Verify steps by accepted drafts, j = 0..k, and the drafts proposed (v1/metrics/stats.py).
+    histogram: str = "acceptance_histogram"
+    num_draft_tokens: str = "num_draft_tokens"
+
+
+#: `RESPONSE_KEYS.metrics`, then `.speculative_decoding`, then `.histogram` and `.num_draft_tokens`.
+RESPONSE_KEYS = _ResponseKeys()
+
+
 def _chat_payload(
-    model: str,
-    messages: _Messages,
-    max_tokens: int = 128,
-    temperature: float = 0.0,
-    stream: bool = False,
-    **extra: Any,
+    model: str, messages: _Messages, max_tokens: int = 128, stream: bool = False, **extra: Any
 ) -> dict[str, Any]:
-    """The JSON body of a chat completion request (extra keys such as ignore_eos=True passed
-    through)."""
-    payload: dict[str, Any] = {
-        "model": model,
-        "messages": messages,
-        "max_tokens": max_tokens,
-        "temperature": temperature,
-        "stream": stream,
-    }
+    """The JSON body of a greedy chat completion request (extra keys, temperature too, override)."""
+    payload = {"model": model, "messages": messages, "max_tokens": max_tokens, "temperature": 0.0}
     if stream:
         payload["stream_options"] = {"include_usage": True}
-    return {**payload, **extra}
+    return payload | {"stream": stream} | extra
 
 
 def chat(
@@ -73,21 +68,16 @@ def chat(
     model: str,
     messages: _Messages,
     max_tokens: int = 128,
-    temperature: float = 0.0,
     timeout: float = 120,
     **extra: Any,
 ) -> dict[str, Any]:
-    """One non-streaming chat completion; the response JSON (HTTP errors raised with the server's
-    message)."""
-    payload = _chat_payload(model, messages, max_tokens, temperature, stream=False, **extra)
-    response = _send("post", f"{base_url}{_CHAT_PATH}", json=payload, timeout=timeout)
-    _raise_for_status(response)
-    return response.json()
+    """One non-streaming chat completion; the response JSON (errors carry the server's message)."""
+    payload = _chat_payload(model, messages, max_tokens, stream=False, **extra)
+    return _request("post", f"{base_url}{_CHAT_PATH}", json=payload, timeout=timeout).json()
 
 
 def _explained(err: Exception, url: str) -> Exception:
-    """`err` with what broke the server at `url` appended (server.failure_note), or `err` itself
-    for a server this process did not start."""
+    """`err` with what broke the server at `url` appended (server.failure_note), if any."""
     note = failure_note(url)
     if not note:
         return err
@@ -96,17 +86,12 @@ def _explained(err: Exception, url: str) -> Exception:
     return type(err)(f"{err}; {note}")
 
 
-def _send(method: str, url: str, **kwargs: Any) -> requests.Response:
-    """requests.request; a refused or broken connection carries what broke the server."""
+def _request(method: str, url: str, **kwargs: Any) -> requests.Response:
+    """requests.request, its errors carrying the server's message and what broke the server."""
     try:
-        return requests.request(method, url, **kwargs)
-    except requests.ConnectionError as err:
+        response = requests.request(method, url, **kwargs)
+    except requests.ConnectionError as err:  # refused or broken
         raise _explained(err, url) from None
-
-
-def _raise_for_status(response: requests.Response) -> None:
-    """raise_for_status with the server's error message appended, and for a server error (5xx)
-    what broke the server."""
     try:
         response.raise_for_status()
     except requests.HTTPError as err:
@@ -114,6 +99,7 @@ def _raise_for_status(response: requests.Response) -> None:
         if response.status_code >= 500:
             raised = _explained(raised, response.url)
         raise raised from None
+    return response
 
 
 def answer_text(response: dict[str, Any]) -> str:
@@ -122,8 +108,7 @@ def answer_text(response: dict[str, Any]) -> str:
 
 
 def response_acceptance(body: dict[str, Any]) -> RequestAcceptance | None:
-    """The request's acceptance a response (or final usage chunk) carries in
-    `metrics.speculative_decoding`; None where the server did not record it."""
+    """The acceptance a response (or final usage chunk) carries; None where not recorded."""
     spec = (body.get(RESPONSE_KEYS.metrics) or {}).get(RESPONSE_KEYS.speculative_decoding)
     if not spec:
         return None
@@ -131,9 +116,6 @@ def response_acceptance(body: dict[str, Any]) -> RequestAcceptance | None:
         tuple(int(n) for n in spec[RESPONSE_KEYS.histogram]),
         int(spec[RESPONSE_KEYS.num_draft_tokens]),
     )
-
-
-# ---------------------------------------------------------------- streaming
 
 
 @dataclass
@@ -157,9 +139,8 @@ class StreamResult:
     @property
     def tpot(self) -> float:
         """Time per output token after the first: (last − first token) / (output tokens − 1)."""
-        if self.output_tokens < 2:
-            return 0.0
-        return (self.last_token_at - self.first_token_at) / (self.output_tokens - 1)
+        span = self.last_token_at - self.first_token_at
+        return span / (self.output_tokens - 1) if self.output_tokens > 1 else 0.0
 
     @property
     def output_tps(self) -> float:
@@ -168,8 +149,7 @@ class StreamResult:
 
     @property
     def tokens_per_chunk(self) -> float:
-        """Mean tokens delivered per content chunk (above 1 when accepted drafts arrive
-        together)."""
+        """Mean tokens per content chunk (above 1 when accepted drafts arrive together)."""
         return self.output_tokens / self.chunks if self.chunks else 0.0
 
     def __str__(self) -> str:
@@ -186,32 +166,24 @@ class _StreamError(RuntimeError):
 
 
 def _parse_sse_line(line: str | bytes) -> dict[str, Any] | str | None:
-    """One SSE line: the JSON of a `data:` event, DONE for `data: [DONE]`, None for
-    blanks/comments/other fields."""
-    if isinstance(line, bytes):
-        line = line.decode("utf-8", errors="replace")
-    line = line.strip()
+    """One SSE line: a `data:` event's JSON, _DONE for `data: [DONE]`, else None."""
+    line = (line.decode("utf-8", errors="replace") if isinstance(line, bytes) else line).strip()
     if not line.startswith("data:"):
         return None
     data = line[len("data:") :].strip()
-    if data == _DONE:
-        return _DONE
-    return json.loads(data)
+    return _DONE if data == _DONE else json.loads(data)
 
 
 def _chunk_content(event: dict[str, Any]) -> str:
     """The delta text of a chat.completion.chunk ('' for role-only or usage-only chunks)."""
-    choices = event.get("choices") or []
-    if not choices:
-        return ""
+    choices = event.get("choices") or [{}]
     return (choices[0].get("delta") or {}).get("content") or ""
 
 
 def _result_from_events(
     events: Iterable[tuple[float, dict[str, Any] | str]], start: float
 ) -> StreamResult:
-    """Fold (arrival time, parsed SSE event) pairs of one request sent at `start` into a
-    StreamResult."""
+    """Fold (arrival time, SSE event) pairs of one request sent at `start` into a StreamResult."""
     result = StreamResult()
     parts: list[str] = []
     last = start
@@ -228,16 +200,14 @@ def _result_from_events(
             result.last_token_at = at
             result.chunks += 1
             parts.append(content)
-        choices = event.get("choices") or []
-        if choices and choices[0].get("finish_reason"):
-            result.finish_reason = choices[0]["finish_reason"]
+        finish = (event.get("choices") or [{}])[0].get("finish_reason")
+        result.finish_reason = finish or result.finish_reason
         usage = event.get("usage")
         if usage:
             result.output_tokens = int(usage.get("completion_tokens") or 0)
             result.prompt_tokens = int(usage.get("prompt_tokens") or 0)
             result.acceptance = response_acceptance(event) or result.acceptance
-    result.text = "".join(parts)
-    result.latency = last - start
+    result.text, result.latency = "".join(parts), last - start
     if result.output_tokens == 0:  # no usage chunk: fall back to one token per content chunk
         result.output_tokens = result.chunks
     return result
@@ -248,16 +218,13 @@ def stream_chat(
     model: str,
     messages: _Messages,
     max_tokens: int = 128,
-    temperature: float = 0.0,
     timeout: float = 120,
     **extra: Any,
 ) -> StreamResult:
     """One streaming chat completion (usage included), timed: TTFT, TPOT, tokens/s."""
-    payload = _chat_payload(model, messages, max_tokens, temperature, stream=True, **extra)
-    start = time.perf_counter()
-    url = f"{base_url}{_CHAT_PATH}"
-    with _send("post", url, json=payload, timeout=timeout, stream=True) as response:
-        _raise_for_status(response)
+    payload = _chat_payload(model, messages, max_tokens, stream=True, **extra)
+    start, url = time.perf_counter(), f"{base_url}{_CHAT_PATH}"
+    with _request("post", url, json=payload, timeout=timeout, stream=True) as response:
         events = (
             (time.perf_counter(), ev)
             for ev in map(_parse_sse_line, response.iter_lines(chunk_size=None))
@@ -269,9 +236,6 @@ def stream_chat(
             raise _explained(err, url) from None
 
 
-# ---------------------------------------------------------------- /metrics
-
-
 #: The engine's counters and gauges an EngineStats holds, by its field names.
 _ENGINE_FIELDS = {
     METRICS.prefix_cache_queries: "prefix_cache_queries",
@@ -281,16 +245,16 @@ _ENGINE_FIELDS = {
     METRICS.num_waiting: "waiting",
     METRICS.kv_cache_usage: "kv_cache_usage",
 }
-#: The server's latency histograms, by the name the workbook gives each (only `_sum` and `_count`
-#: samples are read, no buckets).
+#: EngineStats' cumulative counters (differenced by `-`; the other figures are gauges).
+_COUNTED = ("prefix_cache_queries", "prefix_cache_hits", "preemptions")
+#: The server's latency histograms, by the workbook's names (only `_sum` and `_count` are read).
 _HISTOGRAMS = {METRICS.ttft: "ttft", METRICS.tpot: "tpot"}
 #: The metric names this module reads (and the `# TYPE`/`# HELP` lines that describe them).
 _READ = (vllm_names.SPEC_DECODE_PREFIX, METRICS.cache_config_info, *_ENGINE_FIELDS)
 
 
 def _read_lines(text: str) -> str:
-    """Only the lines of the metrics read here: parsing all of /metrics (histogram buckets
-    included) would cost a scraping thread tens of milliseconds per scrape."""
+    """Only the lines of the metrics read here (parsing every bucket costs tens of ms a scrape)."""
 
     def keep(line: str) -> bool:
         parts = line.split()
@@ -306,8 +270,7 @@ def _read_lines(text: str) -> str:
 
 
 def spec_counters_from_text(text: str) -> SpecCounters:
-    """SpecCounters from Prometheus text: `_total` samples summed over label sets, per-position by
-    `position`."""
+    """SpecCounters from Prometheus text: `_total` samples summed over label sets, per position."""
     values: dict[str, float] = {}
     per_pos: dict[int, float] = {}
     for family in text_string_to_metric_families(_read_lines(text)):
@@ -321,19 +284,14 @@ def spec_counters_from_text(text: str) -> SpecCounters:
                 per_pos[int(position)] = per_pos.get(int(position), 0.0) + sample.value
             else:
                 values[family.name] = values.get(family.name, 0.0) + sample.value
-    return SpecCounters(
-        int(values.get(METRICS.num_drafts, 0)),
-        int(values.get(METRICS.num_draft_tokens, 0)),
-        int(values.get(METRICS.num_accepted_tokens, 0)),
-        tuple(int(per_pos.get(i, 0)) for i in range(max(per_pos) + 1)) if per_pos else (),
-    )
+    totals = (METRICS.num_drafts, METRICS.num_draft_tokens, METRICS.num_accepted_tokens)
+    positions = tuple(int(per_pos.get(i, 0)) for i in range(max(per_pos) + 1)) if per_pos else ()
+    return SpecCounters(*(int(values.get(name, 0)) for name in totals), positions)
 
 
 def scrape_metrics_text(base_url: str, timeout: float = 10) -> str:
     """The raw Prometheus text of GET /metrics."""
-    response = _send("get", f"{base_url}/metrics", timeout=timeout)
-    _raise_for_status(response)
-    return response.text
+    return _request("get", f"{base_url}/metrics", timeout=timeout).text
 
 
 def scrape_spec_counters(base_url: str, timeout: float = 10) -> SpecCounters:
@@ -343,8 +301,7 @@ def scrape_spec_counters(base_url: str, timeout: float = 10) -> SpecCounters:
 
 @dataclass(frozen=True)
 class EngineStats:
-    """The engine's other figures on /metrics: counters (cumulative; differenced by `-`), gauges
-    (the value at the scrape; a difference keeps the later one) and the KV cache's size."""
+    """The engine's other /metrics figures: counters (differenced by `-`), gauges, KV cache size."""
 
     prefix_cache_queries: float = 0.0
     prefix_cache_hits: float = 0.0
@@ -359,32 +316,21 @@ class EngineStats:
 
     def __sub__(self, before: EngineStats) -> EngineStats:
         """Counters accumulated since `before`; gauges and the cache's size as now."""
-        latency = {
-            name: (total - before.latency.get(name, (0.0, 0.0))[0],
-                   count - before.latency.get(name, (0.0, 0.0))[1])
-            for name, (total, count) in self.latency.items()
-        }  # fmt: skip
-        return replace(
-            self,
-            prefix_cache_queries=self.prefix_cache_queries - before.prefix_cache_queries,
-            prefix_cache_hits=self.prefix_cache_hits - before.prefix_cache_hits,
-            preemptions=self.preemptions - before.preemptions,
-            latency=latency,
-        )
+        old = {name: before.latency.get(name, (0.0, 0.0)) for name in self.latency}
+        latency = {n: (s - old[n][0], c - old[n][1]) for n, (s, c) in self.latency.items()}
+        counted = {name: getattr(self, name) - getattr(before, name) for name in _COUNTED}
+        return replace(self, latency=latency, **counted)
 
     def mean_seconds(self, name: str) -> float:
-        """A latency histogram's mean (its sum over its count), NaN where the server keeps none or
-        nothing was observed."""
+        """A latency histogram's mean (sum / count); NaN where nothing was observed."""
         total, count = self.latency.get(name, (0.0, 0.0))
         return total / count if count else math.nan
 
     @property
     def prefix_hit_rate(self) -> float:
-        """Prompt tokens found in the prefix cache / prompt tokens looked up (NaN: none looked
-        up)."""
-        if not self.prefix_cache_queries:
-            return math.nan
-        return self.prefix_cache_hits / self.prefix_cache_queries
+        """Prompt tokens found in the prefix cache / tokens looked up (NaN: none looked up)."""
+        queried = self.prefix_cache_queries
+        return self.prefix_cache_hits / queried if queried else math.nan
 
     @property
     def kv_tokens(self) -> int:
@@ -393,25 +339,21 @@ class EngineStats:
 
 
 def engine_stats_from_text(text: str) -> EngineStats:
-    """EngineStats from Prometheus text: each figure summed over label sets (engines), the KV
-    cache's blocks and block size from the labels of vllm:cache_config_info."""
+    """EngineStats from Prometheus text (summed over label sets; blocks from cache_config_info)."""
     values: dict[str, Any] = {"latency": {}}
     for family in text_string_to_metric_families(_read_lines(text)):
         if family.name in _HISTOGRAMS:
             total = sum(s.value for s in family.samples if s.name == f"{family.name}_sum")
             count = sum(s.value for s in family.samples if s.name == f"{family.name}_count")
             values["latency"][_HISTOGRAMS[family.name]] = (total, count)
-            continue
-        if family.name == METRICS.cache_config_info:
+        elif family.name == METRICS.cache_config_info:
             for sample in family.samples[:1]:
                 values["num_gpu_blocks"] = int(sample.labels.get(METRICS.num_gpu_blocks) or 0)
                 values["block_size"] = int(sample.labels.get(METRICS.block_size) or 0)
-            continue
-        field_name = _ENGINE_FIELDS.get(family.name)
-        if field_name is None:
-            continue
-        wanted = METRICS.exported(family.name) if family.type == "counter" else family.name
-        values[field_name] = sum(s.value for s in family.samples if s.name == wanted)
+        elif family.name in _ENGINE_FIELDS:
+            wanted = METRICS.exported(family.name) if family.type == "counter" else family.name
+            found = sum(s.value for s in family.samples if s.name == wanted)
+            values[_ENGINE_FIELDS[family.name]] = found
     return EngineStats(**values)
 
 
@@ -421,38 +363,22 @@ def scrape_engine_stats(base_url: str, timeout: float = 10) -> EngineStats:
 
 
 def tokenize(base_url: str, model: str, text: str, timeout: float = 30) -> list[int]:
-    """Token ids of a raw text (no chat template), from the server's own tokenizer (POST
-    /tokenize)."""
+    """Token ids of a raw text (no chat template) from the server's tokenizer (POST /tokenize)."""
     body = {"model": model, "prompt": text, "add_special_tokens": False}
-    response = _send("post", f"{base_url}/tokenize", json=body, timeout=timeout)
-    _raise_for_status(response)
+    response = _request("post", f"{base_url}/tokenize", json=body, timeout=timeout)
     return [int(t) for t in response.json()["tokens"]]
 
 
 def complete_tokens(
-    base_url: str,
-    model: str,
-    prompt_ids: list[int],
-    max_tokens: int,
-    timeout: float = 300,
-    **extra: Any,
+    base_url: str, model: str, ids: list[int], max_tokens: int, timeout: float = 300, **extra: Any
 ) -> dict[str, Any]:
-    """One non-streaming completion of a prompt given as token ids (exact prompt lengths), greedy;
-    the response JSON."""
-    payload = {
-        "model": model,
-        "prompt": prompt_ids,
-        "max_tokens": max_tokens,
-        "temperature": 0.0,
-        **extra,
-    }
-    response = _send("post", f"{base_url}{_COMPLETIONS_PATH}", json=payload, timeout=timeout)
-    _raise_for_status(response)
-    return response.json()
+    """One greedy non-streaming completion of a prompt given as token ids; the response JSON."""
+    payload = {"model": model, "prompt": ids, "max_tokens": max_tokens, "temperature": 0.0}
+    url = f"{base_url}/v1/completions"
+    return _request("post", url, json=payload | extra, timeout=timeout).json()
 
 
 def served_models(base_url: str, timeout: float = 10) -> list[str]:
     """Model names GET /v1/models lists (what requests must name in `model`)."""
-    response = _send("get", f"{base_url}/v1/models", timeout=timeout)
-    _raise_for_status(response)
+    response = _request("get", f"{base_url}/v1/models", timeout=timeout)
     return [m["id"] for m in response.json()["data"]]

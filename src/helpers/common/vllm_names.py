@@ -7,10 +7,9 @@ place to change. No vLLM import here: these are plain strings.
 
 Prometheus counters keep their base name in `LLM.get_metrics()` (`v1/metrics/reader.py`), while
 the samples on a server's `/metrics` carry the `_total` suffix prometheus_client appends
-(`METRICS.exported`); a server's metrics are one object, `METRICS`, and the keys of a response's
-acceptance another, `RESPONSE_KEYS`. Result keys are those of the JSON `vllm bench serve` writes,
-which the workbook's tables reuse as column names (`STATS`), so `STATS.tau` is the one spelling of
-τ's column everywhere.
+(`METRICS.exported`); a server's metrics are one object, `METRICS`. Result keys are those of the
+JSON `vllm bench serve` writes, which the workbook's tables reuse as column names (`STATS`), so
+`STATS.tau` is the one spelling of τ's column everywhere.
 """
 
 from __future__ import annotations
@@ -22,7 +21,6 @@ __all__ = [
     "METRICS",
     "STATS",
     "PER_REQUEST",
-    "RESPONSE_KEYS",
     "V2_SPECULATOR_MODULE",
     "DISABLE_EAGLE_BLOCK_DROP",
 ]
@@ -134,26 +132,6 @@ class _PerRequest:
 
 
 PER_REQUEST = _PerRequest()
-
-# ----------- per-request acceptance in a server's response (entrypoints/generate/base/protocol.py)
-
-
-@dataclass(frozen=True)
-class _ResponseKeys:
-    """Where a response carries its request's acceptance (with the engine argument on)."""
-
-    #: The response's (and the final streaming usage chunk's) per-request block (PerRequestMetrics).
-    metrics: str = "metrics"
-    #: Inside it: the request's acceptance (SpeculativeDecodingMetrics).
-    speculative_decoding: str = "speculative_decoding"
-    #: Verify steps by number of accepted drafts, j = 0..k (v1/metrics/stats.py, `to_dict`).
-    histogram: str = "acceptance_histogram"
-    #: Draft tokens the request proposed (v1/metrics/stats.py, `to_dict`).
-    num_draft_tokens: str = "num_draft_tokens"
-
-
-#: `RESPONSE_KEYS.metrics`, then `.speculative_decoding`, then `.histogram` and `.num_draft_tokens`.
-RESPONSE_KEYS = _ResponseKeys()
 
 # ------------------------------------------------------------------ other vLLM names
 

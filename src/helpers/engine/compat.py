@@ -30,7 +30,6 @@ __all__ = [
     "FEATURES",
     "QUIRKS",
     "supports",
-    "label",
     "label_quirk",
 ]
 
@@ -278,12 +277,6 @@ def supports(name: str) -> bool:
 def _lost(name: str) -> str:
     """What the workbook loses on a vLLM without the feature (one phrase)."""
     return FEATURES[name].lost
-
-
-def label(name: str) -> str:
-    """One line: the feature, the versions read with and without it, and what is lost without it."""
-    f = FEATURES[name]
-    return f"{name}: in {', '.join(f.has)}; not in {', '.join(f.lacks)}; without it: {f.lost}"
 
 
 def label_quirk(name: str) -> str:

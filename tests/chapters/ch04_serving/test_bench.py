@@ -99,7 +99,7 @@ def test_interleaved_runs_alternate_modes_and_repeat_every_level(
 
     calls = []
 
-    def fake_level(url, model, prompts, c, n, max_tokens, limit, mode, ignore_eos=True):
+    def fake_level(srv, prompts, c, n, max_tokens, limit, mode, ignore_eos=True):
         calls.append((mode, c))
         return bench._LevelRun(mode, c, [], 1.0, 0, SpecCounters(2, 6, 3, (2, 1, 0)))
 

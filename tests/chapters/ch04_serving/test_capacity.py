@@ -1,5 +1,5 @@
-"""Section 8 of notebook 04 offline, through its cells' own definitions: KV bytes per token, and
-the rows of the capacity burst and of the shared-prefix run."""
+"""Section 8 of notebook 04 offline, through its cells' own definitions (KV bytes per token, the
+shared-prefix run) and chapters.ch04_serving.bench's capacity burst."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import dataclasses
 
 import pytest
 
-from chapters.ch04_serving import clients, monitoring
+from chapters.ch04_serving import bench, clients
 from chapters.ch04_serving.clients import EngineStats
 from helpers.common.profiles import load_profile
 from tests.support import notebook_defs
@@ -58,11 +58,11 @@ def test_burst_and_prefix_rows(monkeypatch: pytest.MonkeyPatch) -> None:
             return {"running": 7.0, "kv_cache_usage": 0.93}[gauge]
 
     srv = dataclasses.make_dataclass("Srv", ["base_url", "model"])("http://x", "m")
-    monkeypatch.setattr(monitoring, "Scraper", Sampled)
-    monkeypatch.setattr(clients, "scrape_engine_stats", lambda url: cache)
+    monkeypatch.setattr(bench, "Scraper", Sampled)
+    monkeypatch.setattr(bench, "scrape_engine_stats", lambda url: cache)
     done = {"usage": {"completion_tokens": 128}}
-    monkeypatch.setattr(clients, "complete_tokens", lambda *a, **k: done)
-    row = NB["run_burst"](srv, "spec", [[1] * 768] * 12, 128)
+    monkeypatch.setattr(bench, "complete_tokens", lambda *a, **k: done)
+    row = bench.run_burst(srv, "spec", [[1] * 768] * 12, 128)
     assert row["fit_at_full_length"] == 8 and row["kv_cache_tokens"] == 56 * 128
     assert row["preemptions"] == 2 and row["peak_running"] == 7
     after = EngineStats(prefix_cache_queries=2585, prefix_cache_hits=1280, block_size=128)

@@ -3,16 +3,20 @@ what an error from a broken server says (server stand-ins, no vLLM)."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
+import re
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import requests
 
 from chapters.ch04_serving.clients import (
     _DONE,
+    RESPONSE_KEYS,
     _chat_payload,
     _parse_sse_line,
     _result_from_events,
@@ -177,6 +181,24 @@ SPEC_BLOCK = {
     "per_step_accepted": None,
     "per_step_drafted": None,
 }
+
+
+#: Each response key, the vLLM file that defines it, and how that file spells it.
+RESPONSE_KEYS_IN = (
+    (RESPONSE_KEYS.metrics, "entrypoints/openai/chat_completion/protocol.py", r"\b{}\s*:"),
+    (RESPONSE_KEYS.speculative_decoding, "entrypoints/generate/base/protocol.py", r"\b{}\s*:"),
+    (RESPONSE_KEYS.histogram, "v1/metrics/stats.py", r'"{}"'),
+    (RESPONSE_KEYS.num_draft_tokens, "v1/metrics/stats.py", r'"{}"'),
+)
+
+
+@pytest.mark.parametrize(("name", "file", "pattern"), RESPONSE_KEYS_IN, ids=lambda x: str(x)[:40])
+def test_response_keys_are_the_installed_vllms(name: str, file: str, pattern: str) -> None:
+    spec = importlib.util.find_spec("vllm")
+    if spec is None or spec.origin is None:
+        pytest.skip("vLLM is not installed")
+    text = (Path(spec.origin).parent / file).read_text()
+    assert re.search(pattern.format(re.escape(name)), text), f"{name} not found in {file}"
 
 
 def test_response_acceptance_reads_the_servers_record() -> None:

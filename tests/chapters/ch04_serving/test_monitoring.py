@@ -1,5 +1,5 @@
-"""Notebook 04 offline: its cells' PromQL panels, alert rule, log-line and KV-log readers (the
-notebook's own definitions), and chapters.ch04_serving.monitoring's scraper."""
+"""Notebook 04 offline: its cells' PromQL panels and alert rule (the notebook's own definitions),
+and chapters.ch04_serving.monitoring's scraper, log-line and KV-log readers."""
 
 from __future__ import annotations
 
@@ -10,16 +10,13 @@ from helpers.common.counters import SpecCounters
 from tests.support import notebook_defs
 
 NOTEBOOK = "04_serving_and_benchmarks.ipynb"
-#: The notebook's dashboard, alert and log readers, as its cells define them.
+#: The notebook's dashboard and alert, as its cells define them.
 NB = notebook_defs(
     NOTEBOOK,
     "ACCEPTED",
     "DRAFTS",
     "PROMQL",
     "TAU_ALERT",
-    "LOG_LINE",
-    "KV_SIZE_LINE",
-    "MAX_CONCURRENCY_LINE",
 )
 
 
@@ -98,7 +95,7 @@ def test_log_lines_parse() -> None:
         "120.00 tokens/s, Accepted: 1012 tokens, Drafted: 1200 tokens, Per-position acceptance "
         "rate: 0.920, 0.860, 0.750, Avg Draft acceptance rate: 84.3%"
     )
-    df = NB["spec_log_lines"](f"noise\n{line}\nmore\n{line}\n")
+    df = ob._spec_log_lines(f"noise\n{line}\nmore\n{line}\n")
     assert len(df) == 2 and df.accepted.sum() == 2024 and df.drafted.iloc[0] == 1200
     assert df.tau.iloc[0] == pytest.approx(3.52) and df.per_position.iloc[0] == [0.92, 0.86, 0.75]
 
@@ -116,7 +113,7 @@ def test_wait_for_spec_log_returns_once_the_log_covers_the_counters(tmp_path) ->
     # the last interval arrives a moment later, as a server prints it one interval after the traffic
     later = threading.Timer(0.1, lambda: log.write_text(log.read_text() + line.format(a=5, d=15)))
     later.start()
-    lines = NB["wait_for_spec_log"](log, SpecCounters(20, 45, 15, ()), timeout=5, poll=0.01)
+    lines = ob.wait_for_spec_log(log, SpecCounters(20, 45, 15, ()), timeout=5, poll=0.01)
     later.join()
     assert len(lines) == 2 and lines.accepted.sum() == 15 and lines.drafted.sum() == 45
 
@@ -127,7 +124,7 @@ def test_wait_for_spec_log_fails_with_the_gap(tmp_path) -> None:
     with pytest.raises(
         TimeoutError, match="cover 0 accepted / 0 drafted tokens, the counters 7 / 9"
     ):
-        NB["wait_for_spec_log"](log, SpecCounters(3, 9, 7, ()), timeout=0.05, poll=0.01)
+        ob.wait_for_spec_log(log, SpecCounters(3, 9, 7, ()), timeout=0.05, poll=0.01)
 
 
 def test_kv_capacity_from_both_log_formats() -> None:
@@ -135,7 +132,7 @@ def test_kv_capacity_from_both_log_formats() -> None:
         "(EngineCore pid=9) INFO [kv_cache_utils.py:2462] CPU KV cache size: 7,168 tokens, "
         "Maximum concurrency for 1,024 tokens per request: 7.00x"
     )
-    assert NB["kv_capacity_from_log"](one_line) == {
+    assert ob.kv_capacity_from_log(one_line) == {
         "kv_cache_tokens": 7168.0,
         "max_model_len": 1024.0,
         "max_concurrency": 7.0,
@@ -144,6 +141,6 @@ def test_kv_capacity_from_both_log_formats() -> None:
         "INFO GPU KV cache size: 21,845 tokens\n"
         "INFO Maximum concurrency for 4,096 tokens per request: 5.33x\n"
     )
-    assert NB["kv_capacity_from_log"](two_lines)["max_concurrency"] == pytest.approx(5.33)
-    nothing = NB["kv_capacity_from_log"]("quiet log")
+    assert ob.kv_capacity_from_log(two_lines)["max_concurrency"] == pytest.approx(5.33)
+    nothing = ob.kv_capacity_from_log("quiet log")
     assert all(v != v for v in nothing.values())  # NaN where the server logged nothing

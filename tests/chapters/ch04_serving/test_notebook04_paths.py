@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 from IPython.display import display
 
-from chapters.ch04_serving import bench, clients
+from chapters.ch04_serving import bench, clients, server
 from chapters.ch04_serving.clients import StreamResult
 from helpers.analytics import intervals
 from helpers.common import counters, tables, vllm_names
@@ -66,6 +66,7 @@ def without_records(monkeypatch: pytest.MonkeyPatch) -> dict:
         "intervals": intervals,
         "math": math,
         "pd": pd,
+        "server": server,
         "tables": tables,
         "vllm_names": vllm_names,
         "has_per_request": False,
@@ -87,10 +88,10 @@ def test_acceptance_cells_fall_back_to_the_counters(
     ns = without_records
     exec(cell("c21"), ns)  # section 5: the reply has no record
     assert ns["one"] is None
-    for cell_id in ("reconcile", "c29", "c30", "n02", "n03"):  # section 6: τ per level, natural
+    for cell_id in ("reconcile", "countersframe", "c29", "c30", "n02", "n03"):  # section 6
         exec(cell(cell_id), ns)
     out = capsys.readouterr().out
-    assert compat.label(vllm_names.PER_REQUEST.arg) in out
+    assert server.feature_label(vllm_names.PER_REQUEST.arg) in out
     # nothing to reconcile, and it says so
     assert (ns["reconciled"].equal == "not available in this vLLM").all()
     tau = ns["taus"][4]

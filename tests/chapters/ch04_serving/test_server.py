@@ -170,6 +170,13 @@ def test_per_request_flag_where_this_vllm_has_it(monkeypatch: pytest.MonkeyPatch
     assert flag not in launch_command(tiny, k=3, gpu=False)
 
 
+def test_every_feature_label_names_its_versions_and_its_cost() -> None:
+    for name, feature in compat.FEATURES.items():
+        line = srv_mod.feature_label(name)
+        assert line.startswith(f"{name}: in ") and feature.lost in line
+        assert all(v in line for v in (*feature.has, *feature.lacks))
+
+
 def test_spec_extra_and_engine_overrides_reach_the_command() -> None:
     tiny = load_profile("tiny")
     argv = launch_command(
@@ -686,7 +693,7 @@ def test_per_request_acceptance_adds_up_to_the_counter_delta(spec_server: VllmSe
     """Each response's metrics.speculative_decoding, summed over a concurrent level (streamed)
     and over plain calls, equals the /metrics counter delta of the same requests."""
     if not compat.supports("per_request_spec_decode_metrics"):
-        pytest.skip(compat.label("per_request_spec_decode_metrics"))
+        pytest.skip(srv_mod.feature_label("per_request_spec_decode_metrics"))
     from concurrent.futures import ThreadPoolExecutor
 
     from chapters.ch04_serving.bench import _run_level, bench_prompts
@@ -695,7 +702,7 @@ def test_per_request_acceptance_adds_up_to_the_counter_delta(spec_server: VllmSe
     from helpers.common.prompts import as_messages
 
     prompts = bench_prompts(4)
-    run = _run_level(spec_server.base_url, spec_server.model, prompts, 4, 4, 32, 120.0, "spec")
+    run = _run_level(spec_server, prompts, 4, 4, 32, 120.0, "spec")
     row = notebook_defs("04_serving_and_benchmarks.ipynb")["reconcile_per_request"]([run]).iloc[0]
     assert row.with_acceptance == 4 and row.drafts_counters > 0
     assert row.equal and row.per_position_equal, row

@@ -1,5 +1,5 @@
-"""Notebook 04's `vllm bench serve` command (its cells' own definitions) parses with vLLM's own
-parser, and a failed run of chapters.ch04_serving.vllm_bench says so."""
+"""chapters.ch04_serving.vllm_bench: its `vllm bench serve` command parses with vLLM's own parser,
+and a failed run says so."""
 
 from __future__ import annotations
 
@@ -7,10 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import notebook_defs
-
-NB = notebook_defs("04_serving_and_benchmarks.ipynb")
-bench_serve_argv, run_bench_serve = NB["bench_serve_argv"], NB["run_bench_serve"]
+from chapters.ch04_serving.vllm_bench import bench_serve_argv, run_bench_serve
 
 
 def test_argv_parses_with_vllm_bench_serves_parser(tmp_path: Path) -> None:
