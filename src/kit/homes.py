@@ -223,8 +223,9 @@ def _own_files(module: str) -> tuple[str, str]:
 
 
 def _trunk_exports(repo: Path = REPO_ROOT) -> list[_Export]:
-    """Every trunk export with the labels of the files that read it (its own module and the tests
-    that mirror it left out); `python -m` and entry points read as `make`."""
+    """Every trunk export with the labels of the files that read it (the tests that mirror its
+    module left out; its module reads as trunk where its other code uses it); `python -m` and entry
+    points read as `make`."""
     src = repo / "src"
     modules = {
         ".".join(p.relative_to(src).with_suffix("").parts): p
@@ -244,6 +245,9 @@ def _trunk_exports(repo: Path = REPO_ROOT) -> list[_Export]:
                 readers.setdefault(key, set()).add(label)
     for key in _ran(repo, set(modules)):
         readers.setdefault(key, set()).add("make")
+    for module, path in modules.items():
+        for name in _used_inside(path):
+            readers.setdefault((module, name), set()).add("trunk")
     return [
         _Export(module, name, frozenset(readers.get((module, name), ())))
         for module, path in modules.items()
@@ -259,6 +263,20 @@ def _all(path: Path) -> list[str]:
         ):
             return list(ast.literal_eval(node.value))
     return []
+
+
+def _used_inside(path: Path) -> set[str]:
+    """The exports a module's own code reads beside their definition: the trunk still needs them."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    exported, used = set(_all(path)), set()
+    for node in tree.body:
+        defined = {node.name} if hasattr(node, "name") else set()
+        if isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            defined = {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+        names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+        used |= (names - defined) & exported
+    return used
 
 
 def _one_chapter(exports: Sequence[_Export]) -> tuple[list[_Export], list[_Export]]:
