@@ -129,7 +129,7 @@ def plot_aux_layers(
 
 
 #: Where each box of the dataflow lives in vLLM (the installed code is quoted in notebook 02); the
-#: verifier's model class depends on its architecture (engine.vllm_source.eagle3_path names it).
+#: verifier's model class depends on its architecture (vllm_path.eagle3_path names it).
 _DATAFLOW_NAMES: dict[str, str] = {
     "taps": "verifier model's forward → _maybe_add_hidden_state",
     "concat": "GPUModelRunner.propose_draft_token_ids: torch.cat",
