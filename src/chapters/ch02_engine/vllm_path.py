@@ -24,7 +24,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from helpers.common import vllm_names
 from helpers.engine import vllm_source
 
 __all__ = [
@@ -95,7 +94,7 @@ class _SourceRef:
 #: speculator concatenates the taps and fuses them in one line (imported only where it runs).
 V2_CONCAT = _SourceRef(
     "Model Runner V2's speculator concatenates the taps and fuses them with fc: [tokens, 3H] -> H",
-    vllm_names.V2_SPECULATOR_MODULE,
+    "vllm.v1.worker.gpu.spec_decode.autoregressive.speculator",
     "AutoRegressiveSpeculator.propose",
     ("combine_hidden_states(", "torch.cat(aux_hidden_states"),
 )

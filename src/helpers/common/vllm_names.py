@@ -23,7 +23,6 @@ __all__ = [
     "STATS",
     "PER_REQUEST",
     "RESPONSE_KEYS",
-    "V2_SPECULATOR_MODULE",
     "DISABLE_EAGLE_BLOCK_DROP",
 ]
 
@@ -154,11 +153,6 @@ class _ResponseKeys:
 
 #: `RESPONSE_KEYS.metrics`, then `.speculative_decoding`, then `.histogram` and `.num_draft_tokens`.
 RESPONSE_KEYS = _ResponseKeys()
-
-# ------------------------------------------------------------------ other vLLM names
-
-#: Model Runner V2's EAGLE speculator, where it concatenates the taps (vllm/v1/worker/gpu/).
-V2_SPECULATOR_MODULE = "vllm.v1.worker.gpu.spec_decode.autoregressive.speculator"
 
 # -------------- the EAGLE prefix-cache block drop (config/speculative.py; compat names who has it)
 
