@@ -64,7 +64,7 @@ def others_still_work(folder: Path, broken: str) -> None:
             assert profiles.load_profile(name).name == name
     assert broken not in profiles.profiles_for_gpus(8)
     assert "tiny" in profiles.profiles_for_gpus(0)
-    assert broken not in profiles.known_stacks(broken)
+    assert broken not in {p.name for p in profiles.loadable_profiles()}
 
 
 def test_the_cases_cover_every_field_and_type() -> None:
@@ -191,7 +191,7 @@ def test_a_profile_past_pythons_limits_names_its_file_and_blocks_no_other(
     folder: Path, text: str, says: str
 ) -> None:
     """These raised ValueError without the file, RecursionError and OverflowError, and the last
-    two made known_stacks() and profiles_for_gpus() raise for every profile."""
+    two made the stack table and profiles_for_gpus() raise for every profile."""
     file = folder / "broken.json"
     file.write_text(text, encoding="utf-8")
     (line,) = profiles._profile_problems("broken")
@@ -202,7 +202,7 @@ def test_a_profile_past_pythons_limits_names_its_file_and_blocks_no_other(
 def test_one_unforeseen_failure_leaves_the_listings_whole(
     folder: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """_loadable_profiles caught ValueError only: anything else from one profile emptied the
+    """loadable_profiles caught ValueError only: anything else from one profile emptied the
     figures' stack table for all."""
     write(folder, "broken", {**tiny_raw(), "name": "broken"})
     real = profiles._read_profile

@@ -1,4 +1,4 @@
-"""helpers.eagle3.vocab: the draft vocabulary, its maps, the ceiling, and a pruned checkpoint."""
+"""helpers.eagle3.vocab: the maps of a draft vocabulary, and a pruned checkpoint."""
 
 from __future__ import annotations
 
@@ -6,13 +6,8 @@ import torch
 from safetensors.torch import load_file
 
 from helpers.common.profiles import load_profile
-from helpers.eagle3.vocab import draft_vocab, prune_draft_vocab, vocab_maps
+from helpers.eagle3.vocab import prune_draft_vocab, vocab_maps
 from helpers.engine.pairing import validate_pair
-
-
-def test_most_frequent_tokens_sorted_with_the_ones_that_must_stay() -> None:
-    keep = draft_vocab([[5, 5, 5, 9, 9, 2], [9, 7]], size=3, always=[1])
-    assert keep == [1, 5, 9]
 
 
 def test_maps_are_offsets_and_a_mask() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from kit import homes
@@ -31,3 +32,53 @@ def test_sizes_come_from_the_files_and_the_verdict_from_the_targets(tmp_path: Pa
     big = {"trunk": [homes._Home("helpers.x", 1, 9_000, 201)], "chapters": [], "kit": []}
     assert "target <= 8,000: missed" in homes._report(big)[-1]
     assert "target <= 200: missed" in homes._report(big)[-1]
+
+
+def write(root: Path, relative: str, text: str) -> None:
+    """A file under root, its folders made."""
+    path = root / relative
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+def notebook(root: Path, name: str, code: str, markdown: str = "") -> None:
+    """notebooks/<name> with one code cell (and a markdown cell)."""
+    cells = [{"cell_type": "code", "source": code, "metadata": {}, "outputs": []}]
+    cells.append({"cell_type": "markdown", "source": markdown, "metadata": {}})
+    write(root, f"notebooks/{name}", json.dumps({"cells": cells}))
+
+
+def test_exports_are_read_by_who_imports_them_and_counted_per_chapter(tmp_path: Path) -> None:
+    names = ["shared", "only01", "alone02", "runs", "main", "unread", "via_var", "inner"]
+    inner = "inner = 1\ndef main():\n    return inner\n"
+    package(tmp_path, "src/helpers/common", {"m": f"__all__ = {names!r}\n{inner}"})
+    package(tmp_path, "src/chapters/ch01_a", {"x": "from helpers.common.m import only01\n"})
+    write(
+        tmp_path, "src/chapters/ch02_b/tests/test_y.py", "import helpers.common.m as mm\nmm.shared"
+    )
+    notebook(tmp_path, "01_a.ipynb", "%time\nfrom helpers.common import m\nm.shared", "m.runs")
+    notebook(
+        tmp_path, "02_b.ipynb", "from helpers.common import m as h\nh.alone02(h.runs, h.inner)"
+    )
+    package(tmp_path, "src/kit", {"k": "from helpers.common import m\nm.only01\n"})
+    write(tmp_path, "scripts/s.py", "import helpers.common.m\nhelpers.common.m.shared")
+    write(tmp_path, "tests/common/test_m.py", "from helpers.common import m\nm.unread")
+    write(tmp_path, "Makefile", "run:\n\tpython -m helpers.common.m\n")
+    via = "from helpers.common import m\ndef f():\n    return m\ninfo = f()\ninfo.via_var\n"
+    write(tmp_path, "exercises/e.py", via)
+    found = {e.name: e for e in homes._trunk_exports(tmp_path)}
+    assert found["shared"].readers == {"ch02", "nb01", "scripts"}
+    assert found["only01"].readers == {"ch01", "kit"}
+    assert found["alone02"].readers == {"nb02"}
+    assert found["runs"].readers == {"nb01", "nb02"}
+    assert found["main"].readers == {"make"}
+    assert found["inner"].readers == {"nb02", "trunk"}
+    assert found["unread"].readers == set()
+    assert found["via_var"].readers == {"exercises"}
+    one, alone = homes._one_chapter(list(found.values()))
+    assert sorted(e.name for e in one) == ["alone02", "inner", "only01"]
+    assert [e.name for e in alone] == ["alone02"]
+    assert homes._exports_report(list(found.values()))[-1] == (
+        "trunk exports: 8; read by one chapter: 3, of them by nothing else: 1; "
+        "read by no chapter: 3, by nothing: 1"
+    )

@@ -29,6 +29,7 @@ __all__ = [
     "token_table",
     "marker_problems",
     "count_turn_starts",
+    "double_templated",
 ]
 
 #: Qwen's published id of `<|im_start|>` (the first of its added tokens after 151,643 BPE ones).
@@ -182,6 +183,11 @@ def marker_problems(rendered: str, messages: Messages, add_generation_prompt: bo
 def count_turn_starts(text: str) -> int:
     """How many `<|im_start|>` markers a text holds."""
     return text.count(IM_START)
+
+
+def double_templated(tok: PreTrainedTokenizerBase, messages: Messages) -> str:
+    """What `LLM.chat` would build if handed an already rendered prompt as the user's message."""
+    return render(tok, as_messages(render(tok, messages)))
 
 
 def describe(folder: Path = qwen_tokenizer.TOKENIZER_DIR) -> list[str]:

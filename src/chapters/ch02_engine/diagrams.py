@@ -10,10 +10,11 @@ from matplotlib.figure import Figure
 from matplotlib.patches import FancyBboxPatch, Rectangle
 
 from helpers.common.plots import PALETTE, new_figure
-from helpers.common.profiles import known_stacks
+from helpers.common.profiles import loadable_profiles
 from helpers.eagle3.taps import default_aux_layers
 
 __all__ = [
+    "known_stacks",
     "draft_verify_round",
     "plot_aux_layers",
     "plot_eagle3_dataflow",
@@ -105,12 +106,25 @@ def _cell(x: float, row: int, width: float, color: str) -> Any:
     return Rectangle((x, row - 0.2), width, 0.4, facecolor=color, edgecolor="white", lw=0.3)
 
 
+def known_stacks(named: str | None = None) -> dict[str, int]:
+    """name -> num_hidden_layers, one row per distinct verifier of the profiles (architecture,
+    layers, hidden size), shallowest first; a row is named after its first profile, or `named`."""
+    loaded = loadable_profiles()
+    loaded.sort(key=lambda p: p.name != named)  # stable: `named` first, the rest in name order
+    stacks: dict[tuple[Any, ...], tuple[str, int]] = {}
+    for p in loaded:
+        if p.verifier_layers is not None:
+            key = (p.verifier_architecture, p.verifier_layers, p.verifier_hidden_size)
+            stacks.setdefault(key, (p.name, p.verifier_layers))
+    return dict(sorted(stacks.values(), key=lambda item: item[1]))
+
+
 def plot_aux_layers(
     stacks: dict[str, int] | None = None,
     taps: dict[str, tuple[int, ...]] | None = None,
 ) -> Figure:
     """Each verifier's layer stack (depth scaled to 1) with its EAGLE-3 taps (default: every
-    verifier of data/profiles/, profiles.known_stacks)."""
+    verifier of data/profiles/, known_stacks)."""
     stacks = stacks or known_stacks()
     taps = taps or {}
     fig, (ax,) = new_figure(1, width=9.0, height=1.1 * len(stacks) + 1.4)
@@ -129,7 +143,7 @@ def plot_aux_layers(
 
 
 #: Where each box of the dataflow lives in vLLM (the installed code is quoted in notebook 02); the
-#: verifier's model class depends on its architecture (engine.vllm_source.eagle3_path names it).
+#: verifier's model class depends on its architecture (vllm_path.eagle3_path names it).
 _DATAFLOW_NAMES: dict[str, str] = {
     "taps": "verifier model's forward → _maybe_add_hidden_state",
     "concat": "GPUModelRunner.propose_draft_token_ids: torch.cat",

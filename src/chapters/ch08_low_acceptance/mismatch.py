@@ -107,7 +107,7 @@ def with_system(prompts: Sequence[str], system: str = _UNSEEN_SYSTEM_PROMPT) -> 
 
 def double_templated(tok: Any, prompts: Sequence[str]) -> list[Messages]:
     """Each prompt rendered with the chat template and then sent as the user's message: a chat
-    API templates it a second time (what `helpers.common.chat.double_templated` shows as text)."""
+    API templates it a second time (what notebook 01's `tokens.double_templated` shows as text)."""
     return [as_messages(render(tok, as_messages(p))) for p in prompts]
 
 

@@ -23,7 +23,7 @@ import pandas as pd
 from helpers.common.paths import DATA_DIR
 
 __all__ = [
-    "published_table",
+    "published_taus",
     "rates_side_by_side",
     "calibration_sentence",
 ]
@@ -71,7 +71,7 @@ class _PublishedTau:
         return 1.0 + sum(self.per_position[:k])
 
 
-def _published_taus(path: Path = _PUBLISHED_TAU_FILE) -> list[_PublishedTau]:
+def published_taus(path: Path = _PUBLISHED_TAU_FILE) -> list[_PublishedTau]:
     """Every record of the published-τ file, in file order."""
     records: list[dict[str, Any]] = json.loads(path.read_text(encoding="utf-8"))["records"]
     return [
@@ -86,29 +86,9 @@ def _published_taus(path: Path = _PUBLISHED_TAU_FILE) -> list[_PublishedTau]:
     ]
 
 
-def published_table(records: Sequence[_PublishedTau] | None = None) -> pd.DataFrame:
-    """The records as a table: source, date, pair, engine, drafting, k, T, dataset, τ."""
-    rows = [
-        {
-            "source": r.source,
-            "date": r.date,
-            "verifier": r.verifier,
-            "release": r.release,
-            "engine, hardware": f"{r.engine}; {r.hardware}",
-            "drafting": r.drafting,
-            "k": r.k,
-            "T": "not stated" if r.temperature is None else r.temperature,
-            "dataset": r.dataset,
-            "tau": r.tau,
-        }
-        for r in (_published_taus() if records is None else records)
-    ]
-    return pd.DataFrame(rows)
-
-
 def _reference_record() -> _PublishedTau:
     """The published chain the toy is compared with (REFERENCE)."""
-    return next(r for r in _published_taus() if r.id == _REFERENCE)
+    return next(r for r in published_taus() if r.id == _REFERENCE)
 
 
 def rates_side_by_side(

@@ -1,5 +1,4 @@
-"""Chat templates: Qwen's chat markers, a prompt rendered by a tokenizer's template, and the
-same prompt rendered twice (what double templating builds)."""
+"""Chat templates: Qwen's chat markers and a prompt rendered by a tokenizer's template."""
 
 from __future__ import annotations
 
@@ -7,7 +6,7 @@ from typing import Any
 
 from transformers import PreTrainedTokenizerBase
 
-from helpers.common.prompts import Messages, as_messages
+from helpers.common.prompts import Messages
 
 __all__ = [
     "ENDOFTEXT",
@@ -15,7 +14,6 @@ __all__ = [
     "IM_END",
     "GENERATION_PROMPT",
     "render",
-    "double_templated",
 ]
 
 #: Qwen's chat markers: every turn is `<|im_start|>{role}\n{content}<|im_end|>\n`.
@@ -34,8 +32,3 @@ def render(
     return tok.apply_chat_template(
         messages, tokenize=False, add_generation_prompt=add_generation_prompt, **template_kwargs
     )
-
-
-def double_templated(tok: PreTrainedTokenizerBase, messages: Messages) -> str:
-    """What `LLM.chat` would build if handed an already rendered prompt as the user's message."""
-    return render(tok, as_messages(render(tok, messages)))

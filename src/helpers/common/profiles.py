@@ -6,8 +6,9 @@ published architecture from config.json with random weights on a GPU, no downloa
 `make run PROFILE=…`, $WORKBOOK_PROFILE, or the `PROFILE` parameter cell of a notebook.
 
 Every fact about a model lives in its profile: adding a pairing is one JSON file in
-data/profiles/ (plus its README row); the stack table of the figures (`known_stacks`) and the
-quoted vLLM code path (keyed by `verifier_architecture`) follow from it with no code change.
+data/profiles/ (plus its README row); the stack table of notebook 02's figures (from
+`loadable_profiles`) and its quoted vLLM code path (keyed by `verifier_architecture`) follow from it
+with no code change.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ __all__ = [
     "load_profile",
     "profile_file_problems",
     "resolve_k",
-    "known_stacks",
+    "loadable_profiles",
     "profiles_for_gpus",
     "trained_or_tiny",
 ]
@@ -266,7 +267,7 @@ def _profile_problems(name: str) -> list[str]:
     return profile_file_problems(path)
 
 
-def _loadable_profiles() -> list[Profile]:
+def loadable_profiles() -> list[Profile]:
     """Every profile in data/profiles/ that loads, in name order; a damaged one is left out,
     whatever it raises (loading it by name says what is wrong)."""
     loaded = []
@@ -278,23 +279,10 @@ def _loadable_profiles() -> list[Profile]:
     return loaded
 
 
-def known_stacks(named: str | None = None) -> dict[str, int]:
-    """name -> num_hidden_layers, one row per distinct verifier of the profiles (architecture,
-    layers, hidden size), shallowest first; a row is named after its first profile, or `named`."""
-    loaded = _loadable_profiles()
-    loaded.sort(key=lambda p: p.name != named)  # stable: `named` first, the rest in name order
-    stacks: dict[tuple[Any, ...], tuple[str, int]] = {}
-    for p in loaded:
-        if p.verifier_layers is not None:
-            key = (p.verifier_architecture, p.verifier_layers, p.verifier_hidden_size)
-            stacks.setdefault(key, (p.name, p.verifier_layers))
-    return dict(sorted(stacks.values(), key=lambda item: item[1]))
-
-
 def profiles_for_gpus(count: int) -> list[str]:
     """Names of the shipped profiles that need at most `count` GPUs (memory per GPU aside; a
     damaged profile is not offered)."""
-    return [p.name for p in _loadable_profiles() if p.gpus_needed <= count]
+    return [p.name for p in loadable_profiles() if p.gpus_needed <= count]
 
 
 def trained_or_tiny(profile: Profile, purpose: str, local: bool = False) -> Profile:

@@ -21,7 +21,6 @@ __all__ = [
     "METRICS",
     "STATS",
     "PER_REQUEST",
-    "V2_SPECULATOR_MODULE",
     "DISABLE_EAGLE_BLOCK_DROP",
 ]
 
@@ -133,10 +132,6 @@ class _PerRequest:
 
 PER_REQUEST = _PerRequest()
 
-# ------------------------------------------------------------------ other vLLM names
-
-#: Model Runner V2's EAGLE speculator, where it concatenates the taps (vllm/v1/worker/gpu/).
-V2_SPECULATOR_MODULE = "vllm.v1.worker.gpu.spec_decode.autoregressive.speculator"
 
 # -------------- the EAGLE prefix-cache block drop (config/speculative.py; compat names who has it)
 

@@ -1,5 +1,5 @@
-"""A reduced draft vocabulary: which tokens the drafter may propose, the d2t/t2d maps vLLM reads,
-and what the reduction can cost.
+"""A reduced draft vocabulary: the d2t/t2d maps vLLM reads, and a full-vocabulary drafter pruned to
+one (notebook 07's chapter picks which tokens the drafter may propose, and what that costs).
 
 Real EAGLE-3 speculators score only ~32k of Qwen3's 151,936 tokens: the drafter's `lm_head` is the
 biggest part of a one-layer drafter, and most of the vocabulary is never the verifier's answer.
@@ -12,8 +12,7 @@ share of the verifier's tokens outside it caps how often a draft can be right.
 from __future__ import annotations
 
 import json
-from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import torch
@@ -23,24 +22,9 @@ from helpers.common.configs import read_config
 from helpers.eagle3.checkpoint import load_weights
 
 __all__ = [
-    "draft_vocab",
     "vocab_maps",
     "prune_draft_vocab",
 ]
-
-
-def draft_vocab(
-    token_lists: Iterable[Sequence[int]], size: int, always: Iterable[int] = ()
-) -> list[int]:
-    """The `size` most frequent token ids of the given answers (plus `always`), sorted by id."""
-    counts = Counter(t for tokens in token_lists for t in tokens)
-    keep = list(dict.fromkeys(always))
-    for token, _ in counts.most_common():
-        if len(keep) >= size:
-            break
-        if token not in keep:
-            keep.append(token)
-    return sorted(keep[:size])
 
 
 # Twin of vocab_maps() in notebooks/07_eagle3_in_the_field.ipynb: change both.

@@ -40,15 +40,6 @@ _TESTED_GPU = "0.26.0"
 #: vLLM PR #26485 gave Qwen3-MoE its EAGLE-3 hooks; it was first released in EAGLE3_QWEN3_MOE_SINCE.
 _EAGLE3_QWEN3_MOE_PR = "https://github.com/vllm-project/vllm/pull/26485"
 _EAGLE3_QWEN3_MOE_SINCE = "0.11.1"
-#: A verifier class's EAGLE-3 hooks, by every name vLLM gave them: PR #26485 put
-#: `set_aux_hidden_state_layers` and `get_eagle3_aux_hidden_state_layers` on the class; 0.26.0 and
-#: 0.31.0 define `set_aux_hidden_state_layers` and `get_eagle3_default_aux_hidden_state_layers` on
-#: `SupportsEagle3` itself (model_executor/models/interfaces.py), and the runner calls those two.
-EAGLE3_HOOKS: tuple[str, ...] = (
-    "set_aux_hidden_state_layers",
-    "get_eagle3_default_aux_hidden_state_layers",
-    "get_eagle3_aux_hidden_state_layers",
-)
 
 
 @dataclass(frozen=True)
@@ -138,8 +129,8 @@ FEATURES: Mapping[str, _Feature] = {
         has=(f"vLLM {_EAGLE3_QWEN3_MOE_SINCE}", "vLLM 0.26.0", "vLLM 0.31.0"),
         lacks=(f"vLLM before {_EAGLE3_QWEN3_MOE_SINCE}",),
         lost="no EAGLE-3 for Qwen3-MoE at all: the verifier hands no hidden states to a drafter "
-        "(the workbook carries no backport; `vllm_source.eagle3_support` checks the installed "
-        "class)",
+        "(the workbook carries no backport; notebook 02's `vllm_path.eagle3_support` checks the "
+        "installed class)",
     ),
 }
 

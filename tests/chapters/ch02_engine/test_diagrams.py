@@ -1,11 +1,12 @@
-"""chapters.ch02_engine.diagrams: the draft-and-verify schematic and the taps figure."""
+"""chapters.ch02_engine.diagrams: the draft-and-verify schematic, the profiles' verifier stacks and
+the taps figure."""
 
 from __future__ import annotations
 
 import pytest
 
-from chapters.ch02_engine.diagrams import draft_verify_round, plot_aux_layers
-from helpers.common.profiles import known_stacks
+from chapters.ch02_engine.diagrams import draft_verify_round, known_stacks, plot_aux_layers
+from helpers.common import profiles
 
 
 def test_plot_aux_layers_marks_taps_and_collisions() -> None:
@@ -50,3 +51,36 @@ def test_dataflow_names_the_verifiers_own_model_class() -> None:
     texts = {t.get_text() for t in fig.axes[0].texts}
     assert name in texts and _DATAFLOW_NAMES["taps"] not in texts
     assert _DATAFLOW_NAMES["fc"] in texts
+
+
+def test_known_stacks_has_one_row_per_distinct_verifier() -> None:
+    stacks = known_stacks()
+    loaded = [profiles.load_profile(n) for n in profiles._available_profiles()]
+    distinct = {
+        (p.verifier_architecture, p.verifier_layers, p.verifier_hidden_size) for p in loaded
+    }
+    assert len(stacks) == len(distinct) < len(loaded), (
+        "the 30B hub and shape profiles are one stack"
+    )
+    assert set(stacks) <= {p.name for p in loaded}
+    assert all(stacks[p.name] == p.verifier_layers for p in loaded if p.name in stacks)
+    assert list(stacks.values()) == sorted(stacks.values()), "shallowest first"
+    assert "qwen3-30b-a3b" in stacks and "qwen3-30b-a3b-shape" not in stacks
+    shape = known_stacks("qwen3-30b-a3b-shape")
+    assert shape["qwen3-30b-a3b-shape"] == 48 and "qwen3-30b-a3b" not in shape
+    assert len(shape) == len(stacks), "naming a row after a profile keeps one row per verifier"
+
+
+def test_known_stacks_names_the_235b_row_after_the_shape_when_asked() -> None:
+    assert "qwen3-235b-a22b" in known_stacks() and "qwen3-235b-a22b-shape" not in known_stacks()
+    named = known_stacks("qwen3-235b-a22b-shape")
+    assert named["qwen3-235b-a22b-shape"] == 94 and "qwen3-235b-a22b" not in named
+    assert len(named) == len(known_stacks())
+
+
+def test_an_added_profiles_verifier_is_a_stack_of_its_own(added_profile: str) -> None:
+    """It has the depth and width of Qwen3-30B-A3B but another architecture; the figure draws it."""
+    stacks = known_stacks()
+    assert stacks[added_profile] == 48 and stacks["qwen3-30b-a3b"] == 48
+    rows = [t.get_text() for t in plot_aux_layers().axes[0].get_yticklabels()]
+    assert f"{added_profile}\nL=48" in rows

@@ -26,8 +26,7 @@ def test_07_ex3_position_zero_alone_cannot_pass_without_drafts() -> None:
 
 def test_07_ex4_a_smaller_draft_vocabulary_leaves_more_tokens_outside() -> None:
     """DRAFT_VOCAB = 128 instead of 512: the ceiling (share outside) can only grow."""
-    from chapters.ch07_field.reduced_vocab import outside_share
-    from helpers.eagle3.vocab import draft_vocab
+    from chapters.ch07_field.reduced_vocab import draft_vocab, outside_share
 
     rng = random.Random(0)
     answers = [[int(rng.paretovariate(1.2)) % 2048 for _ in range(200)] for _ in range(16)]
