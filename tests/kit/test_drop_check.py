@@ -117,3 +117,23 @@ def test_the_layout_doc_names_what_a_drop_rewrites() -> None:
     for step in drop_check._derived_steps("python"):
         assert f"`python {' '.join(step.argv[1:])}`" in section, step.name
     assert drop_check._TABLE_START in section and drop_check._TABLE_END in section
+
+
+def test_the_markdown_table_replaces_only_the_block_between_its_markers(tmp_path: Path) -> None:
+    doc = tmp_path / "layout.md"
+    start, end = drop_check._TABLE_START, drop_check._TABLE_END
+    doc.write_text(f"# Head\n\n{start}\nold table\n{end}\n\ntail\n", encoding="utf-8")
+    rows = [
+        drop_check._Row("01", True, 12.4),
+        drop_check._Row("02", False, 30.0, tuple(f"repo-wide: FAILED t{i} | x" for i in range(5))),
+    ]
+    drop_check._rewrite_doc(doc, drop_check._markdown(rows, 42.0, 2))
+    text = doc.read_text(encoding="utf-8")
+    assert text.startswith(f"# Head\n\n{start}\n`python -m kit.drop_check`, ")
+    assert text.endswith(f"\n{end}\n\ntail\n") and "old table" not in text
+    assert ": 1 of 2 green, 42 s in all (2 at a time on " in text
+    assert "| 01 | green | 12 |  |" in text
+    assert "| 02 | red | 30 | repo-wide: FAILED t0 \\| x<br>" in text and "(+2 more) |" in text
+    doc.write_text("no markers\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="no drop-check table"):
+        drop_check._rewrite_doc(doc, "table")
