@@ -213,13 +213,15 @@ def _check_drop(
                     path.unlink()
         failures = [line for step in (*derived, *checks) for line in _run_step(step, tree)]
         notes = [_output(step, tree) for step in report]
-    return _Row(
+    row = _Row(
         label=label,
         green=not failures,
         seconds=time.monotonic() - start,
         failures=tuple(failures),
         notes=tuple(notes),
     )
+    print(f"[drop_check] {_table([row])}\n", file=sys.stderr, flush=True)  # a long run's progress
+    return row
 
 
 def _shown(row: _Row) -> str:
