@@ -8,7 +8,8 @@ test's notebook cells to it), grader and its vLLM sampler reference (make check-
 nbval_keep (pytest -p kit.nbval_keep: keep what nbval executed), manifest (data/'s sha256 list), the
 tiny pair's recipes (tiny_recipe, tiny_tokenizer, tiny_verifier, dflash_recipe with its DFlash
 drafter, dflash) and model cards, Qwen3's tokenizer builder (qwen_tokenizer), text_quality (make
-bench's output checks), homes (how big each home of the code is) and moe_lab (the GPU MoE lab's
+bench's output checks), homes (how big each home of the code is), drop_check (drop each chapter
+in a scratch copy and check what is left) and moe_lab (the GPU MoE lab's
 routing designs and its record's tables).
 """
 
@@ -17,6 +18,7 @@ __all__ = [
     "dflash",
     "dflash_recipe",
     "doctor",
+    "drop_check",
     "grader",
     "homes",
     "manifest",

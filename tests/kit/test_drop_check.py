@@ -1,0 +1,139 @@
+"""kit.drop_check on a planted repo: dropping a chapter the trunk still names is red, dropping one
+nobody else names is green, the scratch copy is gone afterwards, and an unknown chapter is refused."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from helpers.common.paths import REPO_ROOT
+from kit import drop_check
+
+NOTEBOOK = {"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+PYPROJECT = '[tool.pytest.ini_options]\ntestpaths = ["tests"]\nmarkers = ["vllm: an engine"]\n'
+#: A trunk test that opens notebook 01 by name: dropping 01 breaks it.
+TRUNK_TEST = (
+    "from pathlib import Path\n\n\n"
+    "def test_the_first_notebook_is_there() -> None:\n"
+    '    assert Path("notebooks/01_first.ipynb").is_file()\n'
+)
+#: The test of one script: not a repo-wide test, so its failure does not count.
+SCRIPT_TEST = "def test_the_script() -> None:\n    assert False\n"
+
+
+def write(root: Path, name: str, text: str) -> None:
+    """Write a file of the planted repo, its folders made."""
+    (root / name).parent.mkdir(parents=True, exist_ok=True)
+    (root / name).write_text(text, encoding="utf-8")
+
+
+@pytest.fixture
+def planted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A git repo with two chapters (01, 02), a trunk test naming 01 and a script with its test."""
+    root = tmp_path / "repo"
+    files = {
+        "pyproject.toml": PYPROJECT,
+        "src/trunk/__init__.py": '"""The trunk."""\n',
+        "src/chapters/__init__.py": '"""Chapters."""\n',
+        "scripts/tool.py": '"""A script."""\n',
+        "tests/__init__.py": "",
+        "tests/test_trunk.py": TRUNK_TEST,
+        "tests/test_tool.py": SCRIPT_TEST,
+    }
+    for nn, topic in (("01", "first"), ("02", "second")):
+        files[f"notebooks/{nn}_{topic}.ipynb"] = json.dumps(NOTEBOOK)
+        files[f"src/chapters/ch{nn}_{topic}/__init__.py"] = f'"""Notebook {nn}."""\n'
+        files[f"tests/chapters/ch{nn}_{topic}/__init__.py"] = ""
+    for name, text in files.items():
+        write(root, name, text)
+    # the planted repo's pytest needs no plugin (loading the venv's costs seconds a start)
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    subprocess.run(["git", "-C", str(root), "add", "-A"], check=True)
+    write(root, "untracked.py", "import nowhere_to_be_found\n")  # not tracked: not copied
+    return root
+
+
+def test_chapters_are_found_and_a_drop_deletes_the_chapters_three_places(planted: Path) -> None:
+    assert drop_check._chapters(planted) == ["01", "02"]
+    dropped = [p.relative_to(planted).as_posix() for p in drop_check._chapter_paths(planted, "01")]
+    assert dropped == [
+        "notebooks/01_first.ipynb",
+        "src/chapters/ch01_first",
+        "tests/chapters/ch01_first",
+    ]
+
+
+def test_the_chapter_the_trunk_names_is_red_the_other_green_and_nothing_is_left(
+    planted: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    checks = drop_check._check_steps(planted)
+    assert [s.name for s in checks] == ["ruff", "imports", "collect", "repo-wide"]
+    assert checks[-1].argv[-1:] == ("tests/test_trunk.py",)  # the script's test is not repo-wide
+    red = drop_check._check_drop(planted, ["01"], [], checks, "01")
+    green = drop_check._check_drop(planted, ["02"], [], checks, "02")
+    assert not red.green
+    assert any(
+        "FAILED tests/test_trunk.py::test_the_first_notebook_is_there" in f for f in red.failures
+    )
+    assert all(f.startswith("repo-wide: ") for f in red.failures), red.failures
+    assert green.green, green.failures
+    assert list(scratch.iterdir()) == []
+    table = drop_check._table([red, green])
+    assert "01               red" in table and "02               green" in table
+
+
+def test_a_chapter_left_imported_is_red_at_the_import_step(planted: Path) -> None:
+    write(planted, "src/trunk/uses.py", "from chapters import ch02_second\n")
+    subprocess.run(["git", "-C", str(planted), "add", "-A"], check=True)
+    checks = drop_check._check_steps(planted)[1:2]
+    row = drop_check._check_drop(planted, ["02"], [], checks, "02")
+    (failure,) = row.failures
+    assert failure.startswith("imports: ERROR import trunk.uses: ImportError: cannot import name")
+
+
+def test_an_unknown_chapter_is_refused_in_one_line(
+    planted: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert drop_check.main(["01", "99"], root=planted) == 2
+    assert drop_check.main(["--keep", "01,98"], root=planted) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err == [
+        "[drop_check] no chapter 99 here (chapters: 01 02)",
+        "[drop_check] no chapter 98 here (chapters: 01 02)",
+    ]
+
+
+def test_the_layout_doc_names_what_a_drop_rewrites() -> None:
+    doc = (REPO_ROOT / "docs" / "layout.md").read_text(encoding="utf-8")
+    section = doc.split("## Dropping a chapter", 1)[1]
+    for step in drop_check._derived_steps("python"):
+        assert f"`python {' '.join(step.argv[1:])}`" in section, step.name
+    assert drop_check._TABLE_START in section and drop_check._TABLE_END in section
+
+
+def test_the_markdown_table_replaces_only_the_block_between_its_markers(tmp_path: Path) -> None:
+    doc = tmp_path / "layout.md"
+    start, end = drop_check._TABLE_START, drop_check._TABLE_END
+    doc.write_text(f"# Head\n\n{start}\nold table\n{end}\n\ntail\n", encoding="utf-8")
+    rows = [
+        drop_check._Row("01", True, 12.4),
+        drop_check._Row("02", False, 30.0, tuple(f"repo-wide: FAILED t{i} | x" for i in range(5))),
+    ]
+    drop_check._rewrite_doc(doc, drop_check._markdown(rows, 42.0, 2))
+    text = doc.read_text(encoding="utf-8")
+    assert text.startswith(f"# Head\n\n{start}\n`python -m kit.drop_check`, ")
+    assert text.endswith(f"\n{end}\n\ntail\n") and "old table" not in text
+    assert ": 1 of 2 green, 42 s in all (2 at a time on " in text
+    assert "| 01 | green | 12 |  |" in text
+    assert "| 02 | red | 30 | repo-wide: FAILED t0 \\| x<br>" in text and "(+2 more) |" in text
+    doc.write_text("no markers\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="no drop-check table"):
+        drop_check._rewrite_doc(doc, "table")
