@@ -31,7 +31,6 @@ __all__ = [
     "QUIRKS",
     "supports",
     "label",
-    "label_quirk",
 ]
 
 #: The vLLM a learner installs (requirements/*.txt pin it; tests/engine/test_compat.py checks that).
@@ -284,12 +283,6 @@ def label(name: str) -> str:
     """One line: the feature, the versions read with and without it, and what is lost without it."""
     f = FEATURES[name]
     return f"{name}: in {', '.join(f.has)}; not in {', '.join(f.lacks)}; without it: {f.lost}"
-
-
-def label_quirk(name: str) -> str:
-    """One line: what a vLLM does, where it was seen, and what the workbook does instead."""
-    q = QUIRKS[name]
-    return f"{q.what} (seen in {', '.join(q.seen_in)}): {q.instead}"
 
 
 def dropped_args(kwargs: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:

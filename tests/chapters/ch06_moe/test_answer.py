@@ -77,14 +77,14 @@ def test_the_real_routers_rho_is_the_union_it_read() -> None:
 def test_c_bands_span_the_realistic_designs_and_the_graph_mode() -> None:
     record = lab.load_lab()
     bands = answer.c_bands(record)
-    designs = lab.design_costs(record)
+    designs = lab.routing_table(record)
     designs = designs[designs.routing.isin(lab.REALISTIC)]
     for r in bands.itertuples():
         at = designs[
             (designs[COLUMNS.k] == getattr(r, COLUMNS.k)) & (designs.concurrency == r.concurrency)
         ]
-        assert r.c == pytest.approx(at.c.median())
-        assert r.c_low <= at.c.min() + 1e-12 and r.c_high >= at.c.max() - 1e-12
+        assert r.c == pytest.approx(at.measured_c.median())
+        assert r.c_low <= at.measured_c.min() + 1e-12 and r.c_high >= at.measured_c.max() - 1e-12
     with_graphs = answer.c_bands(format4())
     assert with_graphs.graph_mode.any() and "other graph mode" in with_graphs.band_source.iloc[0]
 
