@@ -101,8 +101,12 @@ def with_derived(taus: pd.DataFrame, ks: Sequence[int] = (1, 3, 5)) -> pd.DataFr
     for (source, dataset), grp in taus.groupby(["source", "dataset"], sort=False):
         at = grp.set_index(_K).tau
         for k in [k for k in ks if 3 in at and k not in at]:
-            base = {"source": source, "dataset": dataset, _K: k}
-            base["conditions"] = grp.conditions.iloc[0]
+            base = {
+                "source": source,
+                "dataset": dataset,
+                _K: k,
+                "conditions": grp.conditions.iloc[0],
+            }
             rows.append(base | {"tau": _geometric_tau(at[3], k), "how": _GEOMETRIC})
             if k in ratios:
                 r, n = ratios[k]
@@ -208,14 +212,6 @@ def unknown_config_keys(config: Mapping[str, Any]) -> list[str]:
     return sorted(set(config) - set(SpeculativeConfig.__dataclass_fields__))
 
 
-def _llm_call(verifier: str, drafter: str, k: int) -> str:
-    """The `vllm.LLM(...)` call with that config (plain for k = 0)."""
-    config = speculative_config(drafter, k)
-    if not config:
-        return f'LLM(model="{verifier}")'
-    return f'LLM(model="{verifier}", speculative_config={json.dumps(config)})'
-
-
 def caveats(record: Mapping[str, Any], taus: pd.DataFrame, verifier: str) -> list[str]:
     """Everything that separates this prediction from a measurement of the real pair."""
     sources, settings = sorted(set(taus.source)), record["settings"]
@@ -289,7 +285,8 @@ def summary_lines(
         serve = (
             f"--speculative-config '{json.dumps(config)}'" if k else "  (no --speculative-config)"
         )
-        out += [f"{at}: vllm serve {verifier} {serve}", f"{at}: {_llm_call(verifier, drafter, k)}"]
+        llm = f", speculative_config={json.dumps(config)}" if k else ""
+        out += [f"{at}: vllm serve {verifier} {serve}", f'{at}: LLM(model="{verifier}"{llm})']
     return out
 
 

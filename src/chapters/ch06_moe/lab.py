@@ -151,13 +151,12 @@ def _as_loaded_steps(record: Mapping[str, Any], graphs: str, runner: str | None)
 
 
 def _versus(
-    record: Mapping[str, Any], graphs: str, runner: str | None, names: str, own_plain: bool
+    record: Mapping[str, Any], graphs: str, runner: str | None, a: str, b: str, own_plain: bool
 ) -> pd.DataFrame:
     """Per (k, C) of another graph mode or runner: both steps, their ratio and c in each."""
     main = _as_loaded_steps(record, *speedup.lab_mode(record))
     alt = _as_loaded_steps(record, graphs, runner)
-    plain = alt if own_plain else main
-    a, b = names.split()
+    plain = alt if own_plain else main  # c of the other: against its own plain step, or main's
     rows = [
         {_K: int(k), "concurrency": int(conc), f"{a}_ms": float(main[(k, conc)])}
         | {f"{b}_ms": float(step), "ratio": float(step / main[(k, conc)])}
@@ -176,16 +175,16 @@ def graph_check(record: Mapping[str, Any]) -> pd.DataFrame:
     if not others:
         return pd.DataFrame()
     other = sorted(others)[0]
-    return _versus(record, other, runner, f"{graphs} {other}", own_plain=True)
+    return _versus(record, other, runner, graphs, other, own_plain=True)
 
 
 def runner_check(record: Mapping[str, Any]) -> pd.DataFrame:
     """Per (k, C) on the V1 runner: its step beside the main grid's, and c_v1 over main's plain."""
     runner = speedup.lab_mode(record)[1]
     v1 = [r for r in record["rows"] if r.get("runner") == "V1" and runner != "V1"]
-    return (
-        _versus(record, v1[0]["graphs"], "V1", "main v1", own_plain=False) if v1 else pd.DataFrame()
-    )
+    if not v1:
+        return pd.DataFrame()
+    return _versus(record, v1[0]["graphs"], "V1", "main", "v1", own_plain=False)
 
 
 def served_mix(record: Mapping[str, Any]) -> pd.DataFrame:

@@ -30,6 +30,8 @@ __all__ = [
 ]
 
 BYTES_BF16 = 2
+#: Per answer: its router choices [layers, positions, active] and its first answer position.
+_Choices = Sequence[tuple[torch.Tensor, int]]
 
 
 @dataclass(frozen=True)
@@ -137,9 +139,7 @@ def _window_union(choices: torch.Tensor, n: int, start: int = 0) -> float:
     return sum(sizes) / len(sizes) if sizes else float("nan")
 
 
-def union_table(
-    choices: Sequence[tuple[torch.Tensor, int]], ns: Sequence[int], experts: int, active: int
-) -> pd.DataFrame:
+def union_table(choices: _Choices, ns: Sequence[int], experts: int, active: int) -> pd.DataFrame:
     """Per window size n: the measured mean union of the answers and the two bounds."""
     rows = []
     for n in ns:
@@ -152,24 +152,17 @@ def union_table(
     return pd.DataFrame(rows)
 
 
-def batch_union(
-    choices: Sequence[tuple[torch.Tensor, int]],
-    batch: int,
-    n: int,
-    samples: int = 50,
-    seed: int = 0,
-) -> float:
+def batch_union(choices: _Choices, batch: int, n: int, samples: int = 50, seed: int = 0) -> float:
     """Mean distinct experts per layer over `batch` sequences × n consecutive answer positions."""
     rng = random.Random(seed)
     eligible = [(c, s) for c, s in choices if c.shape[1] - s >= n]
     sizes = []
     for _ in range(samples):
         picks = [eligible[rng.randrange(len(eligible))] for _ in range(batch)]
-        windows = []
-        for c, s in picks:
-            i = rng.randrange(s, c.shape[1] - n + 1)
-            windows.append(c[:, i : i + n])
-        sizes.append(_distinct(torch.cat(windows, dim=1)).mean().item())
+        starts = [(c, rng.randrange(s, c.shape[1] - n + 1)) for c, s in picks]
+        sizes.append(
+            _distinct(torch.cat([c[:, i : i + n] for c, i in starts], dim=1)).mean().item()
+        )
     return sum(sizes) / len(sizes)
 
 

@@ -117,34 +117,32 @@ def iid_traces(alpha: float, requests: int, steps: int, k: int, seed: int = 0) -
     return [[step() for _ in range(steps)] for _ in range(requests)]
 
 
-def _count_forwards(worker: Any, on: bool) -> dict[str, int]:
-    """In a vLLM worker: on=True hooks the verifier's and drafter's forwards; False unhooks."""
-    if not on:
-        for hook in getattr(worker, "_ch06_hooks", []):
-            hook.remove()
-        worker._ch06_hooks = []
-        return dict(getattr(worker, "_ch06_counts", {}))
-    runner = worker.model_runner
-    drafter = None  # V1's and the CPU runner's `drafter.model`, V2's `speculator.model`
-    for name in ("drafter", "speculator"):
-        model = getattr(getattr(runner, name, None), "model", None)
-        if drafter is None and model is not None and hasattr(model, "register_forward_pre_hook"):
-            drafter = model
-    counts = worker._ch06_counts = {"verifier": 0, "drafter": 0}
-    worker._ch06_hooks = [
-        module.register_forward_pre_hook(lambda *_, _k=key: counts.update({_k: counts[_k] + 1}))
-        for key, module in (("verifier", runner.get_model()), ("drafter", drafter))
-        if module is not None
-    ]
-    return dict(counts)
-
-
 class _ForwardCounter:
     """vLLM worker extension (`worker_extension_cls=COUNTER`): counts forward passes."""
 
-    def ch06_count_forwards(self, on: bool) -> dict[str, int]:
-        """_count_forwards of this worker."""
-        return _count_forwards(self, on)
+    def ch06_count_forwards(self: Any, on: bool) -> dict[str, int]:
+        """on=True hooks the verifier's and the drafter's forwards to count them; False unhooks."""
+        if not on:
+            for hook in getattr(self, "_ch06_hooks", []):
+                hook.remove()
+            self._ch06_hooks = []
+            return dict(getattr(self, "_ch06_counts", {}))
+        runner, drafter = self.model_runner, None  # V1/CPU: `drafter.model`, V2: `speculator.model`
+        for name in ("drafter", "speculator"):
+            model = getattr(getattr(runner, name, None), "model", None)
+            if (
+                drafter is None
+                and model is not None
+                and hasattr(model, "register_forward_pre_hook")
+            ):
+                drafter = model
+        counts = self._ch06_counts = {"verifier": 0, "drafter": 0}
+        self._ch06_hooks = [
+            module.register_forward_pre_hook(lambda *_, _k=key: counts.update({_k: counts[_k] + 1}))
+            for key, module in (("verifier", runner.get_model()), ("drafter", drafter))
+            if module is not None
+        ]
+        return dict(counts)
 
 
 #: The dotted name vLLM loads the counting extension by (`worker_extension_cls`).
@@ -167,26 +165,22 @@ def forwards_by_batch(llm: Any, prompts: Sequence[str], params: Any) -> dict[int
     return out
 
 
-def _set_env(value: str | None) -> None:
-    """VLLM_USE_V2_MODEL_RUNNER set (None: unset), vLLM's cache of its environment cleared."""
-    if value is None:
-        os.environ.pop(_RUNNER_ENV, None)
-    else:
-        os.environ[_RUNNER_ENV] = value
-    from vllm import envs
-
-    envs.disable_envs_cache()
-
-
 @contextlib.contextmanager
 def model_runner(runner: str | None) -> Iterator[None]:
     """Engines started inside run on vLLM's "V1" or "V2" runner, or vLLM's choice (None)."""
-    before = os.environ.get(_RUNNER_ENV)
-    _set_env(None if runner is None else {"V1": "0", "V2": "1"}[runner])
+    from vllm import envs  # its cache of the environment is cleared on each change
+
+    before = os.environ.pop(_RUNNER_ENV, None)
+    if runner is not None:
+        os.environ[_RUNNER_ENV] = {"V1": "0", "V2": "1"}[runner]
+    envs.disable_envs_cache()
     try:
         yield
     finally:
-        _set_env(before)
+        os.environ.pop(_RUNNER_ENV, None)
+        if before is not None:
+            os.environ[_RUNNER_ENV] = before
+        envs.disable_envs_cache()
 
 
 def start_failure(err: BaseException) -> str:

@@ -182,8 +182,8 @@ def test_the_config_to_paste_is_a_static_k_and_plain_says_so() -> None:
         "num_speculative_tokens": 3,
     }
     assert answer.speculative_config("d", 0) == {}
-    assert answer._llm_call("v", "d", 0) == 'LLM(model="v")'
-    assert '"num_speculative_tokens": 3' in answer._llm_call("v", "d", 3)
+    plain = answer.summary_lines(_prediction(), {64: {"k": 0, "cannot_tell": []}}, "v", "d")
+    assert plain[-1] == 'at C = 64: LLM(model="v")'
     choice = {1: {"k": 3, "cannot_tell": [0]}, 64: {"k": 3, "cannot_tell": []}}
     said = answer.summary_lines(_prediction(), choice, "v", "d")
     assert (
@@ -192,6 +192,8 @@ def test_the_config_to_paste_is_a_static_k_and_plain_says_so() -> None:
     )
     assert said[1].endswith("its band is clear (PREDICTED, not measured)")
     assert said[2].startswith("at C = 1, 64: vllm serve v --speculative-config '")
+    assert said[3].startswith('at C = 1, 64: LLM(model="v", speculative_config={')
+    assert '"num_speculative_tokens": 3' in said[3]
     assert "per_batch_size" not in "\n".join(said)
     plain = answer.summary_lines(_prediction(), {1: {"k": 0, "cannot_tell": [3]}}, "v", "d")
     assert (
