@@ -1,10 +1,7 @@
-"""Notebook 06's figures: the expert union of a verify pass, and c(k, C) with the speed-up map and
-its band.
-"""
+"""Notebook 06's figures: the expert union of a verify pass, and c(k, C) with the speed-up map."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -15,58 +12,37 @@ from helpers.analytics.figures import k_colors
 from helpers.common.plots import PALETTE, new_figure
 from helpers.common.tables import COLUMNS
 
-__all__ = [
-    "plot_expert_union",
-    "plot_answer",
-]
+__all__ = ["plot_expert_union", "plot_answer"]
 
 
-def _union_panel(ax: Any, x: pd.Series, curves: Sequence[pd.Series], labels: Sequence[str]) -> None:
+def _union_panel(ax: Any, df: pd.DataFrame, x: str, shared: str, labels: str, **kw: Any) -> None:
     """Independent bound (dashed), measured (dots), shared bound (dotted) against x."""
     styles = (("--", PALETTE["correction"]), ("o-", PALETTE["spec"]), (":", PALETTE["plain"]))
-    for (style, color), values, label in zip(styles, curves, labels):
-        ax.plot(x, values, style, color=color, label=label)
+    columns = ("independent_union", "measured_union", shared)
+    for (style, color), column, label in zip(styles, columns, labels.split("; ")):
+        ax.plot(df[x], df[column], style, color=color, label=label)
     ax.legend(fontsize=8)
+    ax.set(ylabel="distinct experts per layer", **kw)
 
 
 def plot_expert_union(windows: pd.DataFrame, batches: pd.DataFrame, experts: int) -> Figure:
-    """Left: distinct experts per layer for n consecutive positions, measured vs the two bounds.
-    Right: the union over B sequences x (k + 1) positions, measured vs the bounds."""
+    """Distinct experts per layer, measured and bounds: one sequence's n positions; B sequences."""
     fig, (ax, bx) = new_figure(2, width=5.2)
-    columns = ("independent_union", "measured_union")
+    labels = "independent routing; measured (trained router); all positions agree"
+    xlabel, ylim = "positions verified together (k + 1)", (0, experts + 0.5)
+    _union_panel(ax, windows, "positions", "shared_bound", labels, xlabel=xlabel, ylim=ylim)
+    ax.set_title("one sequence")
+    labels = "independent; measured; each sequence agrees with itself"
     _union_panel(
-        ax,
-        windows.positions,
-        [windows[c] for c in (*columns, "shared_bound")],
-        ("independent routing", "measured (trained router)", "all positions agree"),
+        bx, batches, "batch", "shared_union", labels, xlabel="batch B (sequences)", ylim=ylim
     )
-    ax.set(
-        xlabel="positions verified together (k + 1)",
-        ylabel="distinct experts per layer",
-        title="one sequence",
-        ylim=(0, experts + 0.5),
-    )
-    _union_panel(
-        bx,
-        batches.batch,
-        [batches[c] for c in (*columns, "shared_union")],
-        ("independent", "measured", "each sequence agrees with itself"),
-    )
+    bx.set_title(f"B sequences x {int(batches.positions.iloc[0])} positions")
     bx.set_xscale("log", base=2)
-    n = int(batches.positions.iloc[0])
-    bx.set(
-        xlabel="batch B (sequences)",
-        ylabel="distinct experts per layer",
-        title=f"B sequences x {n} positions",
-        ylim=(0, experts + 0.5),
-    )
     return fig
 
 
 def plot_answer(answer: pd.DataFrame, k: int, title: str) -> Figure:
-    """The one answer: left, c(k, C) per k against concurrency with its band (shaded); right, the
-    speed-up τ / c(k, C) at one k over τ and C, break-even where the black line is, and where it
-    moves across the band (dashed)."""
+    """Left: c(k, C) per k with its band; right: τ / c(k, C) at k over τ and C, break-even lines."""
     fig, (ax, bx) = new_figure(2, width=5.4, height=4.0)
     ks = sorted(answer[COLUMNS.k].unique())
     colors = k_colors(ks)
@@ -75,12 +51,8 @@ def plot_answer(answer: pd.DataFrame, k: int, title: str) -> Figure:
         ax.fill_between(at.concurrency, at.c_low, at.c_high, color=colors[kk], alpha=0.2)
         ax.plot(at.concurrency, at.c, "o-", color=colors[kk], label=f"k = {kk}")
     ax.set_xscale("log", base=2)
-    source = answer.band_source.iloc[0]
-    ax.set(
-        xlabel="concurrency C",
-        ylabel="c(k, C): plain steps per speculative step",
-        title=f"measured c, band: {source}",
-    )
+    ax.set(xlabel="concurrency C", ylabel="c(k, C): plain steps per speculative step")
+    ax.set_title(f"measured c, band: {answer.band_source.iloc[0]}")
     ax.legend(fontsize=8)
     at = answer[answer[COLUMNS.k] == k].sort_values("concurrency")
     taus = np.linspace(1.0, k + 1.0, 41)

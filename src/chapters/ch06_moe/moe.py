@@ -1,14 +1,5 @@
-"""Why a Mixture-of-Experts verifier is not a dense one: the expert union of a verify pass, and the
-cost of a speculative step in bytes read (notebook 06).
-
-A verify pass scores k + 1 positions at once. In a dense model they share every weight, so on a
-memory-bound GPU the pass costs about one decode step. In a MoE layer each position routes to its
-own top-a of E experts, and the pass streams the **union** of their experts: E·(1 − (1 − a/E)ⁿ)
-experts for n independently routed positions, a when all n agree. Trained routers are correlated
-across neighbouring tokens, so the truth lies in between; `window_union` measures it on a real
-router. `step_bytes` turns a union into bytes (dense and attention weights once, routed experts by
-the union, the lm_head, the KV cache, k reads of the drafter with its own draft vocabulary);
-notebook 06 turns them into the bytes-only c(k, B) = spec step / plain step in its cells.
+"""Why a MoE verifier is not a dense one: a verify pass streams the union of its positions'
+experts, E·(1 − (1 − a/E)ⁿ) for n independent ones, and `step_bytes` turns a union into bytes.
 """
 
 from __future__ import annotations
@@ -39,6 +30,8 @@ __all__ = [
 ]
 
 BYTES_BF16 = 2
+#: Per answer: its router choices [layers, positions, active] and its first answer position.
+_Choices = Sequence[tuple[torch.Tensor, int]]
 
 
 @dataclass(frozen=True)
@@ -55,34 +48,25 @@ class MoeShape:
     kv_heads: int
     head_dim: int
     vocab: int
-    #: The drafter's lm_head rows (its `draft_vocab_size`); 0 means the full vocabulary.
-    draft_vocab: int = 0
-    #: The drafter layer's MLP width; 0 means 4 x hidden.
-    draft_ffn: int = 0
+    draft_vocab: int = 0  # the drafter's lm_head rows; 0: the full vocabulary
+    draft_ffn: int = 0  # the drafter layer's MLP width; 0: 4 x hidden
 
     @classmethod
-    def from_config(cls, name: str, config: dict[str, Any]) -> MoeShape:
+    def from_config(cls, name: str, c: dict[str, Any]) -> MoeShape:
         """A shape from a Qwen3-MoE config.json."""
-        return cls(
-            name,
-            config["num_hidden_layers"],
-            config["hidden_size"],
-            config.get("num_experts") or config["num_local_experts"],
-            config["num_experts_per_tok"],
-            config["moe_intermediate_size"],
-            config["num_attention_heads"],
-            config["num_key_value_heads"],
-            config.get("head_dim") or config["hidden_size"] // config["num_attention_heads"],
-            config["vocab_size"],
-        )
+        hidden, heads = c["hidden_size"], c["num_attention_heads"]
+        experts = c.get("num_experts") or c["num_local_experts"]
+        sizes = (c["num_experts_per_tok"], c["moe_intermediate_size"], heads)
+        head_dim = c.get("head_dim") or hidden // heads
+        kv = (c["num_key_value_heads"], head_dim, c["vocab_size"])
+        return cls(name, c["num_hidden_layers"], hidden, experts, *sizes, *kv)
 
     def with_drafter(self, config: dict[str, Any]) -> MoeShape:
         """This shape with the lm_head and MLP of an EAGLE-3 drafter config (speculators format)."""
         layer = config.get("transformer_layer_config", config)
+        vocab = config.get("draft_vocab_size") or layer.get("vocab_size") or self.vocab
         return replace(
-            self,
-            draft_vocab=config.get("draft_vocab_size") or layer.get("vocab_size") or self.vocab,
-            draft_ffn=layer.get("intermediate_size") or 4 * self.hidden,
+            self, draft_vocab=vocab, draft_ffn=layer.get("intermediate_size") or 4 * self.hidden
         )
 
     def expert_params(self) -> int:
@@ -95,24 +79,15 @@ class MoeShape:
         return attn + self.hidden * self.experts
 
     def drafter_params(self) -> int:
-        """A one-layer EAGLE-3 drafter of this width: fc (3H→H), a Llama layer whose attention
-        reads embeddings and hidden state (2H), and an lm_head of `draft_vocab` rows."""
-        attn = (
-            2 * self.hidden * self.head_dim * (self.heads + 2 * self.kv_heads)
-            + self.heads * self.head_dim * self.hidden
-        )
-        mlp = 3 * self.hidden * (self.draft_ffn or 4 * self.hidden)
-        return (
-            3 * self.hidden * self.hidden
-            + attn
-            + mlp
-            + (self.draft_vocab or self.vocab) * self.hidden
-        )
+        """A one-layer EAGLE-3 drafter: fc (3H→H), a 2H-input Llama layer, `draft_vocab` lm_head."""
+        h, d = self.hidden, self.head_dim
+        attn = 2 * h * d * (self.heads + 2 * self.kv_heads) + self.heads * d * h
+        mlp = 3 * h * (self.draft_ffn or 4 * h)
+        return 3 * h * h + attn + mlp + (self.draft_vocab or self.vocab) * h
 
 
 def shape_from_folder(verifier: str | Path, drafter: dict[str, Any] | None = None) -> MoeShape:
-    """A verifier's shape from its folder's config.json (named after the folder), with the lm_head
-    and MLP of a drafter config when given."""
+    """A verifier's shape from its folder's config.json, with a drafter config's when given."""
     shape = MoeShape.from_config(Path(verifier).name, read_config(verifier))
     return shape if drafter is None else shape.with_drafter(drafter)
 
@@ -130,9 +105,8 @@ def shared_union(experts: int, active: int, sequences: float) -> float:
 @torch.no_grad()
 def _router_choices(verifier: Any, ids: Sequence[int]) -> torch.Tensor:
     """The experts each position routes to, per layer: [layers, T, active] (transformers MoE)."""
-    out = verifier(
-        input_ids=torch.tensor([list(ids)], device=verifier.device), output_router_logits=True
-    )
+    tensor = torch.tensor([list(ids)], device=verifier.device)
+    out = verifier(input_ids=tensor, output_router_logits=True)
     active = verifier.config.num_experts_per_tok
     return torch.stack([lg.topk(active, dim=-1).indices.cpu() for lg in out.router_logits])
 
@@ -141,8 +115,7 @@ def _router_choices(verifier: Any, ids: Sequence[int]) -> torch.Tensor:
 def answer_choices(
     verifier: Any, tokenizer: Any, prompts: Sequence[str], max_tokens: int
 ) -> list[tuple[torch.Tensor, int]]:
-    """Greedy answers to chat prompts, and per answer (router choices of prompt + answer, index of
-    the first answer position): what `union_table` and `batch_union` read."""
+    """Greedy answers to chat prompts: per answer, its router choices and first answer position."""
     out = []
     for prompt in prompts:
         ids = tokenizer.apply_chat_template(
@@ -166,49 +139,30 @@ def _window_union(choices: torch.Tensor, n: int, start: int = 0) -> float:
     return sum(sizes) / len(sizes) if sizes else float("nan")
 
 
-def union_table(
-    choices: Sequence[tuple[torch.Tensor, int]], ns: Sequence[int], experts: int, active: int
-) -> pd.DataFrame:
-    """Per window size n: measured mean union (answers only), the independent curve, the shared
-    bound.
-
-    `choices` holds (router choices, index of the first answer position) per sequence.
-    """
+def union_table(choices: _Choices, ns: Sequence[int], experts: int, active: int) -> pd.DataFrame:
+    """Per window size n: the measured mean union of the answers and the two bounds."""
     rows = []
     for n in ns:
-        per_seq = [_window_union(c, n, start) for c, start in choices]
-        per_seq = [u for u in per_seq if u == u]
+        per_seq = [u for u in (_window_union(c, n, start) for c, start in choices) if u == u]
         rows.append(
-            {
-                "positions": n,
-                "measured_union": sum(per_seq) / len(per_seq),
-                "independent_union": independent_union(experts, active, n),
-                "shared_bound": float(active),
-                "sequences": len(per_seq),
-            }
+            {"positions": n, "measured_union": sum(per_seq) / len(per_seq)}
+            | {"independent_union": independent_union(experts, active, n)}
+            | {"shared_bound": float(active), "sequences": len(per_seq)}
         )
     return pd.DataFrame(rows)
 
 
-def batch_union(
-    choices: Sequence[tuple[torch.Tensor, int]],
-    batch: int,
-    n: int,
-    samples: int = 50,
-    seed: int = 0,
-) -> float:
-    """Mean distinct experts per layer over `batch` sequences × n consecutive answer positions
-    each."""
+def batch_union(choices: _Choices, batch: int, n: int, samples: int = 50, seed: int = 0) -> float:
+    """Mean distinct experts per layer over `batch` sequences × n consecutive answer positions."""
     rng = random.Random(seed)
     eligible = [(c, s) for c, s in choices if c.shape[1] - s >= n]
     sizes = []
     for _ in range(samples):
         picks = [eligible[rng.randrange(len(eligible))] for _ in range(batch)]
-        windows = []
-        for c, s in picks:
-            i = rng.randrange(s, c.shape[1] - n + 1)
-            windows.append(c[:, i : i + n])
-        sizes.append(_distinct(torch.cat(windows, dim=1)).mean().item())
+        starts = [(c, rng.randrange(s, c.shape[1] - n + 1)) for c, s in picks]
+        sizes.append(
+            _distinct(torch.cat([c[:, i : i + n] for c, i in starts], dim=1)).mean().item()
+        )
     return sum(sizes) / len(sizes)
 
 
@@ -219,8 +173,7 @@ def correlation(measured: float, experts: int, active: int, n: int) -> float:
 
 
 def union_with_correlation(experts: int, active: int, batch: int, n: int, rho: float) -> float:
-    """Expected union of `batch` sequences × n positions, routing correlated by rho within a
-    sequence."""
+    """Expected union of `batch` sequences × n positions, correlated by rho within a sequence."""
     indep = independent_union(experts, active, batch * n)
     shared = shared_union(experts, active, batch)
     return indep - rho * (indep - shared)

@@ -1,23 +1,10 @@
-"""What to do when the answer depends on the batch: a k for each batch size, written as vLLM's
-schedule, and the per-step acceptance traces that notebook 06's cells replay static k, the schedule
-and a utility controller on (section 6 says why a schedule needs its k = 0 ranges).
-
-`num_speculative_tokens_per_batch_size` is a list of inclusive (first batch, last batch, k)
-ranges starting at 1; batch sizes in a gap take the range before's k, and above the last range
-the last range's k (vLLM's `build_dynamic_sd_schedule_lookup`, which `dense_lookup` calls).
-
-A trace is the drafts accepted at each verify step of requests drafted with k_max tokens; a chain
-of k < k_max drafts is the first k of that chain, so `trace_tau` replays τ at k from it.
-
-Which runner honours a schedule is a fact of the vLLM version (`helpers.engine.compat.QUIRKS`):
-`forwards_by_batch` counts what the drafter computed (its forward passes per verifier pass), not
-what the scheduler asked for, and `model_runner` picks the runner an engine starts on.
+"""A k for each batch size as vLLM's schedule (inclusive (first, last, k) ranges from 1; above the
+last range its k), which runner honours one, and per-step acceptance traces to replay (notebook 06).
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import random
 import traceback
@@ -28,6 +15,7 @@ from typing import Any
 import pandas as pd
 
 from helpers.common import vllm_names
+from helpers.common.configs import read_json
 from helpers.common.counters import Meter, SpecCounters
 from helpers.common.paths import DATA_DIR
 from helpers.common.prompts import as_messages
@@ -43,29 +31,28 @@ __all__ = [
     "model_runner",
     "start_failure",
     "recorded_runners",
+    "quirk_lines",
     "trace_tau",
 ]
 
-#: The schedule check of a GPU run, recorded (notebook 06 shows it where no GPU runs).
-_RECORDED_FILE: Path = DATA_DIR / "measurements" / "gpu-schedule-check.json"
+_RECORDED: Path = DATA_DIR / "measurements" / "gpu-schedule-check.json"
 #: vLLM's switch between its two GPU model runners ("0": V1, "1": V2; unset: vLLM's choice).
 _RUNNER_ENV = "VLLM_USE_V2_MODEL_RUNNER"
+#: What vLLM does with a schedule on each runner (`helpers.engine.compat.QUIRKS`).
+_QUIRKS = ("mrv2_schedule_capture", "mrv2_schedule_ignored", "v1_schedule_piecewise")
 
 
 def best_k(
     taus: Mapping[int, float], costs: Mapping[int, float], k0: float = 1.0
 ) -> tuple[int, float]:
-    """The k with the highest τ(k) / c(k), and that speed-up; k = 0 counts `k0` (1 is plain
-    decoding without a schedule; a schedule's k = 0 entry costs more: `answer.k0_cost`)."""
+    """The k of the highest τ(k) / c(k) and that speed-up; k = 0 counts `k0` (plain: 1)."""
     options = {0: k0} | {k: taus[k] / costs[k] for k in costs if k in taus}
     k = max(options, key=options.get)
     return k, options[k]
 
 
 def schedule_ranges(best: Mapping[int, int]) -> list[tuple[int, int, int]]:
-    """vLLM ranges from the best k at measured batch sizes: each measured size covers the sizes
-    above the previous one (a batch of 10 takes the k chosen for 16), the first starts at 1,
-    equal neighbours merge, and k = 0 ranges stay (vLLM gives larger batches the last k)."""
+    """vLLM ranges from the best k at measured batch sizes (from 1, equal neighbours merged)."""
     ranges: list[tuple[int, int, int]] = []
     start = 1
     for batch in sorted(best):
@@ -79,16 +66,14 @@ def schedule_ranges(best: Mapping[int, int]) -> list[tuple[int, int, int]]:
 
 
 def dense_lookup(ranges: Sequence[Sequence[int]], max_batch: int, k: int) -> list[int]:
-    """vLLM's own expansion of a schedule: index b holds the k a batch of b requests drafts
-    (index 0 unused). Raises vLLM's error for a schedule it would refuse."""
+    """vLLM's own expansion of a schedule: index b holds the k a batch of b drafts."""
     from vllm.v1.spec_decode.dynamic.utils import build_dynamic_sd_schedule_lookup
 
     return build_dynamic_sd_schedule_lookup([list(r) for r in ranges], max_batch, k)
 
 
 def _request_trace(output: Any, k: int) -> list[int] | None:
-    """Drafts accepted at each verify step of a finished request that drafted all k (vLLM's
-    `detailed` per-request metrics; steps cut short by max_tokens left out), else None."""
+    """Drafts accepted per verify step that drafted all k (vLLM's detailed metrics), else None."""
     metrics = getattr(output, vllm_names.PER_REQUEST.output_attr, None)
     accepted = getattr(metrics, vllm_names.PER_REQUEST.per_step_accepted, None)
     drafted = getattr(metrics, vllm_names.PER_REQUEST.per_step_drafted, None)
@@ -98,25 +83,17 @@ def _request_trace(output: Any, k: int) -> list[int] | None:
 
 
 def _counters_trace(counters: SpecCounters, steps: int, seed: int = 0) -> list[int]:
-    """A trace drawn step by step with the per-position acceptance of pooled counters (what a
-    vLLM without per-step records gives): the order of steps is lost, their mix is kept."""
+    """A trace drawn step by step with the per-position acceptance of pooled counters."""
     reach = [a / counters.num_drafts for a in counters.accepted_per_pos]  # P(accepted ≥ i + 1)
     rng = random.Random(seed)
-    out = []
-    for _ in range(steps):
-        u, j = rng.random(), 0
-        while j < len(reach) and u < reach[j]:
-            j += 1
-        out.append(j)
-    return out
+    draws = [rng.random() for _ in range(steps)]  # a step accepts while u < reach[j]
+    return [next((j for j, r in enumerate(reach) if u >= r), len(reach)) for u in draws]
 
 
 def acceptance_traces(
     llm: Any, prompts: Sequence[str], k: int, params: Any
 ) -> tuple[list[list[int]], str]:
-    """Per-request traces of drafts accepted per step for chat prompts on an engine drafting k,
-    and how they were read: per step from vLLM's detailed per-request metrics, else drawn from
-    the pooled counters (one trace per request, as many steps as it took)."""
+    """Per-request traces of drafts accepted per step on an engine drafting k, and how read."""
     with Meter(llm) as meter:
         outs = llm.chat([as_messages(p) for p in prompts], params, use_tqdm=False)
     traces = [_request_trace(o.outputs[0], k) for o in outs]
@@ -128,63 +105,44 @@ def acceptance_traces(
 
 
 def iid_traces(alpha: float, requests: int, steps: int, k: int, seed: int = 0) -> list[list[int]]:
-    """Traces of a drafter whose every draft is accepted with probability α, independently (the
-    E[tokens per step] = 1 + α + … + α^k): a weaker drafter than a measured one, on demand.
-    """
+    """Traces of a drafter whose every draft is accepted with probability α, independently."""
     rng = random.Random(seed)
-    traces = []
-    for _ in range(requests):
-        trace = []
-        for _ in range(steps):
-            j = 0
-            while j < k and rng.random() < alpha:
-                j += 1
-            trace.append(j)
-        traces.append(trace)
-    return traces
 
+    def step() -> int:
+        j = 0
+        while j < k and rng.random() < alpha:
+            j += 1
+        return j
 
-def _drafter_module(worker: Any) -> Any | None:
-    """Inside a vLLM worker: the drafter's model (the V1 runner's and the CPU runner's
-    `drafter.model`, Model Runner V2's `speculator.model`), None without one."""
-    for name in ("drafter", "speculator"):
-        model = getattr(getattr(worker.model_runner, name, None), "model", None)
-        if model is not None and hasattr(model, "register_forward_pre_hook"):
-            return model
-    return None
-
-
-def _count_forwards(worker: Any, on: bool) -> dict[str, int]:
-    """Inside a vLLM worker: from on=True, count the verifier's and the drafter's forward passes
-    (hooks on their Python `forward`, which a replayed full CUDA graph skips); on=False removes the
-    hooks and returns the counts."""
-    if on:
-        counts = {"verifier": 0, "drafter": 0}
-        parts = (
-            ("verifier", worker.model_runner.get_model()),
-            ("drafter", _drafter_module(worker)),
-        )
-        worker._ch06_counts = counts
-        worker._ch06_hooks = [
-            module.register_forward_pre_hook(
-                lambda *_, _key=key: counts.update({_key: counts[_key] + 1})
-            )
-            for key, module in parts
-            if module is not None
-        ]
-        return dict(counts)
-    for hook in getattr(worker, "_ch06_hooks", []):
-        hook.remove()
-    worker._ch06_hooks = []
-    return dict(getattr(worker, "_ch06_counts", {}))
+    return [[step() for _ in range(steps)] for _ in range(requests)]
 
 
 class _ForwardCounter:
     """vLLM worker extension (`worker_extension_cls=COUNTER`): counts forward passes."""
 
-    def ch06_count_forwards(self, on: bool) -> dict[str, int]:
-        """_count_forwards of this worker."""
-        return _count_forwards(self, on)
+    def ch06_count_forwards(self: Any, on: bool) -> dict[str, int]:
+        """on=True hooks the verifier's and the drafter's forwards to count them; False unhooks."""
+        if not on:
+            for hook in getattr(self, "_ch06_hooks", []):
+                hook.remove()
+            self._ch06_hooks = []
+            return dict(getattr(self, "_ch06_counts", {}))
+        runner, drafter = self.model_runner, None  # V1/CPU: `drafter.model`, V2: `speculator.model`
+        for name in ("drafter", "speculator"):
+            model = getattr(getattr(runner, name, None), "model", None)
+            if (
+                drafter is None
+                and model is not None
+                and hasattr(model, "register_forward_pre_hook")
+            ):
+                drafter = model
+        counts = self._ch06_counts = {"verifier": 0, "drafter": 0}
+        self._ch06_hooks = [
+            module.register_forward_pre_hook(lambda *_, _k=key: counts.update({_k: counts[_k] + 1}))
+            for key, module in (("verifier", runner.get_model()), ("drafter", drafter))
+            if module is not None
+        ]
+        return dict(counts)
 
 
 #: The dotted name vLLM loads the counting extension by (`worker_extension_cls`).
@@ -192,20 +150,16 @@ COUNTER = f"{__name__}.{_ForwardCounter.__qualname__}"
 
 
 def forwards_by_batch(llm: Any, prompts: Sequence[str], params: Any) -> dict[int, dict[str, float]]:
-    """With the first prompt alone and then all at once: the drafter's forward passes per verifier
-    pass (what it computed: one pass per draft token) and the draft tokens the scheduler asked for
-    per verify step (vLLM's counters). The engine needs `worker_extension_cls=COUNTER`."""
+    """Per batch (one prompt, all): drafter passes per verifier pass and draft tokens scheduled."""
     out = {}
     for batch in (prompts[:1], prompts):
         llm.collective_rpc("ch06_count_forwards", args=(True,))
         with Meter(llm) as meter:
             llm.chat([as_messages(p) for p in batch], params, use_tqdm=False)
         counts = llm.collective_rpc("ch06_count_forwards", args=(False,))[0]
-        d = meter.delta
+        d, verifier = meter.delta, counts["verifier"]
         out[len(batch)] = {
-            "drafter_per_step": counts["drafter"] / counts["verifier"]
-            if counts["verifier"]
-            else 0.0,
+            "drafter_per_step": counts["drafter"] / verifier if verifier else 0.0,
             "scheduled_per_step": d.num_draft_tokens / d.num_drafts if d.num_drafts else 0.0,
         }
     return out
@@ -213,30 +167,24 @@ def forwards_by_batch(llm: Any, prompts: Sequence[str], params: Any) -> dict[int
 
 @contextlib.contextmanager
 def model_runner(runner: str | None) -> Iterator[None]:
-    """Engines started inside run on vLLM's V1 runner ("V1"), Model Runner V2 ("V2") or vLLM's
-    choice (None): VLLM_USE_V2_MODEL_RUNNER, with vLLM's cache of its environment cleared so the
-    engine reads it; the variable is restored afterwards."""
-    before = os.environ.get(_RUNNER_ENV)
-    if runner is None:
-        os.environ.pop(_RUNNER_ENV, None)
-    else:
-        os.environ[_RUNNER_ENV] = {"V1": "0", "V2": "1"}[runner]
-    from vllm import envs
+    """Engines started inside run on vLLM's "V1" or "V2" runner, or vLLM's choice (None)."""
+    from vllm import envs  # its cache of the environment is cleared on each change
 
+    before = os.environ.pop(_RUNNER_ENV, None)
+    if runner is not None:
+        os.environ[_RUNNER_ENV] = {"V1": "0", "V2": "1"}[runner]
     envs.disable_envs_cache()
     try:
         yield
     finally:
-        if before is None:
-            os.environ.pop(_RUNNER_ENV, None)
-        else:
+        os.environ.pop(_RUNNER_ENV, None)
+        if before is not None:
             os.environ[_RUNNER_ENV] = before
         envs.disable_envs_cache()
 
 
 def start_failure(err: BaseException) -> str:
-    """Why an engine did not start, in one line: the exception and the innermost frame of vLLM's
-    it came from (an assert without a message says nothing else)."""
+    """Why an engine did not start, in one line: the exception and vLLM's innermost frame."""
     frames = [f for f in traceback.extract_tb(err.__traceback__) if "vllm" in f.filename]
     where = ""
     if frames:
@@ -246,21 +194,22 @@ def start_failure(err: BaseException) -> str:
     return f"{type(err).__name__}{where}" + (f": {message[-1][:160]}" if message else "")
 
 
-def recorded_runners(path: Path = _RECORDED_FILE) -> pd.DataFrame:
-    """The schedule check as a GPU run recorded it (rows as notebook 06's table), with the run's
-    conditions in `.attrs["how"]` and the GPU and date in `.attrs["gpu"]`, `.attrs["date"]`."""
-    record = json.loads(path.read_text(encoding="utf-8"))
+def recorded_runners(path: Path = _RECORDED) -> pd.DataFrame:
+    """The schedule check a GPU run recorded, its how, gpu and date in `.attrs`."""
+    record = read_json(path)
     table = pd.DataFrame(record["rows"])
     table.attrs.update(how=record["how"], gpu=record["gpu"], date=record["date"])
     return table
 
 
-def _tokens_at(accepted: int, k: int) -> int:
-    """Tokens a step emits at k when the k_max chain had `accepted` drafts accepted: the
-    accepted prefix of the first k drafts, plus the verifier's own token."""
-    return 1 + min(accepted, k)
+def quirk_lines() -> list[str]:
+    """Per schedule quirk: what a vLLM does, where it was seen, what the workbook does instead."""
+    from helpers.engine.compat import QUIRKS
+
+    quirks = [QUIRKS[name] for name in _QUIRKS]
+    return [f"{q.what} (seen in {', '.join(q.seen_in)}): {q.instead}" for q in quirks]
 
 
 def trace_tau(trace: Sequence[int], k: int) -> float:
-    """τ at k replayed from a trace: mean tokens per step."""
-    return sum(_tokens_at(j, k) for j in trace) / len(trace)
+    """τ at k replayed from a k_max trace: mean of 1 + the accepted prefix of the first k drafts."""
+    return sum(1 + min(j, k) for j in trace) / len(trace)

@@ -30,7 +30,6 @@ __all__ = [
     "FEATURES",
     "QUIRKS",
     "supports",
-    "label_quirk",
 ]
 
 #: The vLLM a learner installs (requirements/*.txt pin it; tests/engine/test_compat.py checks that).
@@ -268,12 +267,6 @@ def supports(name: str) -> bool:
 def _lost(name: str) -> str:
     """What the workbook loses on a vLLM without the feature (one phrase)."""
     return FEATURES[name].lost
-
-
-def label_quirk(name: str) -> str:
-    """One line: what a vLLM does, where it was seen, and what the workbook does instead."""
-    q = QUIRKS[name]
-    return f"{q.what} (seen in {', '.join(q.seen_in)}): {q.instead}"
 
 
 def dropped_args(kwargs: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:

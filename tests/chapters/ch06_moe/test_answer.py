@@ -77,14 +77,14 @@ def test_the_real_routers_rho_is_the_union_it_read() -> None:
 def test_c_bands_span_the_realistic_designs_and_the_graph_mode() -> None:
     record = lab.load_lab()
     bands = answer.c_bands(record)
-    designs = lab.design_costs(record)
+    designs = lab.routing_table(record)
     designs = designs[designs.routing.isin(lab.REALISTIC)]
     for r in bands.itertuples():
         at = designs[
             (designs[COLUMNS.k] == getattr(r, COLUMNS.k)) & (designs.concurrency == r.concurrency)
         ]
-        assert r.c == pytest.approx(at.c.median())
-        assert r.c_low <= at.c.min() + 1e-12 and r.c_high >= at.c.max() - 1e-12
+        assert r.c == pytest.approx(at.measured_c.median())
+        assert r.c_low <= at.measured_c.min() + 1e-12 and r.c_high >= at.measured_c.max() - 1e-12
     with_graphs = answer.c_bands(format4())
     assert with_graphs.graph_mode.any() and "other graph mode" in with_graphs.band_source.iloc[0]
 
@@ -182,8 +182,8 @@ def test_the_config_to_paste_is_a_static_k_and_plain_says_so() -> None:
         "num_speculative_tokens": 3,
     }
     assert answer.speculative_config("d", 0) == {}
-    assert answer._llm_call("v", "d", 0) == 'LLM(model="v")'
-    assert '"num_speculative_tokens": 3' in answer._llm_call("v", "d", 3)
+    plain = answer.summary_lines(_prediction(), {64: {"k": 0, "cannot_tell": []}}, "v", "d")
+    assert plain[-1] == 'at C = 64: LLM(model="v")'
     choice = {1: {"k": 3, "cannot_tell": [0]}, 64: {"k": 3, "cannot_tell": []}}
     said = answer.summary_lines(_prediction(), choice, "v", "d")
     assert (
@@ -192,6 +192,8 @@ def test_the_config_to_paste_is_a_static_k_and_plain_says_so() -> None:
     )
     assert said[1].endswith("its band is clear (PREDICTED, not measured)")
     assert said[2].startswith("at C = 1, 64: vllm serve v --speculative-config '")
+    assert said[3].startswith('at C = 1, 64: LLM(model="v", speculative_config={')
+    assert '"num_speculative_tokens": 3' in said[3]
     assert "per_batch_size" not in "\n".join(said)
     plain = answer.summary_lines(_prediction(), {1: {"k": 0, "cannot_tell": [3]}}, "v", "d")
     assert (

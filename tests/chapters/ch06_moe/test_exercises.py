@@ -74,7 +74,7 @@ def test_06_ex3_a_smaller_draft_vocabulary_lowers_c() -> None:
     from tests.chapters.ch06_moe.test_notebook06_cells import fitted_model
 
     record = lab.load_lab()
-    shape, context = lab.lab_shape(record), lab.lab_context(record)
+    shape, context = lab.lab_shape(record)
     model = fitted_model(record)  # section 4's fit, as its cell writes it
     cs = [
         lab.model_c(model, dataclasses.replace(shape, draft_vocab=v), 3, conc, 0.0, context)

@@ -218,7 +218,9 @@ def test_the_recorded_gpu_check_shows_both_mrv2_behaviours() -> None:
 def test_forward_passes_are_counted_on_either_runners_drafter() -> None:
     import torch
 
-    from chapters.ch06_moe.schedule import _count_forwards
+    from chapters.ch06_moe.schedule import _ForwardCounter
+
+    count = _ForwardCounter.ch06_count_forwards  # called with a stand-in worker as self
 
     verifier, drafter = torch.nn.Linear(2, 2), torch.nn.Linear(2, 2)
     for attr in ("drafter", "speculator"):  # the V1 (and CPU) runner's, Model Runner V2's
@@ -226,15 +228,15 @@ def test_forward_passes_are_counted_on_either_runners_drafter() -> None:
             get_model=lambda: verifier, **{attr: SimpleNamespace(model=drafter)}
         )
         worker = SimpleNamespace(model_runner=runner)
-        assert _count_forwards(worker, True) == {"verifier": 0, "drafter": 0}
+        assert count(worker, True) == {"verifier": 0, "drafter": 0}
         x = torch.zeros(1, 2)
         verifier(x)
         for _ in range(5):
             drafter(x)
-        assert _count_forwards(worker, False) == {"verifier": 1, "drafter": 5}
+        assert count(worker, False) == {"verifier": 1, "drafter": 5}
         drafter(x)  # hooks removed: no longer counted
         assert worker._ch06_counts == {"verifier": 1, "drafter": 5}
     plain = SimpleNamespace(model_runner=SimpleNamespace(get_model=lambda: verifier))
-    _count_forwards(plain, True)
+    count(plain, True)
     verifier(torch.zeros(1, 2))
-    assert _count_forwards(plain, False) == {"verifier": 1, "drafter": 0}
+    assert count(plain, False) == {"verifier": 1, "drafter": 0}
