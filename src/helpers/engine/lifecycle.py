@@ -332,7 +332,7 @@ def start_engine(**kwargs: Any) -> Any:
     if _runs_in_process(kwargs):
         kwargs = {"distributed_executor_backend": "uni", **kwargs}
         # Read when the engine is built, and cached by vLLM for this process afterwards; servers
-        # this process starts drop it again (chapters.ch04_serving.server).
+        # this process starts drop it again (the serving chapter's server module).
         os.environ[IN_PROCESS_ENV] = "0"
     else:
         os.environ.pop(IN_PROCESS_ENV, None)
