@@ -35,15 +35,8 @@ ALLOWED: dict[str, str] = {
     "into 06's tests/ once they live in its folder (helper A1's move)",
     "tests/test_no_magic.py": "builds 04's launch command with the engine arguments, as 04 does "
     "before a server starts; helper A1 edits this file in the same wave",
-    "tests/test_faults.py": "its server faults (04's server) belong in 04's tests/",
-    "tests/common/test_profiles.py": "tests 02's figure and 04's serve command on every profile; "
-    "they belong in those chapters' tests/",
-    "tests/common/test_vllm_names.py": "reads 04's PROMQL cells; belongs in 04's tests/",
-    "tests/kit/test_preflight.py": "checks 04's serve command against the documented one; "
-    "belongs in 04's tests/",
     "scripts/browser_test.py": "opens notebook 01 by default (its slider is what it tests)",
     "scripts/soak_notebook.py": "soaks notebook 01 by default (its widget cell)",
-    "tests/kit/test_grader.py": "reads 03's and 05's markdown for the exercises' pointers",
 }
 
 
