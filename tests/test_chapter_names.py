@@ -35,8 +35,6 @@ ALLOWED: dict[str, str] = {
     "into 06's tests/ once they live in its folder (helper A1's move)",
     "tests/test_no_magic.py": "builds 04's launch command with the engine arguments, as 04 does "
     "before a server starts; helper A1 edits this file in the same wave",
-    "scripts/browser_test.py": "opens notebook 01 by default (its slider is what it tests)",
-    "scripts/soak_notebook.py": "soaks notebook 01 by default (its widget cell)",
 }
 
 
