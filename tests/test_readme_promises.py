@@ -37,11 +37,17 @@ def chapter_rows(rows: list[list[str]]) -> dict[str, list[str]]:
 
 
 def test_a_chapters_rows_are_its_declared_promises() -> None:
+    """The rows naming a chapter's tests are the promises its chapter.json declares, word for word
+    (a dropped chapter's rows go with `python -m kit.chapters readme`)."""
+    text = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
     declared = {
         p.case: chapter.test_paths(p) for chapter in chapters.discover() for p in chapter.promises
     }
-    shown = {case: paths for case, paths in chapter_rows(promise_rows()).items() if paths}
+    shown = {case: paths for case, paths in chapter_rows(promise_rows(text)).items() if paths}
     assert shown == declared, "README rows naming a chapter's tests differ from its chapter.json"
+    assert chapters._readme_text(text, chapters.discover()) == text, (
+        "README.md's chapter rows are not the records': run `python -m kit.chapters readme`"
+    )
 
 
 def test_a_row_naming_a_chapters_test_is_seen() -> None:

@@ -6,11 +6,12 @@ repo-wide code needs to know of its chapter, and nothing outside a chapter's fol
     python -m kit.chapters hooks TARGET        (the modules the chapters add to `make TARGET`)
     python -m kit.chapters gpu-steps           (the GPU steps the chapters add to gpu_check.sh)
     python -m kit.chapters gpu-step NAME       (that step's shell command; exit 2 if none has it)
+    python -m kit.chapters readme              (rewrite README.md's chapter rows from the records)
 
 A record holds: `title`; `level` ("core" or "deep dive", the agenda's path); `notebook` (its file
 in notebooks/, named NN_*.ipynb for chapter NN); `readme` (what the README's notebook table says
-you will do); `promises` (README "When something goes wrong" rows: the case as the README words
-it and the chapter's test files, relative to its folder); `twins` (a notebook cell's function and
+you will do); `promises` (README "When something goes wrong" rows: the case, what you get and
+the chapter's test files, relative to its folder); `twins` (a notebook cell's function and
 its library twin, `module.function`); `outcome_calls` (`module.function` calls its notebook makes
 to state outcomes); `make` (per make target, the modules run as `python -m`, in the chapter's own
 package); `gpu_steps` (name -> a bash command gpu_check.sh runs, with $PY, $SHAPE and $LOGS set);
@@ -52,6 +53,11 @@ _FOLDER = re.compile(r"^ch(\d\d)_[a-z0-9_]+$")
 _DOTTED = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)+$")
 _STEP = re.compile(r"^[a-z][a-z0-9-]*$")
 _REQUIRED = ("title", "level", "notebook", "readme")
+#: README.md, whose notebook table and promise rows `readme` rewrites.
+_README = REPO_ROOT / "README.md"
+_NOTEBOOK_ROW = re.compile(r"^\| (\d\d) \| `(\w+)` \| (.*) \| ([^|]+) \|$")
+_PROMISES_HEADING = "## When something goes wrong"
+_CHAPTER_TEST = re.compile(r"`src/chapters/\w+/tests/")
 _KEYS = (
     *_REQUIRED,
     "promises",
@@ -70,9 +76,10 @@ class _ChapterError(ValueError):
 
 @dataclass(frozen=True)
 class _Promise:
-    """A README "When something goes wrong" row: the case and the chapter's test files."""
+    """A README "When something goes wrong" row: the case, what you get, the chapter's tests."""
 
     case: str
+    what: str
     tests: tuple[str, ...]
 
 
@@ -152,19 +159,20 @@ def _object(path: Path, key: str, value: Any) -> dict:
 
 
 def _promises(path: Path, value: Any) -> tuple[_Promise, ...]:
-    """README rows: each {"case": text, "tests": [files under the chapter's folder]}."""
+    """README rows: each {"case": text, "what": text, "tests": [files under the chapter]}."""
     if not isinstance(value, list):
         raise _bad(path, "promises", f"{value!r} is not a list")
     found = []
     for row in value:
         row = _object(path, "promises", row)
-        if set(row) != {"case", "tests"}:
-            raise _bad(path, "promises", f"a row has keys {sorted(row)}, not case and tests")
+        if set(row) != {"case", "what", "tests"}:
+            raise _bad(path, "promises", f"a row has keys {sorted(row)}, not case, what, tests")
         tests = _texts(path, "promises", row["tests"])
         for test in tests:
             if not re.match(r"^tests/[\w/]+\.py$", test):
                 raise _bad(path, "promises", f"{test!r} is not tests/<file>.py in the chapter")
-        found.append(_Promise(_text(path, "promises", row["case"]), tests))
+        texts = [_text(path, "promises", row[k]) for k in ("case", "what")]
+        found.append(_Promise(*texts, tests))
     return tuple(found)
 
 
@@ -285,6 +293,49 @@ def _step_commands(chapters: Sequence[_Chapter]) -> dict[str, str]:
     return {name: cmd for c in chapters for name, cmd in c.gpu_steps.items()}
 
 
+def _notebook_rows(lines: list[str], chapters: Sequence[_Chapter]) -> list[str]:
+    """The notebook table's rows made the chapters' (number, notebook, 'you will'), each keeping
+    its time cell; a new chapter's reads "not measured yet" until `python -m kit.agenda record`."""
+    at = [i for i, line in enumerate(lines) if _NOTEBOOK_ROW.match(line)]
+    if not at:
+        return lines
+    times = {m[2]: m[4] for m in map(_NOTEBOOK_ROW.match, lines[at[0] : at[-1] + 1]) if m}
+    rows = [
+        f"| {c.number} | `{Path(c.notebook).stem}` | {c.readme} | "
+        f"{times.get(Path(c.notebook).stem, 'not measured yet')} |"
+        for c in chapters
+    ]
+    return lines[: at[0]] + rows + lines[at[-1] + 1 :]
+
+
+def _promise_rows(lines: list[str], chapters: Sequence[_Chapter]) -> list[str]:
+    """The "When something goes wrong" table with the rows naming a chapter's tests made the
+    chapters' declared promises (at the place of the first such row, else the table's end)."""
+    start = next((i for i, line in enumerate(lines) if line == _PROMISES_HEADING), None)
+    if start is None:
+        return lines
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
+    table = [i for i in range(start, end) if lines[i].startswith("| ")]
+    if not table:
+        return lines
+    ours = [i for i in table if _CHAPTER_TEST.search(lines[i])]
+    place = ours[0] if ours else table[-1] + 1
+    rows = [
+        f"| {p.case} | {p.what} | {', '.join(f'`{t}`' for t in c.test_paths(p))} |"
+        for c in chapters
+        for p in c.promises
+    ]
+    kept = [i for i in range(len(lines)) if i not in ours]
+    before = [lines[i] for i in kept if i < place]
+    return before + rows + [lines[i] for i in kept if i >= place]
+
+
+def _readme_text(text: str, chapters: Sequence[_Chapter]) -> str:
+    """README.md with its chapter rows (the notebook table, the chapters' promises) rewritten."""
+    lines = _promise_rows(_notebook_rows(text.split("\n"), chapters), chapters)
+    return "\n".join(lines)
+
+
 def _rows(chapters: Sequence[_Chapter]) -> list[str]:
     """One line per chapter."""
     return [f"{c.number}  {c.level:<9}  {c.notebook}  {c.title}" for c in chapters]
@@ -299,6 +350,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub.add_parser("hooks", help="the modules run by a make target").add_argument("target")
     sub.add_parser("gpu-steps", help="the chapters' GPU step names")
     sub.add_parser("gpu-step", help="one GPU step's bash command").add_argument("name")
+    sub.add_parser("readme", help="rewrite README.md's chapter rows from the records")
+    parser.add_argument("--readme", type=Path, default=_README, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     try:
         chapters = discover(args.root)
@@ -316,6 +369,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"kit.chapters: no chapter has GPU step {args.name!r} (known: {known})")
             return 2
         lines = [steps[args.name]]
+    elif args.command == "readme":
+        old = args.readme.read_text(encoding="utf-8")
+        new = _readme_text(old, chapters)
+        args.readme.write_text(new, encoding="utf-8")
+        lines = [f"{args.readme.name}: {'rewritten' if new != old else 'unchanged'}"]
     elif args.command == "check":
         lines = [f"{len(chapters)} chapter records read, all good"]
     else:

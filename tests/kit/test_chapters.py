@@ -17,7 +17,7 @@ GOOD: dict[str, Any] = {
     "level": "core",
     "notebook": "98_planted.ipynb",
     "readme": "plant a chapter",
-    "promises": [{"case": "a planted fault", "tests": ["tests/test_fault.py"]}],
+    "promises": [{"case": "a planted fault", "what": "one line", "tests": ["tests/test_fault.py"]}],
     "twins": [{"cell": "f", "library": "helpers.x.f"}],
     "outcome_calls": ["mod.said"],
     "make": {"tiny-models": ["chapters.ch98_planted.tools.build"]},
@@ -60,7 +60,8 @@ BAD = [
     ({**GOOD, "readme": "two\nlines"}, "readme"),
     ({**GOOD, "twins": [{"cell": "f", "library": "f"}]}, "twins"),
     ({**GOOD, "twins": [{"cell": "f"}]}, "twins"),
-    ({**GOOD, "promises": [{"case": "x", "tests": ["../elsewhere.py"]}]}, "promises"),
+    ({**GOOD, "promises": [{"case": "x", "what": "y", "tests": ["../elsewhere.py"]}]}, "promises"),
+    ({**GOOD, "promises": [{"case": "x", "tests": ["tests/test_x.py"]}]}, "promises"),
     ({**GOOD, "make": {"tiny-models": ["kit.other_tool"]}}, "make"),
     ({**GOOD, "make": {"tiny-models": "chapters.ch98_planted.tools.build"}}, "make"),
     ({**GOOD, "sweeps": ["kit.runner.tidy"]}, "sweeps"),
@@ -134,3 +135,44 @@ def test_the_shipped_records_read_and_pair_with_the_notebooks() -> None:
         assert chapter.folder.parent == chapters._CHAPTERS_DIR
         for step in chapter.sweeps:
             assert callable(chapters.load(step)), f"{chapter.name}: {step} is not callable"
+
+
+README = """# Title
+
+| # | notebook | you will | time |
+|---|---|---|---|
+| 97 | `97_gone` | gone | 5 s · 0.1 GiB |
+| 98 | `98_planted` | an old line | 7 s · 0.2 GiB |
+
+## When something goes wrong
+
+| case | what you get | tests |
+|---|---|---|
+| a trunk fault | a line | `tests/test_x.py` |
+| a gone fault | a line | `src/chapters/ch97_gone/tests/test_y.py` |
+| another trunk fault | a line | `tests/test_z.py` |
+
+## Next
+"""
+
+
+def test_the_readme_rows_are_rewritten_from_the_records(tmp_path: Path) -> None:
+    plant(tmp_path)
+    plant(tmp_path, "ch99_new", {**GOOD, "notebook": "99_new.ipynb", "promises": [],
+                                 "make": {}, "sweeps": [], "gpu_steps": {}})  # fmt: skip
+    found = chapters.discover(tmp_path)
+    text = chapters._readme_text(README, found)
+    assert "97_gone" not in text and "ch97_gone" not in text
+    assert "| 98 | `98_planted` | plant a chapter | 7 s · 0.2 GiB |" in text
+    assert "| 99 | `99_new` | plant a chapter | not measured yet |" in text
+    rows = [line for line in text.split("## When")[1].splitlines() if line.startswith("| a")]
+    assert rows == [
+        "| a trunk fault | a line | `tests/test_x.py` |",
+        "| a planted fault | one line | `src/chapters/ch98_planted/tests/test_fault.py` |",
+        "| another trunk fault | a line | `tests/test_z.py` |",
+    ]
+    assert chapters._readme_text(text, found) == text
+    readme = tmp_path / "README.md"
+    readme.write_text(README, encoding="utf-8")
+    assert chapters.main(["--root", str(tmp_path), "--readme", str(readme), "readme"]) == 0
+    assert readme.read_text(encoding="utf-8") == text
