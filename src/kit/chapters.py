@@ -2,7 +2,7 @@
 repo-wide code needs to know of its chapter, and nothing outside a chapter's folder names it.
 
     python -m kit.chapters                     (a line per chapter: number, level, notebook, title)
-    python -m kit.chapters check               (every record read; one line per bad one, exit 1)
+    python -m kit.chapters check               (every record read; a bad one in one line, exit 1)
     python -m kit.chapters hooks TARGET        (the modules the chapters add to `make TARGET`)
     python -m kit.chapters gpu-steps           (the GPU steps the chapters add to gpu_check.sh)
     python -m kit.chapters gpu-step NAME       (that step's shell command; exit 2 if none has it)
@@ -343,10 +343,14 @@ def _rows(chapters: Sequence[_Chapter]) -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Print the chapters, check them, or answer make's and gpu_check.sh's questions."""
-    parser = argparse.ArgumentParser(prog="python -m kit.chapters", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m kit.chapters",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--root", type=Path, default=_CHAPTERS_DIR, help=argparse.SUPPRESS)
     sub = parser.add_subparsers(dest="command")
-    sub.add_parser("check", help="read every record; one line per bad one")
+    sub.add_parser("check", help="read every record; a bad one in one line")
     sub.add_parser("hooks", help="the modules run by a make target").add_argument("target")
     sub.add_parser("gpu-steps", help="the chapters' GPU step names")
     sub.add_parser("gpu-step", help="one GPU step's bash command").add_argument("name")
