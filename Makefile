@@ -117,9 +117,11 @@ lab: venv ## JupyterLab on notebooks/ with the venv's kernel
 browser-test: venv ## notebook 01 in JupyterLab + headless Chromium: Run All, outputs, a slider -> build/browser-test/
 	$(VPY) scripts/browser_test.py $(BROWSER_TEST_FLAGS)
 
-tiny-models: venv ## retrain the tiny verifier + EAGLE-3 and DFlash drafters into data/
+# Then each chapter's own models: the modules its chapter.json lists under make's "tiny-models".
+tiny-models: venv ## retrain the tiny verifier + EAGLE-3 drafter into data/, then the chapters' own models
 	$(VPY) scripts/make_tiny_models.py
-	$(VPY) scripts/make_tiny_dflash.py
+	@hooks=$$($(VPY) -m kit.chapters hooks tiny-models) && for m in $$hooks; do \
+	  echo "$(VPY) -m $$m" && $(VPY) -m $$m || exit 1; done
 
 bench: venv ## benchmark the tiny pair (plain vs EAGLE-3)
 	$(VPY) scripts/bench_tiny_pair.py

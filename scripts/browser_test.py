@@ -39,7 +39,6 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 OUT_DIR = REPO_ROOT / "build" / "browser-test"
-DEFAULT_NOTEBOOK = REPO_ROOT / "notebooks" / "01_tokenizer_and_chat_template.ipynb"
 #: Installed into the venv when missing; the CDP client only, the browser is Debian's.
 PLAYWRIGHT_REQUIREMENT = "playwright==1.65.2"
 #: Executables tried in order (Debian's package first); WORKBOOK_CHROMIUM overrides them.
@@ -600,7 +599,7 @@ def _on_signal(signum, _frame):
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     parser.add_argument(
-        "--notebook", type=Path, default=DEFAULT_NOTEBOOK, help="notebook to open (default: 01)"
+        "--notebook", type=Path, help="notebook to open (default: the first in notebooks/, 01)"
     )
     parser.add_argument(
         "--browser",
@@ -626,9 +625,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     lab: Lab | None = None
     code, summary = 0, ""
     try:
-        notebook = args.notebook.resolve()
+        first = min((REPO_ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"), default=None)
+        notebook = (args.notebook or first or REPO_ROOT / "notebooks").resolve()
         if not notebook.is_file():
-            raise StageError("setup", f"no notebook {args.notebook}")
+            raise StageError("setup", f"no notebook {args.notebook or notebook}")
         ensure_playwright(install_log)  # first: its own Chromium download is the fallback
         executable, how = ensure_browser(install_log, args.browser, not args.no_install)
         _say(f"browser: {how}")

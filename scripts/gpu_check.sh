@@ -6,12 +6,13 @@
 #   nb-NN     notebook NN alone, the same way (kept in tiny-NN/): to spread the notebooks over lanes
 #   tests     the vLLM-marked tests (pytest -m vllm)
 #   shape-NN  notebook NN on a shape profile under nbval ($SHAPE, default qwen3-30b-a3b-shape)
-#   lab       the MoE step-cost lab on the same shape (scripts/gpu_moe_lab.py $LAB_ARGS); with
-#             LAB_INSTALL=1 its record replaces the lane's data/measurements/gpu-moe-lab.json, so that
-#             the lane's later steps (nb-06) read it: LANES="lab nb-06 nb-02" LAB_INSTALL=1
-#   harness-shape  the acceptance harness (chapters.ch03_acceptance.harness) on the shape profile
-#   speculators    05's trainer beside speculators' own, tau side by side
-#                  (scripts/speculators_side_by_side.py, its folder in speculators/)
+#   NAME      a step a chapter adds: its chapter.json's gpu_steps (`python -m kit.chapters
+#             gpu-steps` lists them), a bash command run with $PY, $SHAPE and $LOGS set, e.g.
+#             lab      the MoE step-cost lab on the shape ($LAB_ARGS); with LAB_INSTALL=1 its
+#                      record replaces the lane's data/measurements/gpu-moe-lab.json, so that the
+#                      lane's later steps read it: LANES="lab nb-06 nb-02" LAB_INSTALL=1
+#             harness-shape  the acceptance harness on the shape profile ($HARNESS_LIMIT)
+#             speculators    05's trainer beside speculators' own, tau side by side (speculators/)
 # LANES lists the steps: '|' separates lanes that run at the same time, each in its own copy of
 # the checkout (its own build/: servers, logs, figures), steps inside a lane one after another.
 #   LANES="engines nb | tests | shape-02 shape-04" (the default)   LANES="nb" (one lane)
@@ -52,11 +53,10 @@ run_step() {  # run_step STEP: the step's command, in the current lane's checkou
     tests) env WORKBOOK_PROFILE=tiny "$PY" -m pytest tests -m vllm -p no:cacheprovider -q -rf \
              --durations=10 ;;
     shape-*) nbval "$SHAPE" "$LOGS/$1" notebooks/"${1#shape-}"_*.ipynb ;;
-    harness-shape) "$PY" -m chapters.ch03_acceptance.harness --profile "$SHAPE" --limit "${HARNESS_LIMIT:-32}" ;;
-    speculators) "$PY" scripts/speculators_side_by_side.py --out "$LOGS/speculators" ;;
-    lab) "$PY" scripts/gpu_moe_lab.py --profile "$SHAPE" --out "$LOGS/gpu-moe-lab.json" ${LAB_ARGS:-} \
-           && { [ -z "${LAB_INSTALL:-}" ] || cp "$LOGS/gpu-moe-lab.json" data/measurements/gpu-moe-lab.json; } ;;
-    *) echo "gpu_check: unknown step $1 (engines nb nb-NN tests shape-NN harness-shape speculators lab)"; return 2 ;;
+    *) local command  # a chapter's step (kit.chapters names the known ones when there is none)
+       command=$("$PY" -m kit.chapters gpu-step "$1") \
+         || { echo "gpu_check: unknown step $1 (engines nb nb-NN tests shape-NN, or ${command#kit.chapters: })"; return 2; }
+       PY="$PY" SHAPE="$SHAPE" LOGS="$LOGS" bash -c "$command" ;;
   esac
 }
 lane() {  # lane N STEP...: the steps one after another in a copy of the checkout of their own

@@ -4,7 +4,7 @@ usage: python scripts/soak_notebook.py [--runs N] [--lanes L] [--timeout S] [--o
 
 Each lane runs `python -m kit.runner NOTEBOOK` again and again, with a build folder of its own
 under DIR (default build/soak), until the lanes together have run N times (default: 20 runs, 1
-lane; notebook 01). Every run's record in its lane's run-summary.json is read back: a hang is a
+lane; the first notebook in notebooks/). Every run's record in its lane's run-summary.json is read back: a hang is a
 run the watchdog stopped ("silent for") or that ran out of time; a failed start, a kernel start
 the runner had to try again (`restarts`) or that never started; a slow run, one that took over 4 × the median (a wait
 that ended by itself, as a lost reply did before the watchdog). The kernel logs of every run that
@@ -30,7 +30,6 @@ from pathlib import Path
 
 from helpers.common.paths import BUILD_DIR, NOTEBOOKS_DIR, REPO_ROOT
 
-_DEFAULT_NOTEBOOK = NOTEBOOKS_DIR / "01_tokenizer_and_chat_template.ipynb"
 #: A run over this many times the median is slow.
 _SLOW = 4.0
 
@@ -130,13 +129,16 @@ def _report(runs: Sequence[_Run]) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """Soak the notebook; 0 when every run passed without a hang or a failed start."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("notebook", nargs="?", type=Path, default=_DEFAULT_NOTEBOOK)
+    parser.add_argument("notebook", nargs="?", type=Path, help="default: the first notebook")
     parser.add_argument("--runs", type=int, default=20, help="runs in all (default 20)")
     parser.add_argument("--lanes", type=int, default=1, help="runs at once (default 1)")
     parser.add_argument("--timeout", type=float, default=1200.0, help="seconds per run")
     parser.add_argument("--out", type=Path, default=BUILD_DIR / "soak", help="build folders")
     args = parser.parse_args(argv)
-    notebook = args.notebook.resolve()
+    notebook = args.notebook or min(NOTEBOOKS_DIR.glob("[0-9][0-9]_*.ipynb"), default=None)
+    if notebook is None:
+        parser.error(f"no notebook in {NOTEBOOKS_DIR}: name one")
+    notebook = notebook.resolve()
     runs: list[_Run] = []
     lanes = [
         threading.Thread(

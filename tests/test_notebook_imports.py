@@ -1,4 +1,4 @@
-"""Notebooks import modules, d2l style (`from chapters.ch04_serving import bench` then
+"""Notebooks import modules, d2l style (`from chapters.ch98_planted import bench` then
 `bench.run(...)`),
 so every call says where its code lives; and an import cell stays short: at most one statement per
 trunk package, one for the notebook's chapter, and a handful of standard and third-party ones."""
@@ -49,8 +49,8 @@ def test_notebook_imports_modules_in_short_cells(path) -> None:
 
 
 def test_the_checks_see_a_loose_import_and_a_long_cell() -> None:
-    assert loose_helper_imports("from chapters.ch04_serving.bench import run_sweep")
-    assert not loose_helper_imports("from chapters.ch04_serving import bench, server")
+    assert loose_helper_imports("from chapters.ch98_planted.bench import run_sweep")
+    assert not loose_helper_imports("from chapters.ch98_planted import bench, server")
     long_cell = "\n".join(f"import m{i}" for i in range(MAX_IMPORTS + 1))
     assert import_statements(long_cell) > MAX_IMPORTS
     assert import_statements("from a import (\n    b,\n    c,\n)\n") == 1

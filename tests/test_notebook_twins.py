@@ -11,20 +11,13 @@ import inspect
 import nbformat
 import pytest
 
-from chapters.ch06_moe import moe
 from helpers.common.paths import NOTEBOOKS_DIR
-from helpers.eagle3 import decode, drafter, train, vocab
+from helpers.eagle3 import decode
+from kit import chapters
 
-#: (notebook, function name) -> the library function it must equal.
-TWINS = {
-    ("03_acceptance_analytics.ipynb", "draft_step"): drafter.draft_step,
-    ("03_acceptance_analytics.ipynb", "draft"): decode.draft,
-    ("03_acceptance_analytics.ipynb", "accept_greedy"): decode.accept_greedy,
-    ("03_acceptance_analytics.ipynb", "speculative_generate"): decode.speculative_generate,
-    ("05_train_your_own_drafter.ipynb", "ttt_loss"): train.ttt_loss,
-    ("06_does_eagle3_pay_on_moe.ipynb", "step_bytes"): moe.step_bytes,
-    ("07_eagle3_in_the_field.ipynb", "vocab_maps"): vocab.vocab_maps,
-}
+#: (notebook, function name, library twin as module.function), as each chapter's chapter.json
+#: declares them.
+TWINS = [(c.notebook, t.cell, t.library) for c in chapters.discover() for t in c.twins]
 MAX_CELL_LINES = 40
 #: The EAGLE-3 draft step (fc over the taps, the shifted input, [embed ‖ hidden], the layer, the
 #: pre-norm feedback, d2t) fits one short cell.
@@ -63,17 +56,18 @@ def shape(node: ast.AST, *modules: str) -> str:
     return ast.dump(_Unqualify(*modules).visit(node) if modules else node, include_attributes=False)
 
 
-@pytest.mark.parametrize(("notebook", "name"), list(TWINS), ids=[f"{n}:{f}" for n, f in TWINS])
-def test_notebook_cell_equals_its_library_twin(notebook: str, name: str) -> None:
+@pytest.mark.parametrize(
+    ("notebook", "name", "library"), TWINS, ids=[f"{n}:{f}" for n, f, _ in TWINS]
+)
+def test_notebook_cell_equals_its_library_twin(notebook: str, name: str, library: str) -> None:
     functions = notebook_functions(notebook)
     assert name in functions, f"{notebook} no longer defines {name}() in a code cell"
     node, lines = functions[name]
-    twin = TWINS[notebook, name]
-    library = ast.parse(inspect.getsource(twin)).body[0]
+    twin = chapters.load(library)
+    tree = ast.parse(inspect.getsource(twin)).body[0]
     modules = (twin.__module__.rsplit(".", 1)[-1], *SHARED_MODULES)
-    assert shape(node, *modules) == shape(library, *modules), (
-        f"{notebook}: {name}() differs from {TWINS[notebook, name].__module__}.{name}; "
-        f"change both, or neither"
+    assert shape(node, *modules) == shape(tree, *modules), (
+        f"{notebook}: {name}() differs from {library}; change both, or neither"
     )
     most = MAX_LINES.get(name, MAX_CELL_LINES)
     assert lines <= most, f"{notebook}: the cell defining {name}() has {lines} lines (> {most})"

@@ -61,14 +61,15 @@ def defined_public(tree: ast.Module) -> set[str]:
 
 @cache
 def dotted(path: Path) -> str:
-    """A module file's dotted name: helpers.common.paths, chapters.ch04_serving.server, kit.runner."""
+    """A module file's dotted name: helpers.common.paths, chapters.chNN_x.server, kit.runner."""
     return ".".join(path.relative_to(SRC).with_suffix("").parts)
 
 
 @cache
 def users() -> dict[str, str]:
     """Everything outside a module that may use it: src modules, scripts, notebook code, the
-    entry points of pyproject.toml, the notebook-twin test (a twin is exported by design)."""
+    entry points of pyproject.toml, the chapters' records (a twin is exported by design; a make
+    hook, a GPU step or a sweep is run)."""
     texts = {f"src:{dotted(p)}": p.read_text() for p in MODULES}
     texts |= {f"script:{p.name}": p.read_text() for p in (REPO_ROOT / "scripts").glob("*.py")}
     for p in (REPO_ROOT / "notebooks").glob("*.ipynb"):
@@ -78,7 +79,8 @@ def users() -> dict[str, str]:
     # `python -m helpers.pkg.mod` (Makefile, scripts, src, CI) runs the module's main(), as
     # does a helper run by path (`Path(guard.__file__)`): main is its one public name
     runners = [REPO_ROOT / "Makefile", *(REPO_ROOT / ".ci").glob("*"), *SRC.rglob("*.py")]
-    runners += [*(REPO_ROOT / "scripts").glob("*")]
+    records = sorted(SRC.glob("chapters/ch*/chapter.json"))
+    runners += [*(REPO_ROOT / "scripts").glob("*"), *records]
     ran = {
         m
         for p in runners
@@ -113,7 +115,7 @@ def users() -> dict[str, str]:
     texts["pytest -p"] = "\n".join(hooks)
     pyproject = (REPO_ROOT / "pyproject.toml").read_text()
     texts["pyproject"] = re.sub(r"helpers\.(\w+)\.(\w+):(\w+)", r"\2.\3", pyproject)
-    texts["twins"] = (REPO_ROOT / "tests" / "test_notebook_twins.py").read_text()
+    texts["chapter records"] = "\n".join(p.read_text() for p in records)
     return texts
 
 

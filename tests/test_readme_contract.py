@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from helpers.common.paths import DATA_DIR, REPO_ROOT
+from kit import chapters
 
 README = REPO_ROOT / "README.md"
 #: The docs that hold what the README held before it became a five-minute contract.
@@ -154,23 +155,36 @@ def test_a_broken_link_or_anchor_is_caught(tmp_path: Path) -> None:
     assert broken_links(page) == ["docs/none.md", "docs/gpu.md#the-h100"]
 
 
+def readme_notebook_rows(text: str) -> dict[str, tuple[str, str, str]]:
+    """Notebook file name -> the README notebook table's (number, 'you will', 'N s · M GiB')."""
+    rows = {}
+    for line in text.splitlines():
+        match = re.match(r"^\| (\d\d) \| `(\w+)` \| (.*) \| ([^|]+) \|$", line)
+        if match:
+            rows[f"{match[2]}.ipynb"] = (match[1], match[3].strip(), match[4].strip())
+    return rows
+
+
 def readme_run_times(text: str) -> dict[str, str]:
     """Notebook file name -> the README notebook table's 'N s · M GiB' cell."""
-    cells = {}
-    for line in text.splitlines():
-        match = re.match(r"^\| (\d\d) \| `(\w+)` \|.*\| ([^|]+) \|$", line)
-        if match:
-            cells[f"{match[2]}.ipynb"] = match[3].strip()
-    return cells
+    return {name: row[2] for name, row in readme_notebook_rows(text).items()}
+
+
+def test_the_readme_rows_are_the_chapters() -> None:
+    """One README row per chapter (a fork that drops one deletes its row): its number, notebook
+    and 'you will' as its chapter.json declares them."""
+    declared = {c.notebook: (c.number, c.readme) for c in chapters.discover()}
+    shown = readme_notebook_rows(README.read_text())
+    assert {name: row[:2] for name, row in shown.items()} == declared
 
 
 def test_the_readme_run_times_are_the_records() -> None:
-    """The README's notebook table has one row per notebook in notebooks/ (a fork that drops one
-    deletes its row), and every time and peak in it is the record's
-    (data/measurements/cpu-notebook-runs.json, which `python -m kit.agenda record` rewrites)."""
+    """The README's notebook table has one row per chapter's notebook, and every time and peak in
+    it is the record's (data/measurements/cpu-notebook-runs.json, which `python -m kit.agenda
+    record` rewrites)."""
     import json
 
-    present = sorted(p.name for p in (REPO_ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    present = sorted(c.notebook for c in chapters.discover())
     record = json.loads((DATA_DIR / "measurements" / "cpu-notebook-runs.json").read_text())
     expected = {
         row["notebook"]: f"{row['seconds']:,.0f} s · {row['peak_gib']:.1f} GiB"
@@ -178,7 +192,7 @@ def test_the_readme_run_times_are_the_records() -> None:
         if row["notebook"] in present
     }
     shown = readme_run_times((REPO_ROOT / "README.md").read_text())
-    assert sorted(shown) == present, "the README's notebook table and notebooks/ differ"
+    assert sorted(shown) == present, "the README's notebook table and the chapters differ"
     assert shown == expected
 
 

@@ -1,5 +1,5 @@
 """The instructor's and maintainer's kit: command-line tools no notebook imports, each run as
-`python -m kit.<tool>`.
+`python -m kit.<tool>`. chapters reads each chapter's declared record (chapter.json).
 
 agenda (the instructors' agenda computed from the notebooks and a run record), doctor (will the
 workbook run here?), preflight (can this machine run a profile?), prefetch (a hub profile's pair for
@@ -15,6 +15,7 @@ routing designs and its record's tables).
 
 __all__ = [
     "agenda",
+    "chapters",
     "dflash",
     "dflash_recipe",
     "doctor",

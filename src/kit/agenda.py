@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from helpers.common.paths import BUILD_DIR, DATA_DIR, NOTEBOOKS_DIR, REPO_ROOT
+from kit import chapters
 
 __all__ = [
     "main",
@@ -73,9 +74,7 @@ _BREAK_AFTER = 90
 _BREAK_MINUTES = 15
 _LUNCH_MINUTES = 60
 _LUNCH_FROM = 180
-#: The core path, in teaching order (_CORE_REASON says why); the other notebooks are deep dives.
-_CORE: tuple[str, ...] = ("01", "02", "03", "05", "06", "08")
-#: Why the core is the core, as the guide says it.
+#: Why the core is the core (each chapter's chapter.json says its level), as the guide says it.
 _CORE_REASON = (
     "one line of argument: what EAGLE-3 is and that it is lossless (01, 02), how "
     "to read τ (03), how a drafter is trained (05), whether it pays on a MoE (06), and the "
@@ -509,13 +508,18 @@ def _constants_text(record: Mapping[str, Any]) -> str:
             f"{_QUESTIONS_MINUTES} min of questions; a {_BREAK_MINUTES} min break comes before the "
             f"next notebook once {_BREAK_AFTER} min were taught since the last one, and in a full "
             f"day the first break after {_clock(_LUNCH_FROM)} is a {_LUNCH_MINUTES} min lunch.",
-            f"- **The core path** ({', '.join(_CORE)}): {_CORE_REASON}. The core day is all of "
+            f"- **The core path** ({', '.join(_core())}): {_CORE_REASON}. The core day is all of "
             f"it in {_CORE_DAY.limit // 60} h, breaks and lunch included, computed twice, "
             "exercises done in the room and set as homework, each saying whether it fits; the "
             "half day and the deep dives take notebooks in order while they fit, with the "
             "exercises as the core day that fits has them. Nothing is shrunk to make a plan fit.",
         ]
     )
+
+
+def _core() -> tuple[str, ...]:
+    """The core path, in teaching order: the numbers of the chapters whose level is core."""
+    return tuple(c.number for c in chapters.discover() if c.level == "core")
 
 
 def _notebook_table(notebooks: Sequence[_Notebook]) -> str:
@@ -527,7 +531,7 @@ def _notebook_table(notebooks: Sequence[_Notebook]) -> str:
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for nb in notebooks:
-        path = "core" if nb.number in _CORE else "deep dive"
+        path = "core" if nb.number in _core() else "deep dive"
         lines.append(
             f"| {nb.number} | {nb.title} | {path} | {nb.words:,} · "
             f"{nb.reading_minutes:.0f} min | {nb.code_lines:,} · {nb.code_minutes:.0f} min | "
@@ -601,11 +605,11 @@ def _core_day_text(
 def _agenda_markdown(notebooks: Sequence[_Notebook], record: Mapping[str, Any]) -> str:
     """The guide's agenda block: the constants, the tables, the core day both ways, the plans."""
     by_number = {nb.number: nb for nb in notebooks}
-    core = [by_number[n] for n in _CORE if n in by_number]
+    core = [by_number[n] for n in _core() if n in by_number]
     in_room, homework = (_schedule(core, _CORE_DAY, exercises=e) for e in (True, False))
     exercises = _fits(in_room, _CORE_DAY)  # the plans below follow the core day that fits
     half, half_left = _plan_day(core, _HALF_DAY, exercises)
-    deep = [nb for nb in notebooks if nb.number not in _CORE]
+    deep = [nb for nb in notebooks if nb.number not in _core()]
     second, later = _plan_day(deep, _SECOND_HALF_DAY, exercises)
     parts = [
         _constants_text(record),

@@ -11,7 +11,7 @@ kernel that dies by itself is named with its signal, cell and peak RSS ("kernel 
 one line. Ctrl-C (or SIGTERM) stops the kernel, reports "interrupted in cell N" and exits 130 (143
 for SIGTERM) without running the notebooks after it. After each notebook the runner stops whatever
 its kernel left running (servers, engine processes), and at start any server whose owner died
-earlier (chapters.ch04_serving.server.sweep_orphans, when the serving chapter is there).
+earlier (the sweeps the chapters declare in their chapter.json; kit.chapters).
 
 Each kernel starts in its own session, with a mark in its environment; after the notebook the
 runner also stops what the kernel detached (`os.system('sleep 300 &')`, a double fork, setsid) by
@@ -57,7 +57,7 @@ from nbconvert import HTMLExporter
 
 from helpers.common.notebook import cache_env
 from helpers.common.paths import BUILD_DIR, NOTEBOOKS_DIR
-from kit import watchdog
+from kit import chapters, watchdog
 
 __all__ = [
     "main",
@@ -344,15 +344,11 @@ class _RssSampler:
 
 
 def _sweep_orphans() -> list[str]:
-    """Stop servers whose owner died (one line each); none to stop in a fork without notebook 04's
-    serving chapter, the only one that starts servers."""
-    try:
-        from chapters.ch04_serving.server import sweep_orphans
-    except ModuleNotFoundError as err:
-        if err.name not in ("chapters.ch04_serving", "chapters.ch04_serving.server"):
-            raise
-        return []
-    return sweep_orphans()
+    """Stop what a dead owner left (servers): the chapters' sweeps (chapter.json's "sweeps"),
+    one line each; none in a fork without a chapter that starts servers."""
+    return [
+        line for c in chapters.discover() for hook in c.sweeps for line in chapters.load(hook)()
+    ]
 
 
 def _tree_processes(pid: int) -> list[psutil.Process]:

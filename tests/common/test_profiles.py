@@ -4,16 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import shlex
 
 import numpy as np
 import pytest
 
-from chapters.ch04_serving.server import _serve_command, serve_command_text
 from helpers.common import profiles
 from helpers.common.configs import read_config
 from helpers.common.paths import REPO_ROOT
-from helpers.engine.lifecycle import engine_kwargs
 from helpers.engine.pairing import _layer_config, validate_pair
 
 
@@ -171,21 +168,6 @@ def test_hub_profile_needs_are_justified(name: str) -> None:
     )
 
 
-@pytest.mark.parametrize("name", profiles._available_profiles())
-def test_serve_command_renders(name: str) -> None:
-    p = profiles.load_profile(name)
-    argv = _serve_command(p)
-    assert shlex.split(serve_command_text(p)) == argv
-    assert argv[:3] == ["vllm", "serve", p.verifier]
-    assert argv[argv.index("-tp") + 1] == str(p.tensor_parallel_size)
-    spec = json.loads(argv[argv.index("--speculative-config") + 1])
-    assert spec == {
-        "model": p.drafter,
-        "num_speculative_tokens": p.num_speculative_tokens,
-        "method": "eagle3",
-    }
-
-
 def test_resolve_k_none_is_the_profiles_k_and_zero_is_plain() -> None:
     p = dataclasses.replace(profiles.load_profile("tiny"), num_speculative_tokens=4)
     assert profiles.resolve_k(p) == profiles.resolve_k(p, None) == 4
@@ -212,17 +194,6 @@ def test_the_largest_k_is_the_one_vllms_rejection_sampler_takes() -> None:
     assert profiles.MAX_DRAFT_TOKENS == MAX_SPEC_LEN
     p = profiles.load_profile("tiny")
     assert profiles.resolve_k(p, MAX_SPEC_LEN) == MAX_SPEC_LEN
-
-
-@pytest.mark.parametrize("k, drafts", [(None, 4), (0, None), (2, 2)])
-def test_the_engine_and_the_server_read_k_alike(k: int | None, drafts: int | None) -> None:
-    p = dataclasses.replace(profiles.load_profile("tiny"), num_speculative_tokens=4)
-    engine = engine_kwargs(p, k=k, gpu=False).get("speculative_config") or {}
-    argv = _serve_command(p, k=k)
-    flag = "--speculative-config"
-    served = json.loads(argv[argv.index(flag) + 1]) if flag in argv else {}
-    assert engine.get("num_speculative_tokens") == drafts
-    assert served.get("num_speculative_tokens") == drafts
 
 
 def test_unknown_field_fails_in_one_line() -> None:

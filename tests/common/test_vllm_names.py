@@ -12,7 +12,6 @@ import pytest
 
 from helpers.common import vllm_names
 from helpers.common.paths import NOTEBOOKS_DIR, REPO_ROOT
-from tests.support import notebook_defs
 
 #: vLLM 0.26.0's source, where a session unpacked the GPU stack's wheel (checked when present).
 VLLM_026 = Path("/tmp/vllm026/src/vllm")
@@ -54,21 +53,6 @@ PER_REQUEST_IN: tuple[tuple[str, str, str], ...] = (
     (vllm_names.PER_REQUEST.per_step_accepted, "v1/metrics/stats.py", r"\b{}\s*:"),
     (vllm_names.PER_REQUEST.per_step_drafted, "v1/metrics/stats.py", r"\b{}\s*:"),
 )
-#: What notebook 04's PROMQL and TAU_ALERT read before they were built from vllm_names.
-PROMQL_BEFORE = {
-    "acceptance_length": "1 + (rate(vllm:spec_decode_num_accepted_tokens_total[$interval]) / "
-    "rate(vllm:spec_decode_num_drafts_total[$interval]))",
-    "acceptance_rate": "rate(vllm:spec_decode_num_accepted_tokens_total[$interval]) / "
-    "rate(vllm:spec_decode_num_draft_tokens_total[$interval])",
-    "per_position": "rate(vllm:spec_decode_num_accepted_tokens_per_pos_total[$interval]) / "
-    "rate(vllm:spec_decode_num_drafts_total[$interval])",
-    "accepted_tokens_per_s": "rate(vllm:spec_decode_num_accepted_tokens_total[$interval])",
-}
-ALERT_EXPR_BEFORE = """  expr: |
-    (1 + rate(vllm:spec_decode_num_accepted_tokens_total[$interval])
-       / rate(vllm:spec_decode_num_drafts_total[$interval])) < $threshold
-    and rate(vllm:spec_decode_num_drafts_total[$interval]) > 0
-"""
 
 
 def installed_vllm() -> Path | None:
@@ -112,14 +96,6 @@ def test_metric_names_share_the_prefixes() -> None:
         == "vllm:spec_decode_num_drafts_total"
     )
     assert vllm_names.STATS.per_position_rate + "s" == vllm_names.STATS.per_position_rates
-
-
-def test_promql_built_from_the_names_is_what_observability_had() -> None:
-    cells = notebook_defs(
-        "04_serving_and_benchmarks.ipynb", "ACCEPTED", "DRAFTS", "PROMQL", "TAU_ALERT"
-    )
-    assert cells["PROMQL"] == PROMQL_BEFORE
-    assert ALERT_EXPR_BEFORE in cells["TAU_ALERT"]
 
 
 # ------------------------------------------------------------ no one else spells vLLM's names

@@ -1,6 +1,6 @@
 """Explorers: small ipywidgets apps a learner moves to watch an answer change: the widget plumbing
 every explorer uses, and the speed-up model's explorer (notebooks 01 and 06; notebook 03's own
-explorers are in chapters.ch03_acceptance.explorers).
+explorers are in its chapter).
 
 Each explorer is a pure `*_state(...)` function (numbers in, numbers and a figure out; tested and
 asserted in the notebooks) wired to sliders by `Explorer`. An explorer is a `VBox` with the CSS

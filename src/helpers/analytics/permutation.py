@@ -4,7 +4,7 @@ distributions and its permutation p-value.
 The test pools both samples, reshuffles which draw belongs to which side many times, and reports
 how often a reshuffled TVD is at least the observed one, with the +1 correction: (hits + 1) /
 (permutations + 1), never exactly 0. Notebook 07 tests speculative sampling's losslessness with it
-(chapters.ch07_field.distribution), and the grader compares notebook 03's rejection-sampling
+(its chapter's distribution module), and the grader compares notebook 03's rejection-sampling
 exercise with vLLM's sampler by it (kit.grader), so either stands without the other's notebook.
 """
 

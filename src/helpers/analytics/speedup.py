@@ -6,7 +6,7 @@ The GPU costs of the real Qwen3-30B-A3B shape are *recorded* measurements from a
 never results of this run: the MoE lab (`LAB_FILE`, scripts/gpu_moe_lab.py: distinct prompts,
 concurrency 1-64, the pinned vLLM). `lab_rows` reads one graph mode and model runner of it at a time
 (the main grid's by default: what the lab ran as a deployment runs) and refuses a record whose
-cells cannot be trusted; notebook 06's chapter reads the rest (`chapters.ch06_moe.lab`).
+cells cannot be trusted; notebook 06's chapter reads the rest (its `lab` module).
 """
 
 from __future__ import annotations
@@ -102,7 +102,7 @@ def lab_rows(
 def lab_step_costs(record: Mapping[str, Any]) -> pd.DataFrame:
     """The main grid's speculative cells on the weights as loaded, with their speed-up and
     measured c(k, C) over plain decoding at the same concurrency (the median of every plain cell
-    there, both as-loaded blocks pooled); `chapters.ch06_moe.lab` reads the designs and checks."""
+    there, both as-loaded blocks pooled); 06's chapter (its `lab`) reads the designs and checks."""
     rows = lab_rows(record)
     rows = rows[rows.routing == AS_LOADED]
     plain = rows[rows[COLUMNS.k] == 0].groupby("concurrency")[["tok_s", "steps_per_s"]].median()

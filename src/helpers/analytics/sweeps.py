@@ -1,6 +1,6 @@
 """Acceptance tables from runs, shared by notebooks 02, 03, 05, 07 and 08: τ and per-position
 acceptance per key (task, k, temperature), the pooled ranking sentence, and each table's
-intervals. Notebook 03's sweeps, which start the engines, are chapters.ch03_acceptance.experiments.
+intervals. Notebook 03's sweeps, which start the engines, are in its chapter (experiments).
 
 Every acceptance table carries 95 % intervals over whole requests (`tau_ci_low`,
 `tau_ci_high`, `n_requests`; per position also the conditional rate), from vLLM's per-request

@@ -148,7 +148,7 @@ def verify(pair: ReferencePair, ids: Sequence[int]) -> tuple[list[int], torch.Te
     return logits[0].argmax(-1).tolist(), aux
 
 
-# Twin of draft() in notebooks/03_acceptance_analytics.ipynb: change both.
+# Twin of draft() in notebook 03 (its chapter.json's twins): change both.
 @torch.no_grad()
 def draft(pair: ReferencePair, ids: Sequence[int], aux: torch.Tensor, k: int) -> list[int]:
     """k greedy drafts from the last root (position len(ids) - 2): aux[p] pairs with token p + 1."""
@@ -164,7 +164,7 @@ def draft(pair: ReferencePair, ids: Sequence[int], aux: torch.Tensor, k: int) ->
     return drafts
 
 
-# Twin of accept_greedy() in notebooks/03_acceptance_analytics.ipynb: change both.
+# Twin of accept_greedy() in notebook 03 (its chapter.json's twins): change both.
 def accept_greedy(drafts: Sequence[int], targets: Sequence[int]) -> Round:
     """Accept drafts while each equals the verifier's argmax; then emit the verifier's own token."""
     a = 0
@@ -198,7 +198,7 @@ def accept_sampled(
     return Round(tuple(drafts), len(drafts), tuple(drafts) + (int(bonus),))
 
 
-# Twin of speculative_generate() in notebooks/03_acceptance_analytics.ipynb: change both.
+# Twin of speculative_generate() in notebook 03 (its chapter.json's twins): change both.
 def speculative_generate(
     pair: ReferencePair, prompt_ids: Sequence[int], k: int, max_tokens: int
 ) -> ReferenceOutput:

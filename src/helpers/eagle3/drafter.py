@@ -163,7 +163,7 @@ def _heads(x: torch.Tensor, n: int, d: int) -> torch.Tensor:
 Attend = Callable[[torch.Tensor], torch.Tensor]
 
 
-# Twin of draft_step() in notebooks/03_acceptance_analytics.ipynb: change both.
+# Twin of draft_step() in notebook 03 (its chapter.json's twins): change both.
 def draft_step(
     d: Eagle3Drafter, embeds: torch.Tensor, hidden: torch.Tensor, attend: Attend
 ) -> tuple[torch.Tensor, torch.Tensor]:

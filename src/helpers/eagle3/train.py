@@ -69,7 +69,7 @@ def new_drafter(
     return d.to(verifier.device)
 
 
-# Twin of ttt_loss() in notebooks/05_train_your_own_drafter.ipynb: change both.
+# Twin of ttt_loss() in notebook 05 (its chapter.json's twins): change both.
 def ttt_loss(
     d: drafter.Eagle3Drafter,
     verifier: PreTrainedModel,

@@ -27,7 +27,7 @@ __all__ = [
 ]
 
 
-# Twin of vocab_maps() in notebooks/07_eagle3_in_the_field.ipynb: change both.
+# Twin of vocab_maps() in notebook 07 (its chapter.json's twins): change both.
 def vocab_maps(keep: Sequence[int], vocab: int) -> tuple[torch.Tensor, torch.Tensor]:
     """(d2t, t2d) for a sorted draft vocabulary: offsets [draft] int64 and a mask [vocab] bool."""
     ids = torch.tensor(list(keep), dtype=torch.int64)

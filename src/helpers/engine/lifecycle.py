@@ -334,7 +334,7 @@ def engine_process(settings: dict[str, Any]) -> Iterator[dict[str, Any]]:
     if in_process:
         settings = {"distributed_executor_backend": "uni", **settings}
         # Read when the engine is built, and cached by vLLM for this process afterwards; servers
-        # this process starts drop it again (chapters.ch04_serving.server).
+        # this process starts drop it again (the serving chapter's server module).
         os.environ[IN_PROCESS_ENV] = "0"
     else:
         os.environ.pop(IN_PROCESS_ENV, None)

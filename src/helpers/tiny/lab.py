@@ -1,7 +1,7 @@
 """The tiny pair's lab pieces several notebooks share: where the drafter lab writes (`LAB_DIR`),
 fresh corpus exchanges for self-distillation (notebooks 05 and 07), and a randomly initialised
 verifier of the same shape to pair with (04, 05, 08). Notebook 05's drafter lab itself is
-chapters.ch05_drafter.drafter_lab.
+in its chapter (drafter_lab).
 """
 
 from __future__ import annotations
