@@ -2,7 +2,7 @@
 vLLM's engine stays unimported.
 
 Each check runs in a fresh interpreter that imports every module of the trunk, the chapters and the
-kit (the CLIs too), then
+kit (the CLIs too; a chapter's tests/ aside), then
 builds engine arguments for the tiny and the real-size profiles, as notebooks do before any engine starts.
 CUDA is watched by replacing torch.cuda's entry points with recorders: on a GPU machine a call
 there would initialise CUDA in the notebook's process, and vLLM then could not fork its engine
@@ -50,6 +50,7 @@ modules = [
     m.name
     for package in (helpers, chapters, kit)
     for m in pkgutil.walk_packages(package.__path__, f"{package.__name__}.")
+    if "tests" not in m.name.split(".")  # a chapter's own tests are tests, not modules
 ]
 WATCH[0] = True
 for name in modules:

@@ -121,7 +121,7 @@ def _prediction(speedups: dict[int, tuple[float, float, float]]) -> pd.DataFrame
 
 def test_the_chosen_k_follows_the_prediction() -> None:
     """Notebook 06 chooses k on the medians in a cell and prints it through answer.summary_lines."""
-    from tests.chapters.ch06_moe.test_notebook06_cells import defs
+    from chapters.ch06_moe.tests.test_notebook06_cells import defs
 
     choose_k = defs()["choose_k"]
     a = _prediction({0: (1.0, 1.0, 1.0), 1: (1.3, 1.2, 1.4), 3: (1.6, 1.5, 1.7)})

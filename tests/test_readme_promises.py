@@ -19,7 +19,7 @@ def test_every_promise_names_test_files_that_exist() -> None:
     rows = promise_rows()
     assert len(rows) >= 8, rows
     for case, _, tests in rows:
-        named = re.findall(r"`(tests/[\w/]+\.py)`", tests)
+        named = re.findall(r"`((?:src/chapters/\w+/)?tests/[\w/]+\.py)`", tests)
         assert named, f"{case!r} names no test file"
         for path in named:
             assert (REPO_ROOT / path).is_file(), f"{case!r} names {path}, which does not exist"

@@ -11,8 +11,8 @@ from torch import nn
 
 from chapters.ch06_moe import lab
 from chapters.ch06_moe.moe import _window_union
+from chapters.ch06_moe.tests.test_lab import routing_record, shipped
 from kit import moe_lab
-from tests.chapters.ch06_moe.test_lab import routing_record, shipped
 
 H, HEADS, KV, HD, E, A, V, L = 64, 4, 2, 16, 16, 2, 500, 3
 

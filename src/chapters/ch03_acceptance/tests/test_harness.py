@@ -102,7 +102,7 @@ def test_the_definitions_name_their_sources() -> None:
 
 def test_every_figure_notebook_03_computes_is_defined() -> None:
     """translate (notebook 03's cell) reports only figures the definitions table names."""
-    from tests.chapters.ch03_acceptance.test_notebook03_cells import translate
+    from chapters.ch03_acceptance.tests.test_notebook03_cells import translate
 
     hist = (1, 1, 1, 5)
     reqs = [RequestAcceptance(hist, 3 * sum(hist))]

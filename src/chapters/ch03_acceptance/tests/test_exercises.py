@@ -108,8 +108,8 @@ def test_03_ex9_the_first_rates_do_not_depend_on_k(tiny) -> None:
     """03 ex. 9 at CI size (2 prompts per task, 64 tokens): the k = 5 run's first three
     per-position rates pass vLLM CI's check (notebook 03's `check_row`) against the k = 3 run's."""
     from chapters.ch03_acceptance import harness
+    from chapters.ch03_acceptance.tests.test_notebook03_cells import check_row
     from helpers.engine import lifecycle, runs
-    from tests.chapters.ch03_acceptance.test_notebook03_cells import check_row
 
     rates = {}
     for k in (3, 5):
