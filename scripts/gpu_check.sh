@@ -6,7 +6,7 @@
 #   nb-NN     notebook NN alone, the same way (kept in tiny-NN/): to spread the notebooks over lanes
 #   tests     the vLLM-marked tests (pytest -m vllm)
 #   shape-NN  notebook NN on a shape profile under nbval ($SHAPE, default qwen3-30b-a3b-shape)
-#   lab       the MoE step-cost lab on the same shape (scripts/gpu_moe_lab.py $LAB_ARGS); with
+#   lab       the MoE step-cost lab on the same shape (chapters.ch06_moe.tools.gpu_moe_lab $LAB_ARGS); with
 #             LAB_INSTALL=1 its record replaces the lane's data/measurements/gpu-moe-lab.json, so that
 #             the lane's later steps (nb-06) read it: LANES="lab nb-06 nb-02" LAB_INSTALL=1
 #   harness-shape  the acceptance harness (chapters.ch03_acceptance.harness) on the shape profile
@@ -54,7 +54,7 @@ run_step() {  # run_step STEP: the step's command, in the current lane's checkou
     shape-*) nbval "$SHAPE" "$LOGS/$1" notebooks/"${1#shape-}"_*.ipynb ;;
     harness-shape) "$PY" -m chapters.ch03_acceptance.harness --profile "$SHAPE" --limit "${HARNESS_LIMIT:-32}" ;;
     speculators) "$PY" scripts/speculators_side_by_side.py --out "$LOGS/speculators" ;;
-    lab) "$PY" scripts/gpu_moe_lab.py --profile "$SHAPE" --out "$LOGS/gpu-moe-lab.json" ${LAB_ARGS:-} \
+    lab) "$PY" -m chapters.ch06_moe.tools.gpu_moe_lab --profile "$SHAPE" --out "$LOGS/gpu-moe-lab.json" ${LAB_ARGS:-} \
            && { [ -z "${LAB_INSTALL:-}" ] || cp "$LOGS/gpu-moe-lab.json" data/measurements/gpu-moe-lab.json; } ;;
     *) echo "gpu_check: unknown step $1 (engines nb nb-NN tests shape-NN harness-shape speculators lab)"; return 2 ;;
   esac

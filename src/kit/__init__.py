@@ -8,8 +8,8 @@ test's notebook cells to it), grader and its vLLM sampler reference (make check-
 nbval_keep (pytest -p kit.nbval_keep: keep what nbval executed), manifest (data/'s sha256 list), the
 tiny pair's recipes (tiny_recipe, tiny_tokenizer, tiny_verifier, dflash_recipe with its DFlash
 drafter, dflash) and model cards, Qwen3's tokenizer builder (qwen_tokenizer), text_quality (make
-bench's output checks), homes (how big each home of the code is) and moe_lab (the GPU MoE lab's
-routing designs and its record's tables).
+bench's output checks) and homes (how big each home of the code is). A chapter's own tools (its
+GPU lab, its builders) live in its folder, src/chapters/chNN_*/tools/.
 """
 
 __all__ = [
@@ -21,7 +21,6 @@ __all__ = [
     "homes",
     "manifest",
     "model_cards",
-    "moe_lab",
     "nbval_keep",
     "nbval_watchdog",
     "prefetch",

@@ -66,7 +66,9 @@ def test_no_download_job_tests_the_gpu_path_without_a_token(workflow: dict) -> N
     job = workflow["jobs"]["gpu-no-download"]
     assert "self-hosted" in job["runs-on"] and "gpu" in job["runs-on"]
     runs = [step["run"].strip() for step in job["steps"] if "run" in step]
-    assert "make test" in runs and any("scripts/gpu_moe_lab.py" in r for r in runs), runs
+    assert "make test" in runs and any("chapters.ch06_moe.tools.gpu_moe_lab" in r for r in runs), (
+        runs
+    )
     # The GPU path at the real shape, with random weights: still no download.
     assert "make test PROFILE=qwen3-30b-a3b-shape" in runs, runs
     assert "HF_TOKEN" not in str(job)

@@ -1,4 +1,4 @@
-"""The MoE lab's record read (scripts/gpu_moe_lab.py, notebook 06): c(k, C) and the speed-up of
+"""The MoE lab's record read (tools/gpu_moe_lab.py, notebook 06): c(k, C) and the speed-up of
 every cell, the bandwidth each plain step reached, the routing designs side by side, the graph
 mode and model runner checks, and the served-mix and one-prompt cells.
 
