@@ -111,7 +111,7 @@ browser-test: venv ## notebook 01 in JupyterLab + headless Chromium: Run All, ou
 
 tiny-models: venv ## retrain the tiny verifier + EAGLE-3 and DFlash drafters into data/
 	$(VPY) scripts/make_tiny_models.py
-	$(VPY) scripts/make_tiny_dflash.py
+	$(VPY) -m chapters.ch07_field.tools.make_tiny_dflash
 
 bench: venv ## benchmark the tiny pair (plain vs EAGLE-3)
 	$(VPY) scripts/bench_tiny_pair.py

@@ -6,16 +6,14 @@ workbook run here?), preflight (can this machine run a profile?), prefetch (a hu
 offline use), runner (make run) and its no-progress watchdog (watchdog; nbval_watchdog holds make
 test's notebook cells to it), grader and its vLLM sampler reference (make check-exercises),
 nbval_keep (pytest -p kit.nbval_keep: keep what nbval executed), manifest (data/'s sha256 list), the
-tiny pair's recipes (tiny_recipe, tiny_tokenizer, tiny_verifier, dflash_recipe with its DFlash
-drafter, dflash) and model cards, Qwen3's tokenizer builder (qwen_tokenizer), text_quality (make
-bench's output checks) and homes (how big each home of the code is). A chapter's own tools (its
-GPU lab, its builders) live in its folder, src/chapters/chNN_*/tools/.
+tiny pair's recipes (tiny_recipe, tiny_tokenizer, tiny_verifier) and model cards, Qwen3's
+tokenizer builder (qwen_tokenizer), text_quality (make bench's output checks) and homes (how big
+each home of the code is). A chapter's own tools (its GPU lab, its builders) live in its folder,
+src/chapters/chNN_*/tools/.
 """
 
 __all__ = [
     "agenda",
-    "dflash",
-    "dflash_recipe",
     "doctor",
     "grader",
     "homes",
