@@ -11,7 +11,7 @@
 #             the lane's later steps (nb-06) read it: LANES="lab nb-06 nb-02" LAB_INSTALL=1
 #   harness-shape  the acceptance harness (chapters.ch03_acceptance.harness) on the shape profile
 #   speculators    05's trainer beside speculators' own, tau side by side
-#                  (scripts/speculators_side_by_side.py, its folder in speculators/)
+#                  (chapters.ch05_drafter.tools.speculators_side_by_side, its folder in speculators/)
 # LANES lists the steps: '|' separates lanes that run at the same time, each in its own copy of
 # the checkout (its own build/: servers, logs, figures), steps inside a lane one after another.
 #   LANES="engines nb | tests | shape-02 shape-04" (the default)   LANES="nb" (one lane)
@@ -53,7 +53,7 @@ run_step() {  # run_step STEP: the step's command, in the current lane's checkou
              --durations=10 ;;
     shape-*) nbval "$SHAPE" "$LOGS/$1" notebooks/"${1#shape-}"_*.ipynb ;;
     harness-shape) "$PY" -m chapters.ch03_acceptance.harness --profile "$SHAPE" --limit "${HARNESS_LIMIT:-32}" ;;
-    speculators) "$PY" scripts/speculators_side_by_side.py --out "$LOGS/speculators" ;;
+    speculators) "$PY" -m chapters.ch05_drafter.tools.speculators_side_by_side --out "$LOGS/speculators" ;;
     lab) "$PY" -m chapters.ch06_moe.tools.gpu_moe_lab --profile "$SHAPE" --out "$LOGS/gpu-moe-lab.json" ${LAB_ARGS:-} \
            && { [ -z "${LAB_INSTALL:-}" ] || cp "$LOGS/gpu-moe-lab.json" data/measurements/gpu-moe-lab.json; } ;;
     *) echo "gpu_check: unknown step $1 (engines nb nb-NN tests shape-NN harness-shape speculators lab)"; return 2 ;;

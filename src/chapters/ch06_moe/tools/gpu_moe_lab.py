@@ -759,7 +759,7 @@ def _relative(path: Path) -> str:
 def write(path: Path, result: dict[str, Any]) -> None:
     """Write the record (after every block: an interrupted run keeps what it measured)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n")
+    path.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
 # --------------------------------------------------------------------------- the run

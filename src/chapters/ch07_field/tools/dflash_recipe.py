@@ -32,7 +32,7 @@ from helpers.engine.lifecycle import engine_kwargs, open_engine
 from helpers.engine.runs import self_distill
 from helpers.tiny.corpus import build_corpus, make_examples
 from helpers.tiny.verifier import encode_examples
-from kit.manifest import write_manifest
+from kit import manifest
 from kit.tiny_recipe import VERIFIER_NAME, local_profile
 
 __all__ = [
@@ -152,7 +152,7 @@ def build_dflash(out_dir: Path = DATA_DIR, cfg: DFlashRecipe = DFlashRecipe()) -
     log["total_seconds"] = round(time.time() - t0, 1)
     (out_dir / _DFLASH_LOG).write_text(json.dumps(log, indent=2) + "\n", encoding="utf-8")
     (target / "README.md").write_text(_card(log), encoding="utf-8")
-    write_manifest(out_dir)  # last: the digests of what is there now
+    manifest.write_manifest(out_dir)  # last: the digests of what is there now
     return log
 
 
