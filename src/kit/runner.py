@@ -11,7 +11,7 @@ kernel that dies by itself is named with its signal, cell and peak RSS ("kernel 
 one line. Ctrl-C (or SIGTERM) stops the kernel, reports "interrupted in cell N" and exits 130 (143
 for SIGTERM) without running the notebooks after it. After each notebook the runner stops whatever
 its kernel left running (servers, engine processes), and at start any server whose owner died
-earlier (chapters.ch04_serving.server.sweep_orphans, when the serving chapter is there).
+earlier (the `sweep_orphans` of each chapter's `server` module, where a chapter has one).
 
 Each kernel starts in its own session, with a mark in its environment; after the notebook the
 runner also stops what the kernel detached (`os.system('sleep 300 &')`, a double fork, setsid) by
@@ -31,8 +31,11 @@ import asyncio
 import atexit
 import contextlib
 import copy
+import importlib
+import importlib.util
 import json
 import os
+import pkgutil
 import re
 import secrets
 import signal
@@ -55,6 +58,7 @@ from nbclient.jsonutil import json_clean
 from nbclient.output_widget import OutputWidget
 from nbconvert import HTMLExporter
 
+import chapters
 from helpers.common.notebook import cache_env
 from helpers.common.paths import BUILD_DIR, NOTEBOOKS_DIR
 from kit import watchdog
@@ -344,15 +348,17 @@ class _RssSampler:
 
 
 def _sweep_orphans() -> list[str]:
-    """Stop servers whose owner died (one line each); none to stop in a fork without notebook 04's
-    serving chapter, the only one that starts servers."""
-    try:
-        from chapters.ch04_serving.server import sweep_orphans
-    except ModuleNotFoundError as err:
-        if err.name not in ("chapters.ch04_serving", "chapters.ch04_serving.server"):
-            raise
-        return []
-    return sweep_orphans()
+    """Stop servers whose owner died (one line each): every chapter that starts servers has a
+    `server` module with a `sweep_orphans`, found by walking the chapters, never named; a fork
+    without one has none to stop."""
+    stopped = []
+    for info in pkgutil.iter_modules(chapters.__path__, f"{chapters.__name__}."):
+        if not info.ispkg or importlib.util.find_spec(f"{info.name}.server") is None:
+            continue
+        server = importlib.import_module(f"{info.name}.server")
+        if hasattr(server, "sweep_orphans"):
+            stopped += server.sweep_orphans()
+    return stopped
 
 
 def _tree_processes(pid: int) -> list[psutil.Process]:
