@@ -86,8 +86,8 @@ test-notebooks: venv ## make test's first lane: every notebook via nbval, one af
 	$(VPY) -m pytest --nbval-lax --nbval-current-env -p kit.nbval_watchdog notebooks
 
 test-tests: venv ## make test's second lane: the engine tests one at a time, then the light tests
-	$(VPY) -m pytest tests -m vllm
-	$(VPY) -m pytest tests -m "not vllm" -n $(TEST_JOBS) --dist loadfile
+	$(VPY) -m pytest tests src/chapters -m vllm
+	$(VPY) -m pytest tests src/chapters -m "not vllm" -n $(TEST_JOBS) --dist loadfile
 
 # Your files in exercises/ (or EXERCISES=folder), graded by the checks that hold the reference
 # solutions: one line per exercise, ok or a one-line hint. EXERCISES=reference grades the library's own.

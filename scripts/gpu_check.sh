@@ -50,7 +50,7 @@ run_step() {  # run_step STEP: the step's command, in the current lane's checkou
                ${ENGINE_CONFIGS:+--configs "$ENGINE_CONFIGS"} ;;
     nb) nbval tiny "$LOGS/tiny" notebooks/*.ipynb ;;
     nb-*) nbval tiny "$LOGS/tiny-${1#nb-}" notebooks/"${1#nb-}"_*.ipynb ;;
-    tests) env WORKBOOK_PROFILE=tiny "$PY" -m pytest tests -m vllm -p no:cacheprovider -q -rf \
+    tests) env WORKBOOK_PROFILE=tiny "$PY" -m pytest tests src/chapters -m vllm -p no:cacheprovider -q -rf \
              --durations=10 ;;
     shape-*) nbval "$SHAPE" "$LOGS/$1" notebooks/"${1#shape-}"_*.ipynb ;;
     *) local command  # a chapter's step (kit.chapters names the known ones when there is none)

@@ -2,13 +2,13 @@
 
 - the trunk, `helpers`: what two or more notebooks use; it imports neither chapters nor the kit;
 - the chapters, `chapters.chNN_*`: one notebook's own code, imported by notebook NN alone (and by
-  tests and the kit's tools), never by the trunk or another chapter; its docstring names the
-  notebook;
+  its own tests/ and tools/), never by the trunk, the kit, scripts/ or another chapter; its
+  docstring names the notebook;
 - the kit, `kit`: tools no notebook imports (doctor, preflight, prefetch, runner, grader, the tiny
-  pair's recipes...), run as `python -m kit.<tool>`.
+  pair's recipes...), run as `python -m kit.<tool>`; it finds chapters, never names one.
 
-So an instructor can drop a chapter by deleting its notebook, its chapter package, its tests and
-its data.
+So an instructor can drop a chapter by deleting its notebook and its chapter folder (its modules,
+tests/, tools/) and the data only it reads.
 """
 
 from __future__ import annotations
@@ -102,6 +102,24 @@ def tools_or_tests(path: Path, chapter: Path) -> bool:
     return path.relative_to(chapter).parts[0] in ("tools", "tests")
 
 
+#: The kit's modules and the scripts: tools that must outlive any chapter dropped from a fork.
+TOOLS = sorted([*(SRC / "kit").rglob("*.py"), *(REPO_ROOT / "scripts").rglob("*.py")])
+
+
+def chapter_imports(modules: set[str]) -> set[str]:
+    """The chapters (chapters.<name>) among imported modules; the bare `chapters` package, which a
+    tool walks to find what chapters there are, is none."""
+    return {m for m in roots(modules, "chapters") if m != "chapters"}
+
+
+@pytest.mark.parametrize("path", TOOLS, ids=lambda p: str(p.relative_to(REPO_ROOT)))
+def test_the_kit_and_the_scripts_import_no_chapter(path: Path) -> None:
+    """A chapter's own tools live in its tools/; the kit and scripts/ find chapters, never name
+    one, so deleting a chapter's folder leaves them importable."""
+    found = chapter_imports(imported_modules(path.read_text(encoding="utf-8")))
+    assert not found, f"{path.relative_to(REPO_ROOT)} imports {sorted(found)}"
+
+
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.name)
 def test_a_chapter_imports_no_other_chapter_and_no_kit(chapter: Path) -> None:
     """Its modules import neither; its tools/ and tests/ may import the kit, no other chapter."""
@@ -118,6 +136,10 @@ def test_the_checks_see_a_stray_import() -> None:
     imported = imported_modules(stray)
     assert roots(imported, "chapters") == {"chapters.ch98_planted"}
     assert roots(imported, "kit") == {"kit.doctor"}
+    assert chapter_imports(imported) == {"chapters.ch98_planted"}
+    assert chapter_imports(imported_modules("import chapters\nfrom chapters import ch99_x")) == {
+        "chapters.ch99_x"
+    }
 
 
 @pytest.mark.parametrize(

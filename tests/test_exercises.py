@@ -1,5 +1,5 @@
 """The exercises of notebooks 01-08, each variant run at CI size by calling the same helpers: 02
-here, the others in their chapter's tests (tests/chapters/chNN_*/test_exercises.py).
+here, the others in their chapter's tests (src/chapters/chNN_*/tests/test_exercises.py).
 
 Every exercise in notebooks 01-08 is runnable by changing the parameters cell or by the code its
 text shows; re-executing whole notebooks per variant would take many minutes, so these tests call

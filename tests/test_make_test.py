@@ -1,13 +1,17 @@
 """`make test` runs everything it ran one step at a time before, now in two lanes at once: every
-notebook under nbval, and every test (the `vllm` selection and its complement), each lane's
-processes with one OpenMP thread and vLLM's engines left unpinned (docs/commands.md says why); the
-notebooks under the watchdog (kit.nbval_watchdog)."""
+notebook under nbval, and every test in pytest's testpaths (tests/ and the chapters' own; the
+`vllm` selection and its complement), each lane's processes with one OpenMP thread and vLLM's
+engines left unpinned (docs/commands.md says why); the notebooks under the watchdog
+(kit.nbval_watchdog)."""
 
 from __future__ import annotations
 
 import subprocess
 
 from helpers.common.paths import REPO_ROOT
+
+#: Where the tests live: tests/ and each chapter's own tests/ (pyproject's testpaths).
+TESTPATHS = "tests src/chapters"
 
 
 def dry_run(*goals: str) -> list[str]:
@@ -32,18 +36,20 @@ def test_every_notebook_and_every_test_is_run() -> None:
     lines = dry_run("test")
     pytest_runs = [line.split(" -m pytest ", 1)[1] for line in lines if " -m pytest " in line]
     assert any(run.startswith("--nbval-lax") and run.endswith(" notebooks") for run in pytest_runs)
-    selections = {run for run in pytest_runs if run.startswith("tests ")}
-    assert any(run.startswith("tests -m vllm") for run in selections), selections
-    assert any(run.startswith('tests -m "not vllm"') for run in selections), selections
+    selections = {run for run in pytest_runs if run.startswith(f"{TESTPATHS} ")}
+    assert any(run.startswith(f"{TESTPATHS} -m vllm") for run in selections), selections
+    assert any(run.startswith(f'{TESTPATHS} -m "not vllm"') for run in selections), selections
     assert len(pytest_runs) == 3, pytest_runs
+    listed = '", "'.join(TESTPATHS.split())
+    assert f'testpaths = ["{listed}"]' in (REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8")
 
 
 def test_each_lane_runs_alone_too() -> None:
     assert any("--nbval-lax" in line for line in dry_run("test-notebooks"))
     tests = [line for line in dry_run("test-tests") if " -m pytest " in line]
     assert [line.split(" -m pytest ", 1)[1].split(" -n ")[0] for line in tests] == [
-        "tests -m vllm",
-        'tests -m "not vllm"',
+        f"{TESTPATHS} -m vllm",
+        f'{TESTPATHS} -m "not vllm"',
     ]
 
 

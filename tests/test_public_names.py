@@ -67,11 +67,13 @@ def dotted(path: Path) -> str:
 
 @cache
 def users() -> dict[str, str]:
-    """Everything outside a module that may use it: src modules, scripts, notebook code, the
-    entry points of pyproject.toml, the chapters' records (a twin is exported by design; a make
-    hook, a GPU step or a sweep is run)."""
+    """Everything outside a module that may use it: src modules, scripts and chapters' tools,
+    notebook code, the entry points of pyproject.toml, the chapters' records (a twin is exported
+    by design; a make hook, a GPU step or a sweep is run)."""
     texts = {f"src:{dotted(p)}": p.read_text() for p in MODULES}
     texts |= {f"script:{p.name}": p.read_text() for p in (REPO_ROOT / "scripts").glob("*.py")}
+    # a chapter's tools (its GPU lab, its builders) are its scripts
+    texts |= {f"tool:{dotted(p)}": p.read_text() for p in SRC.glob("chapters/*/tools/*.py")}
     for p in (REPO_ROOT / "notebooks").glob("*.ipynb"):
         cells = json.loads(p.read_text())["cells"]
         code = [c["source"] for c in cells]  # markdown too: an exercise's answer calls helpers

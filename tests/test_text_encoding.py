@@ -12,7 +12,12 @@ import pytest
 
 from helpers.common.paths import REPO_ROOT
 
-SOURCES = sorted((REPO_ROOT / "src").rglob("*.py"))
+#: src/'s modules; a chapter's own tests (src/chapters/chNN_*/tests/) are tests, as tests/ is.
+SOURCES = sorted(
+    p
+    for p in (REPO_ROOT / "src").rglob("*.py")
+    if "tests" not in p.relative_to(REPO_ROOT / "src").parts
+)
 #: Modules whose `open` is not a file's text open.
 _NOT_TEXT_OPEN = {"os", "webbrowser", "Image", "tarfile", "gzip", "zipfile", "io", "safetensors"}
 

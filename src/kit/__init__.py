@@ -6,25 +6,21 @@ workbook run here?), preflight (can this machine run a profile?), prefetch (a hu
 offline use), runner (make run) and its no-progress watchdog (watchdog; nbval_watchdog holds make
 test's notebook cells to it), grader and its vLLM sampler reference (make check-exercises),
 nbval_keep (pytest -p kit.nbval_keep: keep what nbval executed), manifest (data/'s sha256 list), the
-tiny pair's recipes (tiny_recipe, tiny_tokenizer, tiny_verifier, dflash_recipe with its DFlash
-drafter, dflash) and model cards, Qwen3's tokenizer builder (qwen_tokenizer), text_quality (make
-bench's output checks), homes (how big each home of the code is), drop_check (drop each chapter
-in a scratch copy and check what is left) and moe_lab (the GPU MoE lab's
-routing designs and its record's tables).
+tiny pair's recipes (tiny_recipe, tiny_tokenizer, tiny_verifier) and model cards, Qwen3's
+tokenizer builder (qwen_tokenizer), text_quality (make bench's output checks), homes (how big
+each home of the code is) and drop_check (drop each chapter in a scratch copy and check what is
+left). A chapter's own tools (its GPU lab, its builders) live in its folder, under tools/.
 """
 
 __all__ = [
     "agenda",
     "chapters",
-    "dflash",
-    "dflash_recipe",
     "doctor",
     "drop_check",
     "grader",
     "homes",
     "manifest",
     "model_cards",
-    "moe_lab",
     "nbval_keep",
     "nbval_watchdog",
     "prefetch",

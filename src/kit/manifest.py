@@ -34,6 +34,7 @@ from helpers.common.profiles import profile_file_problems
 
 __all__ = [
     "main",
+    "write_manifest",
 ]
 
 #: The manifest's file name, inside the folder it describes.

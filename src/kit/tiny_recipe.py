@@ -30,6 +30,7 @@ from kit.tiny_tokenizer import build_tokenizer
 from kit.tiny_verifier import train_verifier
 
 __all__ = [
+    "VERIFIER_NAME",
     "RecipeConfig",
     "SMOKE",
     "local_profile",

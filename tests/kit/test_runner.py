@@ -6,6 +6,7 @@ import contextlib
 import io
 import json
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -204,3 +205,21 @@ def test_cell_timeout_is_remaining_budget() -> None:
 def test_tree_rss_counts_this_process() -> None:
     assert runner._tree_rss_bytes(os.getpid()) > 10 * 1024**2
     assert runner._tree_rss_bytes(2**22 + 12345) == 0
+
+
+def test_the_orphan_sweep_asks_every_chapter_with_a_server_module(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import chapters
+
+    for name, body in (("chA_x", "def sweep_orphans():\n    return ['a']\n"), ("chB_y", "")):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "__init__.py").write_text("", encoding="utf-8")
+        (tmp_path / name / "server.py").write_text(body, encoding="utf-8")
+    (tmp_path / "chC_z").mkdir()  # no server module: nothing to ask
+    (tmp_path / "chC_z" / "__init__.py").write_text("", encoding="utf-8")
+    monkeypatch.setattr(chapters, "__path__", [str(tmp_path)])
+    for name in ("chA_x", "chB_y", "chC_z"):
+        monkeypatch.delitem(sys.modules, f"chapters.{name}", raising=False)
+        monkeypatch.delitem(sys.modules, f"chapters.{name}.server", raising=False)
+    assert runner._sweep_orphans() == ["a"]

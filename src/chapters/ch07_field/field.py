@@ -198,7 +198,7 @@ class _RequestSteps:
 
 
 def drafter_for(verifier_dir: str | Path) -> Path | None:
-    """The DFlash drafter kit.dflash_recipe built beside this verifier, if there is one."""
+    """The DFlash drafter tools/dflash_recipe.py built beside this verifier, if there is one."""
     path = Path(verifier_dir).parent / DFLASH_NAME
     return path if (path / "config.json").is_file() else None
 

@@ -3,10 +3,10 @@ the speed-up is τ / c(k): the recorded GPU MoE lab's c and published real-pair 
 and 06).
 
 The GPU costs of the real Qwen3-30B-A3B shape are *recorded* measurements from another machine,
-never results of this run: the MoE lab (`LAB_FILE`, scripts/gpu_moe_lab.py: distinct prompts,
-concurrency 1-64, the pinned vLLM). `lab_rows` reads one graph mode and model runner of it at a time
-(the main grid's by default: what the lab ran as a deployment runs) and refuses a record whose
-cells cannot be trusted; notebook 06's chapter reads the rest (its `lab` module).
+never results of this run: the MoE lab (`LAB_FILE`, the GPU MoE lab of docs/gpu.md: distinct
+prompts, concurrency 1-64, the pinned vLLM). `lab_rows` reads one graph mode and model runner of
+it at a time (the main grid's by default: what the lab ran as a deployment runs) and refuses a
+record whose cells cannot be trusted; notebook 06's chapter reads the rest (its `lab` module).
 """
 
 from __future__ import annotations
@@ -32,10 +32,10 @@ __all__ = [
     "peak_tb_s",
 ]
 
-#: The MoE lab's recorded GPU run (scripts/gpu_moe_lab.py), with its provenance.
+#: The MoE lab's recorded GPU run (docs/gpu.md's GPU MoE lab), with its provenance.
 LAB_FILE: Path = DATA_DIR / "measurements" / "gpu-moe-lab.json"
 #: The routing label of the lab's rows measured on the weights as loaded (random), and of old
-#: records (kit.moe_lab names its designs beside it).
+#: records (the lab names its designs beside it).
 AS_LOADED = "random weights (as loaded)"
 #: The cells of C requests decoding together (prefill excluded): the lab's grid. Format 4 adds
 #: served-mix and one-prompt cells beside them; older records hold lockstep cells only.
@@ -77,7 +77,8 @@ def lab_rows(
     if version < _FIRST_TRUSTED_FORMAT:
         raise ValueError(
             f"a format {version} MoE-lab record: its cells did not read their routing back; "
-            f"measure again with scripts/gpu_moe_lab.py (format {_FIRST_TRUSTED_FORMAT} or later)"
+            f"measure again with the GPU MoE lab of docs/gpu.md (format {_FIRST_TRUSTED_FORMAT} "
+            "or later)"
         )
     main_graphs, main_runner = lab_mode(record)
     graphs, runner = graphs or main_graphs, runner or main_runner

@@ -36,7 +36,7 @@ LOGS_DIR: Path = BUILD_DIR / "logs"
 NOTEBOOKS_DIR: Path = REPO_ROOT / "notebooks"
 #: The tiny pair's training log, beside its verifier (written by kit.tiny_recipe).
 RECIPE_LOG: str = "tiny-pair-recipe.json"
-#: The tiny DFlash drafter's folder, beside its verifier (written by kit.dflash_recipe).
+#: The tiny DFlash drafter's folder, beside its verifier (written by notebook 07's DFlash recipe).
 DFLASH_NAME: str = "tiny-qwen3-moe-dflash"
 
 

@@ -1,7 +1,7 @@
 """chapters.ch06_moe.answer: published τ per source and release, τ at other k derived two ways,
 c with its band over routing and graph mode, the outside check, k = 0 priced as measured, the
 static config to paste and the answer's lines (the prediction and the choice of k are notebook
-06's cells, tests/chapters/ch06_moe/test_notebook06_cells.py)."""
+06's cells, src/chapters/ch06_moe/tests/test_notebook06_cells.py)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ import pandas as pd
 import pytest
 
 from chapters.ch06_moe import answer, lab, moe
+from chapters.ch06_moe.tests.test_lab import format4
 from helpers.common.paths import DATA_DIR
 from helpers.common.tables import COLUMNS
-from tests.chapters.ch06_moe.test_lab import format4
 
 
 def records() -> dict[str, dict]:

@@ -16,15 +16,15 @@ import pandas as pd
 import pytest
 
 from chapters.ch06_moe import answer, lab, schedule
-from helpers.analytics import speedup
-from helpers.common.tables import COLUMNS
-from tests.chapters.ch06_moe.test_schedule import (
+from chapters.ch06_moe.tests.test_schedule import (
     ALPHA,
     COSTS,
     expected_tokens_per_step,
     iid_trace,
     taus,
 )
+from helpers.analytics import speedup
+from helpers.common.tables import COLUMNS
 from tests.support import notebook_defs, shape_named
 
 NOTEBOOK = "06_does_eagle3_pay_on_moe.ipynb"

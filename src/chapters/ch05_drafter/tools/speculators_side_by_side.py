@@ -2,10 +2,10 @@
 once with notebook 05's loop (`helpers.eagle3.train.train_drafter`) and once with speculators' own
 trainer (`python -m speculators.train`, speculators 0.9.0), then measure both in vLLM beside the
 shipped drafter: τ and per-position rates on the held-out workbook prompts and on HumanEval, in
-vLLM CI's format (`chapters.ch03_acceptance.harness.measure`). speculators' trainer needs a GPU (its
+vLLM CI's format (`helpers.analytics.benchmark.measure`). speculators' trainer needs a GPU (its
 Trainer moves batches to CUDA device 0, `speculators/train/trainer.py`), so this runs on one.
 
-    python scripts/speculators_side_by_side.py --out build/speculators-side-by-side
+    python -m chapters.ch05_drafter.tools.speculators_side_by_side --out build/speculators-side-by-side
 
 Rows: notebook 05's recipe (its parameters cell: self-distilled answers of 100 prompts per
 category, 30 % corpus rows, 384 tokens, seed 5), drawn once. speculators keeps the first 90 % of
@@ -177,13 +177,13 @@ def measure(
 ) -> dict[str, Any]:
     """vLLM CI's rows (k = 3, T = 0) on the held-out workbook prompts (64 tokens) and on HumanEval
     (256 tokens), each with its interval over prompts, from one engine."""
-    from chapters.ch03_acceptance import harness
+    from helpers.analytics import benchmark
     from helpers.common import prompts
     from helpers.engine import lifecycle, runs
 
     sets = {
         "workbook": (prompts.load_prompts(args.eval_prompts), 64),
-        "humaneval": (harness.dataset_prompts("humaneval", args.humaneval), 256),
+        "humaneval": (benchmark.dataset_prompts("humaneval", args.humaneval), 256),
     }
     kwargs = lifecycle.engine_kwargs(
         profile, k=3, speculative_config=lifecycle.speculative_config(str(drafter_dir), 3)
@@ -191,14 +191,16 @@ def measure(
     out: dict[str, Any] = {"label": label, "drafter": str(drafter_dir)}
     with lifecycle.open_engine(**kwargs) as llm:
         for name, (ps, tokens) in sets.items():
-            table = harness.measure(runs.run_categories(llm, ps, runs.sampling(tokens)), 3)
+            table = benchmark.measure(runs.run_categories(llm, ps, runs.sampling(tokens)), 3)
             out[name] = table[table["subset"] == "all"].iloc[0].to_dict()
     return out
 
 
 def _save(out: Path, record: dict[str, Any]) -> None:
     """Write the record so far (a later failure keeps what was measured)."""
-    (out / "record.json").write_text(json.dumps(record, indent=2, default=str) + "\n")
+    (out / "record.json").write_text(
+        json.dumps(record, indent=2, default=str) + "\n", encoding="utf-8"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -216,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
     profile, verifier, rows, info = draw_rows(n_rows, "cuda")
     n_train = int(n_rows * TRAIN_RATIO)  # speculators' split index
     aux = tuple(
-        json.loads((Path(profile.drafter_path()) / "config.json").read_text())[
+        json.loads((Path(profile.drafter_path()) / "config.json").read_text(encoding="utf-8"))[
             "eagle_aux_hidden_state_layer_ids"
         ]
     )
@@ -252,12 +254,12 @@ def main(argv: list[str] | None = None) -> int:
                               profile.verifier_path(), args.steps)  # fmt: skip
     ts = time.perf_counter()
     log = out / "speculators-train.log"
-    with log.open("w") as fh:
+    with log.open("w", encoding="utf-8") as fh:
         rc = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, check=False).returncode
     record["speculators_train"] = {"seconds": round(time.perf_counter() - ts, 1), "rc": rc,
                                    "command": " ".join(cmd[1:])}  # fmt: skip
     if rc:
-        print(log.read_text()[-3000:])
+        print(log.read_text(encoding="utf-8")[-3000:])
         _save(out, record)
         return 1
     spec_out = latest_checkpoint(out / "speculators-run")

@@ -107,17 +107,17 @@ def test_03_ex5_intervals_shrink_about_one_over_sqrt2() -> None:
 def test_03_ex9_the_first_rates_do_not_depend_on_k(tiny) -> None:
     """03 ex. 9 at CI size (2 prompts per task, 64 tokens): the k = 5 run's first three
     per-position rates pass vLLM CI's check (notebook 03's `check_row`) against the k = 3 run's."""
-    from chapters.ch03_acceptance import harness
+    from chapters.ch03_acceptance.tests.test_notebook03_cells import check_row
+    from helpers.analytics import benchmark
     from helpers.engine import lifecycle, runs
-    from tests.chapters.ch03_acceptance.test_notebook03_cells import check_row
 
     rates = {}
     for k in (3, 5):
         with lifecycle.open_engine(**lifecycle.engine_kwargs(tiny, k=k)) as llm:
             done = runs.run_categories(
-                llm, harness.dataset_prompts("workbook", 2), runs.sampling(64)
+                llm, benchmark.dataset_prompts("workbook", 2), runs.sampling(64)
             )
-        row = harness.measure(done, k).set_index("subset").loc["all"]
+        row = benchmark.measure(done, k).set_index("subset").loc["all"]
         rates[k] = [float(row[f"pos_{i}"]) for i in range(k)]
     three, five = rates[3], rates[5][:3]
     assert check_row()(1 + sum(five), five, 1 + sum(three), three, 0.05, 0.05) == []

@@ -1,6 +1,6 @@
 """Rebuild the tiny DFlash drafter in data/ (after the tiny pair: it reads the verifier there).
 
-usage: python scripts/make_tiny_dflash.py [--out DIR] [--smoke]
+usage: python -m chapters.ch07_field.tools.make_tiny_dflash [--out DIR] [--smoke]
 """
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from chapters.ch07_field.tools.dflash_recipe import SMOKE, DFlashRecipe, build_dflash
 from helpers.common.paths import DATA_DIR
-from kit.dflash_recipe import SMOKE, DFlashRecipe, build_dflash
 
 
 def parse_args() -> argparse.Namespace:

@@ -9,8 +9,8 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+from chapters.ch07_field.tools import dflash_recipe as recipe
 from helpers.common.paths import DATA_DIR, DFLASH_NAME
-from kit import dflash_recipe as recipe
 from kit.manifest import check_manifest
 
 SHIPPED = DATA_DIR / DFLASH_NAME

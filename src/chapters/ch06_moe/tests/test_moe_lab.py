@@ -1,4 +1,4 @@
-"""kit.moe_lab: designed routers do what they say on a model laid out like vLLM's
+"""chapters.ch06_moe.tools.moe_lab: designed routers do what they say on a model laid out like vLLM's
 Qwen3-MoE, and the synthetic τ of a running engine is rewritten in place."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from torch import nn
 
 from chapters.ch06_moe import lab
 from chapters.ch06_moe.moe import _window_union
-from kit import moe_lab
-from tests.chapters.ch06_moe.test_lab import routing_record, shipped
+from chapters.ch06_moe.tests.test_lab import routing_record, shipped
+from chapters.ch06_moe.tools import moe_lab
 
 H, HEADS, KV, HD, E, A, V, L = 64, 4, 2, 16, 16, 2, 500, 3
 
@@ -217,11 +217,14 @@ def _generated(marker: str) -> list[str]:
 
 
 def test_gpu_doc_tables_are_the_records() -> None:
-    """After a new lab run: `python -m kit.moe_lab` and paste both tables into docs/gpu.md."""
+    """After a new lab run: `python -m chapters.ch06_moe.tools.moe_lab` and paste both tables into docs/gpu.md."""
     record = shipped()
     table = [line for line in moe_lab._readme_rows(record).splitlines() if line.startswith("|")]
-    assert _generated("kit.moe_lab (c(k, C)") == table
-    assert _generated("kit.moe_lab (routing rows)") == moe_lab._routing_rows(record).splitlines()
+    assert _generated("chapters.ch06_moe.tools.moe_lab (c(k, C)") == table
+    assert (
+        _generated("chapters.ch06_moe.tools.moe_lab (routing rows)")
+        == moe_lab._routing_rows(record).splitlines()
+    )
 
 
 def test_the_command_line_refuses_an_argument_in_one_line(capsys: pytest.CaptureFixture) -> None:

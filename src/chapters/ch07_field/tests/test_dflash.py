@@ -1,4 +1,4 @@
-"""kit.dflash: the block forward equals a one-anchor-at-a-time reference, the taps follow
+"""tools/dflash.py: the block forward equals a one-anchor-at-a-time reference, the taps follow
 DFlash's recipe, training lowers the loss, a checkpoint round-trips in vLLM's format, and features
 and training stay on the verifier's device."""
 
@@ -9,9 +9,9 @@ import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils import _pytree as pytree
 
+from chapters.ch07_field.tools import dflash
 from helpers.eagle3.taps import verifier_taps
 from helpers.eagle3.train import drafter_shape_for
-from kit import dflash
 from tests.eagle3.test_train import tiny_verifier
 
 K, MASK = 3, 0

@@ -1,6 +1,6 @@
-"""The GPU MoE lab's tools (`scripts/gpu_moe_lab.py`; notebook 06 reads its record): the routing
+"""The GPU MoE lab's tools (`gpu_moe_lab` beside it; notebook 06 reads its record): the routing
 designs its worker extension installs, the routing read back, and the tables of a record for
-docs/gpu.md (`python -m kit.moe_lab`).
+docs/gpu.md (`python -m chapters.ch06_moe.tools.moe_lab`).
 
 Routers by design for the MoE lab: gate weights that make a dummy-weight Qwen3-MoE route
 independently, correlated within a sequence, or with a skewed expert popularity, set in a
@@ -27,7 +27,7 @@ the γ of a target ρ on random sequences. A bias drawn for a Zipf-like populari
 kernels do not skip zeros): only which experts a batch reads changes.
 
 `RoutingLab` is the worker extension (`worker_extension_cls=ROUTING_LAB`) through which
-`scripts/gpu_moe_lab.py` applies a design, reads back the routing of the sequences it generated
+`gpu_moe_lab` applies a design, reads back the routing of the sequences it generated
 (`routing_stats`), and moves the synthetic acceptance length of a running engine
 (`set_acceptance_length`: the rejection sampler's rates tensor, updated in place). It also keeps
 the tensors a design rewrites as they were loaded (`moelab_snapshot`), puts them back
@@ -549,7 +549,7 @@ ROUTING_LAB = f"{__name__}.{RoutingLab.__qualname__}"
 
 def _readme_rows(record: Mapping[str, Any], ks: Sequence[int] = (1, 3, 5)) -> str:
     """Markdown rows for the README: per k, the measured c at each concurrency, and the record's
-    date, GPU and vLLM (`python -m kit.moe_lab` prints them)."""
+    date, GPU and vLLM (`python -m chapters.ch06_moe.tools.moe_lab` prints them)."""
     costs = speedup.lab_step_costs(record)
     levels = sorted(costs.concurrency.unique())
     head = "| k | " + " | ".join(f"c(k, {c})" for c in levels) + " |"
@@ -589,7 +589,7 @@ def _routing_rows(record: Mapping[str, Any], k: int = 3) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """Print the two tables of docs/gpu.md from the shipped record."""
     argparse.ArgumentParser(
-        prog="python -m kit.moe_lab",
+        prog="python -m chapters.ch06_moe.tools.moe_lab",
         description="Print docs/gpu.md's two MoE-lab tables from the shipped H200 record.",
     ).parse_args(argv)  # no options: anything given is one usage line and exit 2
     record = lab.load_lab()

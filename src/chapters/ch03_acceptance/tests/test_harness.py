@@ -1,4 +1,4 @@
-"""chapters.ch03_acceptance.harness: datasets offline, vLLM CI's checks and row format, intervals."""
+"""chapters.ch03_acceptance.harness: vLLM CI's checks and row format, intervals."""
 
 from __future__ import annotations
 
@@ -10,30 +10,10 @@ from pathlib import Path
 import pytest
 
 from chapters.ch03_acceptance import harness
+from helpers.analytics import benchmark
 from helpers.common.counters import RequestAcceptance, counters_of
 from helpers.common.paths import DATA_DIR
 from helpers.engine.runs import CategoryRun
-
-
-def test_humaneval_ships_its_164_prompts_offline() -> None:
-    prompts = harness.dataset_prompts("humaneval")
-    assert list(prompts) == ["HumanEval"] and len(prompts["HumanEval"]) == 164
-    assert prompts["HumanEval"][0].lstrip().startswith("from typing import List")
-    assert len(harness.dataset_prompts("humaneval", limit=5)["HumanEval"]) == 5
-    assert set(harness.dataset_prompts("workbook", limit=2)) == {
-        "structured", "code", "prose", "creative"
-    }  # fmt: skip
-
-
-def test_mt_bench_offline_fails_in_one_line(monkeypatch) -> None:
-    from helpers.common import envinfo
-
-    monkeypatch.setattr(envinfo, "hub_reachable", lambda timeout=3.0: False)
-    with pytest.raises(RuntimeError, match="needs the model hub") as err:
-        harness.dataset_prompts("mt-bench")
-    assert "\n" not in str(err.value)
-    with pytest.raises(ValueError, match="unknown dataset"):
-        harness.dataset_prompts("gsm8k")
 
 
 def test_the_recorded_ci_rows_add_up_as_vllm_defines_them() -> None:
@@ -53,7 +33,7 @@ def _run(hists: list[tuple[int, ...]], k: int = 3) -> CategoryRun:
 
 def test_measure_pools_subsets_and_gives_intervals_over_prompts() -> None:
     runs = {"a": _run([(1, 1, 1, 5), (2, 2, 2, 2)]), "b": _run([(0, 0, 2, 6), (4, 2, 1, 1)])}
-    table = harness.measure(runs, 3).set_index("subset")
+    table = benchmark.measure(runs, 3).set_index("subset")
     assert list(table.index) == ["a", "b", "all"] and table.loc["all", "prompts"] == 4
     pooled = counters_of([r for run in runs.values() for r in run.requests])
     assert table.loc["all", "acceptance_length"] == pytest.approx(
@@ -102,7 +82,7 @@ def test_the_definitions_name_their_sources() -> None:
 
 def test_every_figure_notebook_03_computes_is_defined() -> None:
     """translate (notebook 03's cell) reports only figures the definitions table names."""
-    from tests.chapters.ch03_acceptance.test_notebook03_cells import translate
+    from chapters.ch03_acceptance.tests.test_notebook03_cells import translate
 
     hist = (1, 1, 1, 5)
     reqs = [RequestAcceptance(hist, 3 * sum(hist))]

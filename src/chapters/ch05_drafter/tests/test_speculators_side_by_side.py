@@ -1,4 +1,4 @@
-"""scripts/speculators_side_by_side.py on a CPU, up to what needs CUDA: the rows it writes read back
+"""tools/speculators_side_by_side.py on a CPU, up to what needs CUDA: the rows it writes read back
 through speculators' own dataset as the drafter's inputs, the speculators command parses and
 starts from exactly the workbook's initial weights, and no GPU is a one-line refusal."""
 
@@ -11,11 +11,10 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+from chapters.ch05_drafter.tools import speculators_side_by_side as sbs
 from helpers.common.profiles import load_profile
 from helpers.eagle3 import checkpoint, taps, train
-from tests.support import load_script
 
-sbs = load_script("speculators_side_by_side")
 AUX = (2, 4, 5)
 
 

@@ -71,7 +71,7 @@ def test_06_ex3_a_smaller_draft_vocabulary_lowers_c() -> None:
     import dataclasses
 
     from chapters.ch06_moe import lab
-    from tests.chapters.ch06_moe.test_notebook06_cells import fitted_model
+    from chapters.ch06_moe.tests.test_notebook06_cells import fitted_model
 
     record = lab.load_lab()
     shape, context = lab.lab_shape(record)
@@ -86,7 +86,7 @@ def test_06_ex3_a_smaller_draft_vocabulary_lowers_c() -> None:
 
 def test_06_ex4_probing_less_often() -> None:
     from chapters.ch06_moe import schedule
-    from tests.chapters.ch06_moe.test_notebook06_cells import defs
+    from chapters.ch06_moe.tests.test_notebook06_cells import defs
 
     replay_table = defs()["replay_table"]  # section 6's, as its cell writes it
     costs = _lab_costs()
