@@ -52,13 +52,13 @@ def test_exports_are_read_by_who_imports_them_and_counted_per_chapter(tmp_path: 
     names = ["shared", "only01", "alone02", "runs", "main", "unread", "via_var", "inner"]
     inner = "inner = 1\ndef main():\n    return inner\n"
     package(tmp_path, "src/helpers/common", {"m": f"__all__ = {names!r}\n{inner}"})
-    package(tmp_path, "src/chapters/ch01_a", {"x": "from helpers.common.m import only01\n"})
+    package(tmp_path, "src/chapters/ch91_a", {"x": "from helpers.common.m import only01\n"})
     write(
-        tmp_path, "src/chapters/ch02_b/tests/test_y.py", "import helpers.common.m as mm\nmm.shared"
+        tmp_path, "src/chapters/ch92_b/tests/test_y.py", "import helpers.common.m as mm\nmm.shared"
     )
-    notebook(tmp_path, "01_a.ipynb", "%time\nfrom helpers.common import m\nm.shared", "m.runs")
+    notebook(tmp_path, "91_a.ipynb", "%time\nfrom helpers.common import m\nm.shared", "m.runs")
     notebook(
-        tmp_path, "02_b.ipynb", "from helpers.common import m as h\nh.alone02(h.runs, h.inner)"
+        tmp_path, "92_b.ipynb", "from helpers.common import m as h\nh.alone02(h.runs, h.inner)"
     )
     package(tmp_path, "src/kit", {"k": "from helpers.common import m\nm.only01\n"})
     write(tmp_path, "scripts/s.py", "import helpers.common.m\nhelpers.common.m.shared")
@@ -67,12 +67,12 @@ def test_exports_are_read_by_who_imports_them_and_counted_per_chapter(tmp_path: 
     via = "from helpers.common import m\ndef f():\n    return m\ninfo = f()\ninfo.via_var\n"
     write(tmp_path, "exercises/e.py", via)
     found = {e.name: e for e in homes._trunk_exports(tmp_path)}
-    assert found["shared"].readers == {"ch02", "nb01", "scripts"}
-    assert found["only01"].readers == {"ch01", "kit"}
-    assert found["alone02"].readers == {"nb02"}
-    assert found["runs"].readers == {"nb01", "nb02"}
+    assert found["shared"].readers == {"ch92", "nb91", "scripts"}
+    assert found["only01"].readers == {"ch91", "kit"}
+    assert found["alone02"].readers == {"nb92"}
+    assert found["runs"].readers == {"nb91", "nb92"}
     assert found["main"].readers == {"make"}
-    assert found["inner"].readers == {"nb02", "trunk"}
+    assert found["inner"].readers == {"nb92", "trunk"}
     assert found["unread"].readers == set()
     assert found["via_var"].readers == {"exercises"}
     one, alone = homes._one_chapter(list(found.values()))
