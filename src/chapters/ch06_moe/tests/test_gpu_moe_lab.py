@@ -83,8 +83,22 @@ class _FakeWorker:
     """A RoutingLab stand-in: designs install by name with their own fingerprint; `forget` makes
     the restore of the weights as loaded a no-op (the bug the label check exists to catch)."""
 
-    def __init__(self, forget: bool = False) -> None:
+    def __init__(self, forget: bool = False, busy: bool = False) -> None:
         self.installed, self.fp, self.forget = moe_lab.AS_LOADED.name, 1.0, forget
+        #: The routing the cached prompt KV was computed under (vLLM keys it by tokens alone).
+        self.cached: str | None = None
+        self.busy, self.cells = busy, []
+
+    def reset_prefix_cache(self) -> bool:
+        if self.busy:
+            return False
+        self.cached = None
+        return True
+
+    def prefill(self) -> None:
+        """A cell's prompts: their KV from the cache, else computed under the routing installed."""
+        self.cached = self.cached or self.installed
+        self.cells.append((self.installed, self.cached))
 
     def collective_rpc(self, method: str, args: tuple = ()) -> list:
         if method == "moelab_snapshot":
@@ -101,10 +115,16 @@ class _FakeWorker:
         return [None]
 
 
-def _fake_run(monkeypatch, tmp_path: Path, forget: bool) -> dict:
+def _fake_run(monkeypatch, tmp_path: Path, forget: bool, worker: _FakeWorker | None = None) -> dict:
     """measure_engine on the fake worker: a plain engine, as loaded and one design."""
     cell = {"step_ms": 1.0, "tau": 1.0}
-    monkeypatch.setattr(lab, "measure", lambda *a, **k: cell | {"_sequences": []})
+    worker = worker or _FakeWorker(forget)
+
+    def measure(llm: _FakeWorker, *a, **k) -> dict:
+        llm.prefill()
+        return cell | {"_sequences": []}
+
+    monkeypatch.setattr(lab, "measure", measure)
     monkeypatch.setattr(lab, "read_back", lambda llm, cell, *a: (cell.pop("_sequences"), {})[1])
     args = lab.parse_args(["--routing", "as-loaded,independent", "--out", str(tmp_path / "x")])
     result = {"rows": [], "experts": {"experts": 8, "active": 2}}
@@ -115,7 +135,7 @@ def _fake_run(monkeypatch, tmp_path: Path, forget: bool) -> dict:
     why = None
     try:
         why = lab.measure_engine(
-            _FakeWorker(forget), engine, designs, result, batches, args, lab.Clock(None), label
+            worker, engine, designs, result, batches, args, lab.Clock(None), label
         )
     except lab.LabelError as err:
         result["refused"] = str(err)
@@ -143,6 +163,22 @@ def test_a_restore_that_is_forgotten_is_refused_not_written(monkeypatch, tmp_pat
     rows = result["rows"]
     assert [r["routing"] for r in rows] == [moe_lab.AS_LOADED.name, "independent"]
     assert "labelled 'random weights (as loaded)' read back 'independent'" in result["refused"]
+
+
+def test_no_cell_reads_prompt_kv_computed_under_another_routing(monkeypatch, tmp_path) -> None:
+    """The prefix cache keys tokens, not weights: without emptying it at each install the last
+    as-loaded block read the design's KV (the H100 run of 2026-12-07)."""
+    worker = _FakeWorker()
+    _fake_run(monkeypatch, tmp_path, forget=False, worker=worker)
+    installed = [cell[0] for cell in worker.cells]
+    assert moe_lab.AS_LOADED.name in installed and "independent" in installed
+    assert all(routing == cached for routing, cached in worker.cells), worker.cells
+
+
+def test_a_prefix_cache_that_cannot_be_emptied_is_refused(monkeypatch, tmp_path) -> None:
+    result = _fake_run(monkeypatch, tmp_path, forget=False, worker=_FakeWorker(busy=True))
+    assert [r["routing"] for r in result["rows"]] == [moe_lab.AS_LOADED.name]
+    assert "kept its prefix cache" in result["refused"]
 
 
 def test_distinct_prompts_end_in_distinct_tokens() -> None:

@@ -30,7 +30,8 @@ runner check (`--runner-check`: plain and k=3 on the V1 model runner, `VLLM_USE_
 in PIECEWISE graphs, k=3 with a k-by-batch schedule, the only runner that honours one).
 
 A cell cannot carry another routing, graph mode or runner than its label. Every block installs its
-routing explicitly (the weights as loaded are restored from the copy the worker kept at start), the
+routing explicitly (the weights as loaded are restored from the copy the worker kept at start) and
+empties vLLM's prefix cache (whose key is the tokens, not the weights that computed the KV), the
 worker reads back which routing is installed and a fingerprint of the tensors themselves, and each
 engine's compilation mode, CUDA-graph mode and model runner are read back from its config before
 it measures anything; a mismatch is refused and the record says why. Each engine runs in vLLM's
@@ -785,7 +786,17 @@ class LabelError(RuntimeError):
 
 def install(llm: Any, name: str, kind: str, value: float | None, **design: Any) -> None:
     """Install a block's routing explicitly: the weights as loaded restored from the worker's
-    copy, or the design (built on first use, `new_design`)."""
+    copy, or the design (built on first use, `new_design`); then empty the prefix cache."""
+    _install(llm, name, kind, value, **design)
+    # vLLM's prefix cache keys a block by its tokens, not by the weights that computed it: left
+    # alone, the next prefill of the same prompts would read KV computed under another routing
+    # (on an H100 on 2026-12-07 the last as-loaded block read a design's KV: union 86 -> 59).
+    if not llm.reset_prefix_cache():
+        raise LabelError(f"{name!r}: vLLM kept its prefix cache (a request was running)")
+
+
+def _install(llm: Any, name: str, kind: str, value: float | None, **design: Any) -> None:
+    """The routing itself: restored, installed by name, or designed on first use."""
     if kind == "as-loaded":
         llm.collective_rpc("moelab_restore")
     elif name in design["known"]:
