@@ -1,4 +1,4 @@
-"""Shared by tests: import a script as a module, run a module as make does, a shipped MoE shape,
+"""Shared by tests: import a script as a module, run a module as make does,
 what a notebook's cells define."""
 
 from __future__ import annotations
@@ -8,48 +8,12 @@ import importlib.util
 import subprocess
 import sys
 import time
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
 
 from helpers.common.paths import DATA_DIR, NOTEBOOKS_DIR, REPO_ROOT
-
-
-def _drafted_verifier(config: dict[str, Any]) -> str | None:
-    """The folder name of the verifier a speculators-format drafter config names (None: not a
-    drafter)."""
-    verifier = (config.get("speculators_config") or {}).get("verifier") or {}
-    name = verifier.get("name_or_path")
-    return Path(name).name if name else None
-
-
-def shipped_shapes() -> tuple[Any, ...]:
-    """Every verifier MoeShape data/shapes/ ships, named after its folder (e.g. "qwen3-30b-a3b"),
-    with the lm_head and MLP of the EAGLE-3 drafter there that names it (imported here, so that
-    only the tests that ask for a shape need notebook 06's chapter)."""
-    from chapters.ch06_moe.moe import MoeShape
-    from helpers.common.configs import read_config
-
-    configs = {
-        folder.name: read_config(folder)
-        for folder in sorted((DATA_DIR / "shapes").iterdir())
-        if (folder / "config.json").is_file()
-    }
-    drafters = {_drafted_verifier(c): c for c in configs.values() if _drafted_verifier(c)}
-    return tuple(
-        MoeShape.from_config(name, config).with_drafter(drafters.get(name, {}))
-        for name, config in configs.items()
-        if _drafted_verifier(config) is None
-    )
-
-
-def shape_named(name: str) -> Any:
-    """The MoeShape data/shapes/<name>/ ships."""
-    shapes = {shape.name: shape for shape in shipped_shapes()}
-    assert name in shapes, f"no shape {name!r} in data/shapes/: {sorted(shapes)}"
-    return shapes[name]
 
 
 def notebook_defs(notebook: str, *names: str) -> dict[str, Any]:

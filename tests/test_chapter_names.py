@@ -21,21 +21,10 @@ from helpers.common.paths import NOTEBOOKS_DIR, REPO_ROOT
 #: Where no chapter may be named: files under these folders, and these files.
 WATCHED_DIRS = ("src/helpers", "src/kit", "scripts", ".ci", ".github", "tests")
 WATCHED_FILES = ("Makefile",)
-#: Folders under WATCHED_DIRS that belong to chapters.
-CHAPTER_DIRS = ("tests/chapters",)
 #: A chapter folder or package, outside the planted range 90-99.
 CHAPTER_NAME = re.compile(r"\bch[0-8]\d_|\bchapters\.ch[0-8]\d")
 #: Files that still name a chapter, each with the reason it may for now.
-ALLOWED: dict[str, str] = {
-    "src/kit/moe_lab.py": "06's tool: moves to its chapter's tools/ (helper A1, issue #59)",
-    "scripts/gpu_moe_lab.py": "06's GPU lab: moves to its chapter's tools/ (helper A1)",
-    "scripts/speculators_side_by_side.py": "05's tool: moves to its chapter's tools/ (helper A1)",
-    "tests/kit/test_moe_lab.py": "the test of 06's moe_lab: moves with it (helper A1)",
-    "tests/support.py": "shipped_shapes() imports 06's MoeShape for 06's tests alone; it moves "
-    "into 06's tests/ once they live in its folder (helper A1's move)",
-    "tests/test_no_magic.py": "builds 04's launch command with the engine arguments, as 04 does "
-    "before a server starts; helper A1 edits this file in the same wave",
-}
+ALLOWED: dict[str, str] = {}
 
 
 def notebook_names(folder: Path = NOTEBOOKS_DIR) -> re.Pattern[str]:
@@ -59,13 +48,10 @@ def watched(root: Path = REPO_ROOT) -> list[Path]:
     files = [root / f for f in WATCHED_FILES if (root / f).is_file()]
     for folder in WATCHED_DIRS:
         files += [p for p in sorted((root / folder).rglob("*")) if p.is_file()]
-    skip = tuple(root / d for d in CHAPTER_DIRS)
     return [
         p
         for p in files
-        if not any(p.is_relative_to(d) for d in skip)
-        and "__pycache__" not in p.parts
-        and p.suffix not in (".pyc", ".png", ".safetensors")
+        if "__pycache__" not in p.parts and p.suffix not in (".pyc", ".png", ".safetensors")
     ]
 
 
@@ -115,8 +101,9 @@ def test_a_planted_name_is_caught(tmp_path: Path, planted: str) -> None:
     (notebooks / "NN_planted_topic.ipynb".replace("NN", "03")).write_text("{}")
     (tmp_path / "src" / "kit").mkdir(parents=True)
     (tmp_path / "src" / "kit" / "tool.py").write_text(f'"""A tool."""\n{planted}\n')
-    (tmp_path / "tests" / "chapters").mkdir(parents=True)
-    (tmp_path / "tests" / "chapters" / "test_own.py").write_text(planted)  # a chapter's: allowed
+    own = tmp_path / "src" / "chapters" / "ch03_x" / "tests"
+    own.mkdir(parents=True)
+    (own / "test_own.py").write_text(planted)  # in a chapter's own folder: allowed
     (tmp_path / "Makefile").write_text("x:\n\ttrue  # 01_a.ipynb, ch98_planted: made up\n")
     found = offenders(tmp_path, notebooks)
     assert list(found) == ["src/kit/tool.py"] and found["src/kit/tool.py"][0].startswith("2: ")

@@ -59,18 +59,18 @@ WATCH[0] = False
 after_import = dict(os.environ)
 from helpers.common.profiles import load_profile
 from helpers.engine.lifecycle import engine_kwargs
-from chapters.ch04_serving.server import launch_command
 engine_kwargs(load_profile("tiny"), k=3)  # asks whether there is a GPU
-launch_command(load_profile("tiny"), k=3)
 import dataclasses
 from helpers.common import qwen_tokenizer
 from kit.qwen_tokenizer import PADDED_DIR
+PROFILES = [load_profile("tiny")]
 for name in ("qwen3-30b-a3b", "qwen3-30b-a3b-shape"):  # as a GPU machine builds them
     profile = load_profile(name)
     if profile.tokenizer and qwen_tokenizer.status(PADDED_DIR):  # not built here
         profile = dataclasses.replace(profile, tokenizer=None)
+    PROFILES.append(profile)
     engine_kwargs(profile, k=3, gpu=True)
-    launch_command(profile, k=3, gpu=True)
+EXTRA
 changed = sorted(k for k in set(before) | set(after_import) if before.get(k) != after_import.get(k))
 print(json.dumps({"modules": len(modules), "env_changed": changed, "cuda_calls": calls,
                   "files_read": sorted(set(OPENED)),
@@ -83,10 +83,12 @@ def watched(code: str, root: Path) -> str:
     return OPEN_WATCH.replace("WATCHED_ROOT", repr(str(root))) + code
 
 
-def probe() -> dict:
-    """Run PROBE in a fresh interpreter and return what it saw."""
+def probe(extra: str = "") -> dict:
+    """Run PROBE in a fresh interpreter and return what it saw; `extra` runs after the engine
+    arguments are built, with PROFILES (tiny, then the real-size two) at hand (a chapter's own
+    calls made before an engine starts: its tests pass them)."""
     done = subprocess.run(
-        [sys.executable, "-c", watched(PROBE, REPO_ROOT)],
+        [sys.executable, "-c", watched(PROBE.replace("EXTRA", extra), REPO_ROOT)],
         capture_output=True,
         text=True,
         cwd=REPO_ROOT,

@@ -19,11 +19,11 @@ from chapters.ch06_moe.moe import (
     union_table,
     union_with_correlation,
 )
+from chapters.ch06_moe.tests.shapes import shape_named, shipped_shapes
 from helpers.common import profiles
 from helpers.common.configs import read_config
 from helpers.common.paths import DATA_DIR
 from helpers.engine.pairing import _layer_config
-from tests.support import shape_named, shipped_shapes
 
 SHAPE_235B = "qwen3-235b-a22b-shape"
 

@@ -16,6 +16,7 @@ import pandas as pd
 import pytest
 
 from chapters.ch06_moe import answer, lab, schedule
+from chapters.ch06_moe.tests.shapes import shape_named
 from chapters.ch06_moe.tests.test_schedule import (
     ALPHA,
     COSTS,
@@ -25,7 +26,7 @@ from chapters.ch06_moe.tests.test_schedule import (
 )
 from helpers.analytics import speedup
 from helpers.common.tables import COLUMNS
-from tests.support import notebook_defs, shape_named
+from tests.support import notebook_defs
 
 NOTEBOOK = "06_does_eagle3_pay_on_moe.ipynb"
 
