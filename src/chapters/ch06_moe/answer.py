@@ -1,6 +1,4 @@
-"""Does EAGLE-3 pay for the real pair? Published τ, the lab's c with its band, the outside check
-and the answer's printed lines (notebook 06, section 7); `measure` times the real pair on a GPU.
-"""
+"""Does EAGLE-3 pay for the real pair? Published τ, the lab's c, the outside check, the answer."""
 
 from __future__ import annotations
 
@@ -36,7 +34,6 @@ __all__ = [
 ]
 
 _PUBLISHED = DATA_DIR / "published"
-_TAU_FILE: Path = _PUBLISHED / "real-pair-tau.json"
 #: The profiles' verifier release (Qwen3-30B-A3B-Instruct-2507): base-model heads are another's.
 _INSTRUCT = "Instruct-2507"
 _GEOMETRIC = "derived: one acceptance rate α for every position, fitted to τ(3)"
@@ -48,7 +45,7 @@ _RELEASE = r"-(Instruct|Thinking|Base)(-\d+)?$|-FP8$"  # a verifier's release in
 def published_taus(release: str = _INSTRUCT) -> pd.DataFrame:
     """τ(k) of every published chain on one release: a row per source, dataset and k."""
     rows = []
-    for r in read_json(_TAU_FILE)["records"]:
+    for r in read_json(_PUBLISHED / "real-pair-tau.json")["records"]:
         architecture = re.sub(_RELEASE, "", r["verifier"].split("/")[-1])
         if (architecture, r["drafting"], r.get("release")) != ("Qwen3-30B-A3B", "chain", release):
             continue
@@ -81,32 +78,17 @@ def _geometric_tau(tau3: float, k: int) -> float:
     return sum(alpha**i for i in range(k + 1))
 
 
-def _ratios(taus: pd.DataFrame) -> dict[int, tuple[float, int]]:
-    """Per k: the median (τ(k) − 1) / (τ(3) − 1) over pairs that measured both, and how many."""
-    wide = taus.pivot_table(index=["source", "dataset"], columns=_K, values="tau")
-    out = {}
-    for k in wide.columns:
-        if k == 3 or 3 not in wide:
-            continue
-        both = wide[[3, k]].dropna()
-        if len(both):
-            out[int(k)] = (float(((both[k] - 1) / (both[3] - 1)).median()), len(both))
-    return out
-
-
 def with_derived(taus: pd.DataFrame, ks: Sequence[int] = (1, 3, 5)) -> pd.DataFrame:
     """The published τ at `ks`, plus τ(k) derived from τ(3) by one α and by the measured ratio."""
-    ratios = _ratios(taus)
+    wide = taus.pivot_table(index=["source", "dataset"], columns=_K, values="tau")
+    both = {int(k): wide[[3, k]].dropna() for k in wide.columns if k != 3 and 3 in wide}
+    # per k measured beside τ(3): the median (τ(k) − 1) / (τ(3) − 1) over those pairs, how many
+    ratios = {k: (((b[k] - 1) / (b[3] - 1)).median(), len(b)) for k, b in both.items() if len(b)}
     rows = []
     for (source, dataset), grp in taus.groupby(["source", "dataset"], sort=False):
-        at = grp.set_index(_K).tau
+        at, conditions = grp.set_index(_K).tau, grp.conditions.iloc[0]
         for k in [k for k in ks if 3 in at and k not in at]:
-            base = {
-                "source": source,
-                "dataset": dataset,
-                _K: k,
-                "conditions": grp.conditions.iloc[0],
-            }
+            base = {"source": source, "dataset": dataset, _K: k, "conditions": conditions}
             rows.append(base | {"tau": _geometric_tau(at[3], k), "how": _GEOMETRIC})
             if k in ratios:
                 r, n = ratios[k]
@@ -184,9 +166,8 @@ def outside_check(runs: pd.DataFrame, bands: pd.DataFrame, tolerance: float = 0.
             band = bands[(bands[_K] == int(run.k)) & (bands.concurrency == conc)].iloc[0]
             low = run.tau / band.c_high * (1 - tolerance)
             high = run.tau / band.c_low * (1 + tolerance)
-            row |= {"at_concurrency": conc, "predicted": run.tau / band.c}
-            row |= {"predicted_low": low, "predicted_high": high}
-            row["covered"] = bool(low <= run.speedup <= high)
+            row |= {"at_concurrency": conc, "predicted": run.tau / band.c, "predicted_low": low}
+            row |= {"predicted_high": high, "covered": bool(low <= run.speedup <= high)}
         out.append(row | {"not_comparable": reason})
     return pd.DataFrame(out)
 
@@ -281,11 +262,10 @@ def summary_lines(
         line += f"; cannot tell it from {', '.join(rivals)}" if rivals else "; its band is clear"
         out.append(line + " (PREDICTED, not measured)")
     for k, levels in by_k.items():
-        at, config = f"at C = {', '.join(map(str, levels))}", speculative_config(drafter, k)
-        serve = (
-            f"--speculative-config '{json.dumps(config)}'" if k else "  (no --speculative-config)"
-        )
-        llm = f", speculative_config={json.dumps(config)}" if k else ""
+        at = f"at C = {', '.join(map(str, levels))}"
+        said = json.dumps(speculative_config(drafter, k))
+        serve = f"--speculative-config '{said}'" if k else "  (no --speculative-config)"
+        llm = f", speculative_config={said}" if k else ""
         out += [f"{at}: vllm serve {verifier} {serve}", f'{at}: LLM(model="{verifier}"{llm})']
     return out
 

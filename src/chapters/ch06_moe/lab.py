@@ -1,11 +1,10 @@
-"""The MoE lab's record read (tools/gpu_moe_lab.py, notebook 06): c(k, C), bandwidth, routing
-designs, graph mode and runner checks, served-mix and one-prompt cells, replicates pooled by median.
-"""
+"""The MoE lab's record read (tools/gpu_moe_lab.py): c(k, C), bandwidth, designs, checks."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from math import nan
 from pathlib import Path
 from typing import Any
 
@@ -48,8 +47,7 @@ _K = COLUMNS.k
 def load_lab(path: Path = speedup.LAB_FILE) -> dict[str, Any]:
     """A lab record with its provenance ('what', 'how', 'gpu', 'rows')."""
     record = read_json(path)
-    missing = {"what", "how", "gpu", "rows"} - set(record)
-    if missing:
+    if missing := {"what", "how", "gpu", "rows"} - set(record):
         raise ValueError(f"{path} lacks provenance ({sorted(missing)}): keep it with the rows")
     return record
 
@@ -67,16 +65,12 @@ def cells(record: Mapping[str, Any]) -> pd.DataFrame:
     shape, context = lab_shape(record)
     df = speedup.lab_rows(record)
     df["positions"] = df[_K] + 1
-    unions, sources = [], []
-    for _, r in df.iterrows():  # the union read back, else independent routing's
-        value = r.get(f"batch_union_{int(r.positions)}")
-        read = value is not None and value == value
-        n = r.concurrency * r.positions
-        unions.append(
-            float(value) if read else moe.independent_union(shape.experts, shape.active, n)
-        )
-        sources.append("read back" if read else "independent (expected)")
-    df["union"], df["union_source"] = unions, sources
+    read = [r.get(f"batch_union_{int(r.positions)}") for _, r in df.iterrows()]
+    read = pd.Series(read, df.index, float)  # the union read back, else independent routing's
+    sizes = zip(df.concurrency, df.positions)
+    expected = [moe.independent_union(shape.experts, shape.active, c * n) for c, n in sizes]
+    df["union"] = read.fillna(pd.Series(expected, df.index))
+    df["union_source"] = read.notna().map({True: "read back", False: "independent (expected)"})
     df["gb_per_step"] = [
         moe.step_bytes(shape, c, u, context, drafter_steps=k) / 1e9
         for c, u, k in zip(df.concurrency, df.union, df[_K])
@@ -94,33 +88,29 @@ def _as_loaded(record: Mapping[str, Any]) -> pd.DataFrame:
 
 def plain_bandwidth(record: Mapping[str, Any]) -> pd.DataFrame:
     """Plain steps per concurrency (as loaded): union, bytes, bandwidth and its share of peak."""
-    df = _as_loaded(record)
-    df = df[df[_K] == 0]
+    df = _as_loaded(record).loc[lambda d: d[_K] == 0]
     keep = ["step_ms", "union", "gb_per_step", "achieved_tb_s"]
     out = df.groupby("concurrency")[keep].median().reset_index()
     out["union_source"] = df.groupby("concurrency").union_source.first().to_numpy()
-    peak = speedup.peak_tb_s(record["gpu"])
-    out["peak_tb_s"] = peak if peak is not None else float("nan")
+    out["peak_tb_s"] = speedup.peak_tb_s(record["gpu"]) or float("nan")
     out["share_of_peak"] = out.achieved_tb_s / out.peak_tb_s
     return out
 
 
-def _medians(df: pd.DataFrame, by: list[str]) -> pd.DataFrame:
-    """Per group: the median step time and union of its cells, and how many."""
+def _medians(df: pd.DataFrame, by: list[str], extra: Sequence[str] = ()) -> pd.DataFrame:
+    """Per group: the median step time and union of its cells, how many, and `extra` medians."""
     agg = {"step_ms": ("step_ms", "median"), "union": ("union", "median")}
-    return df.groupby(by).agg(**agg, cells=("step_ms", "size")).reset_index()
+    agg |= {"cells": ("step_ms", "size")} | {c: (c, "median") for c in extra}
+    return df.groupby(by).agg(**agg).reset_index()
 
 
 def routing_table(record: Mapping[str, Any], k: int | None = None) -> pd.DataFrame:
     """Per routing design, C (and k): ρ, effective experts, unions, steps and measured c."""
     df = cells(record)
-    plain = _medians(df[df[_K] == 0], ["routing", "concurrency"])
+    read = ["rho_4", "effective_experts"] if "rho_4" in df else []  # a plain step's routing
+    plain = _medians(df[df[_K] == 0], ["routing", "concurrency"], read)
     spec = _medians(df[df[_K] > 0], [_K, "routing", "concurrency"])
     out = spec.merge(plain, on=["routing", "concurrency"], suffixes=("", "_plain"))
-    if "rho_4" in df:
-        extra = df[df[_K] == 0].groupby(["routing", "concurrency"])
-        extra = extra[["rho_4", "effective_experts"]].median().reset_index()
-        out = out.merge(extra, on=["routing", "concurrency"], how="left")
     out["measured_c"] = out.step_ms / out.step_ms_plain
     names = {"step_ms": "spec_step_ms", "union": "spec_union", "union_plain": "plain_union"}
     out = out.rename(columns=names | {"step_ms_plain": "plain_step_ms"})
@@ -143,19 +133,17 @@ def c_table(record: Mapping[str, Any]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=[_K, "concurrency", "c", "c_low", "c_high", "cells"])
 
 
-def _as_loaded_steps(record: Mapping[str, Any], graphs: str, runner: str | None) -> pd.Series:
-    """Median as-loaded step time per (k, C) of one graph mode and runner."""
-    df = speedup.lab_rows(record, graphs, runner)
-    df = df[df.routing == AS_LOADED]
-    return df.groupby([_K, "concurrency"]).step_ms.median()
-
-
 def _versus(
     record: Mapping[str, Any], graphs: str, runner: str | None, a: str, b: str, own_plain: bool
 ) -> pd.DataFrame:
     """Per (k, C) of another graph mode or runner: both steps, their ratio and c in each."""
-    main = _as_loaded_steps(record, *speedup.lab_mode(record))
-    alt = _as_loaded_steps(record, graphs, runner)
+    main, alt = (  # the median as-loaded step per (k, C) of the main grid, of the other
+        speedup.lab_rows(record, g, r)
+        .loc[lambda df: df.routing == AS_LOADED]
+        .groupby([_K, "concurrency"])
+        .step_ms.median()
+        for g, r in (speedup.lab_mode(record), (graphs, runner))
+    )
     plain = alt if own_plain else main  # c of the other: against its own plain step, or main's
     rows = [
         {_K: int(k), "concurrency": int(conc), f"{a}_ms": float(main[(k, conc)])}
@@ -174,8 +162,7 @@ def graph_check(record: Mapping[str, Any]) -> pd.DataFrame:
     others = {r.get("graphs") for r in record["rows"]} - {graphs, None}
     if not others:
         return pd.DataFrame()
-    other = sorted(others)[0]
-    return _versus(record, other, runner, graphs, other, own_plain=True)
+    return _versus(record, min(others), runner, graphs, min(others), own_plain=True)
 
 
 def runner_check(record: Mapping[str, Any]) -> pd.DataFrame:
@@ -203,8 +190,7 @@ def served_mix(record: Mapping[str, Any]) -> pd.DataFrame:
         rows.append(
             {_K: int(k), "concurrency": int(conc), "requests": int(r.requests), "tau": float(r.tau)}
             | {"tok_s": float(r.tok_s), "plain_tok_s": float(plain.tok_s), "speedup": float(gain)}
-            | {"c_served": float(r.tau / gain)}
-            | {"c_lockstep": float(lockstep.get((k, conc), float("nan")))}
+            | {"c_served": float(r.tau / gain), "c_lockstep": float(lockstep.get((k, conc), nan))}
             | {"tpot_ms": float(r.tpot_ms_median), "plain_tpot_ms": float(plain.tpot_ms_median)}
         )
     return pd.DataFrame(rows)
@@ -231,8 +217,7 @@ def one_prompt(record: Mapping[str, Any]) -> pd.DataFrame:
 
 def union_effect(record: Mapping[str, Any], k: int) -> pd.DataFrame:
     """Per C at k: the designs' step and union range beside the as-loaded replicates' spread."""
-    spec = cells(record)
-    spec = spec[spec[_K] == k]
+    spec = cells(record).loc[lambda d: d[_K] == k]
     if spec.routing.nunique() < 2:
         return pd.DataFrame()
     designs = spec.groupby(["concurrency", "routing"])[["step_ms", "union"]].median()
@@ -274,11 +259,12 @@ def placement(read_rho: pd.Series, rho: float) -> str:
 
 def shape_verdict(table: pd.DataFrame, x: str, est: str, low: str, high: str) -> str:
     """How `est` moves along `x` where the bands say it: rises, falls, or within its band."""
-    t = table.sort_values(x).reset_index(drop=True)
-    steps = []
-    for a, b in zip(t.iloc[:-1].itertuples(), t.iloc[1:].itertuples()):
-        up, down = getattr(b, low) > getattr(a, high), getattr(b, high) < getattr(a, low)
-        steps.append("up" if up else "down" if down else "band")
+    t = table.sort_values(x)
+    lo, hi = t[low].tolist(), t[high].tolist()
+    steps = [  # each step up, down or within the band, by the neighbours' bands
+        "up" if b_lo > a_hi else "down" if b_hi < a_lo else "band"
+        for a_lo, a_hi, b_lo, b_hi in zip(lo, hi, lo[1:], hi[1:])
+    ]
     moves = [s for s in steps if s != "band"]
     if not moves:
         return "stays within its band"

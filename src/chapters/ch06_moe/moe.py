@@ -1,6 +1,4 @@
-"""Why a MoE verifier is not a dense one: a verify pass streams the union of its positions'
-experts, E·(1 − (1 − a/E)ⁿ) for n independent ones, and `step_bytes` turns a union into bytes.
-"""
+"""A MoE verify pass streams the union of its positions' experts; `step_bytes` prices a union."""
 
 from __future__ import annotations
 
@@ -65,9 +63,8 @@ class MoeShape:
         """This shape with the lm_head and MLP of an EAGLE-3 drafter config (speculators format)."""
         layer = config.get("transformer_layer_config", config)
         vocab = config.get("draft_vocab_size") or layer.get("vocab_size") or self.vocab
-        return replace(
-            self, draft_vocab=vocab, draft_ffn=layer.get("intermediate_size") or 4 * self.hidden
-        )
+        ffn = layer.get("intermediate_size") or 4 * self.hidden
+        return replace(self, draft_vocab=vocab, draft_ffn=ffn)
 
     def expert_params(self) -> int:
         """Parameters of one routed expert (gate, up and down projections)."""
@@ -141,15 +138,15 @@ def _window_union(choices: torch.Tensor, n: int, start: int = 0) -> float:
 
 def union_table(choices: _Choices, ns: Sequence[int], experts: int, active: int) -> pd.DataFrame:
     """Per window size n: the measured mean union of the answers and the two bounds."""
-    rows = []
-    for n in ns:
-        per_seq = [u for u in (_window_union(c, n, start) for c, start in choices) if u == u]
-        rows.append(
-            {"positions": n, "measured_union": sum(per_seq) / len(per_seq)}
+    per_seq = {n: [u for u in (_window_union(c, n, s) for c, s in choices) if u == u] for n in ns}
+    return pd.DataFrame(
+        [
+            {"positions": n, "measured_union": sum(us) / len(us)}
             | {"independent_union": independent_union(experts, active, n)}
-            | {"shared_bound": float(active), "sequences": len(per_seq)}
-        )
-    return pd.DataFrame(rows)
+            | {"shared_bound": float(active), "sequences": len(us)}
+            for n, us in per_seq.items()
+        ]
+    )
 
 
 def batch_union(choices: _Choices, batch: int, n: int, samples: int = 50, seed: int = 0) -> float:
@@ -160,9 +157,8 @@ def batch_union(choices: _Choices, batch: int, n: int, samples: int = 50, seed: 
     for _ in range(samples):
         picks = [eligible[rng.randrange(len(eligible))] for _ in range(batch)]
         starts = [(c, rng.randrange(s, c.shape[1] - n + 1)) for c, s in picks]
-        sizes.append(
-            _distinct(torch.cat([c[:, i : i + n] for c, i in starts], dim=1)).mean().item()
-        )
+        window = torch.cat([c[:, i : i + n] for c, i in starts], dim=1)
+        sizes.append(_distinct(window).mean().item())
     return sum(sizes) / len(sizes)
 
 

@@ -1,6 +1,4 @@
-"""A k for each batch size as vLLM's schedule (inclusive (first, last, k) ranges from 1; above the
-last range its k), which runner honours one, and per-step acceptance traces to replay (notebook 06).
-"""
+"""A k per batch size as vLLM's schedule reads it, which runner honours one, acceptance traces."""
 
 from __future__ import annotations
 
@@ -54,14 +52,11 @@ def best_k(
 def schedule_ranges(best: Mapping[int, int]) -> list[tuple[int, int, int]]:
     """vLLM ranges from the best k at measured batch sizes (from 1, equal neighbours merged)."""
     ranges: list[tuple[int, int, int]] = []
-    start = 1
-    for batch in sorted(best):
-        k = best[batch]
+    for batch, k in sorted(best.items()):  # a range starts after the last; an equal k extends it
         if ranges and ranges[-1][2] == k:
             ranges[-1] = (ranges[-1][0], batch, k)
         else:
-            ranges.append((start, batch, k))
-        start = batch + 1
+            ranges.append((ranges[-1][1] + 1 if ranges else 1, batch, k))
     return ranges
 
 
@@ -106,15 +101,11 @@ def acceptance_traces(
 
 def iid_traces(alpha: float, requests: int, steps: int, k: int, seed: int = 0) -> list[list[int]]:
     """Traces of a drafter whose every draft is accepted with probability α, independently."""
-    rng = random.Random(seed)
-
-    def step() -> int:
-        j = 0
-        while j < k and rng.random() < alpha:
-            j += 1
-        return j
-
-    return [[step() for _ in range(steps)] for _ in range(requests)]
+    rng = random.Random(seed)  # a step stops at its first rejected draft, else accepts all k
+    return [
+        [next((j for j in range(k) if rng.random() >= alpha), k) for _ in range(steps)]
+        for _ in range(requests)
+    ]
 
 
 class _ForwardCounter:
@@ -127,15 +118,11 @@ class _ForwardCounter:
                 hook.remove()
             self._ch06_hooks = []
             return dict(getattr(self, "_ch06_counts", {}))
-        runner, drafter = self.model_runner, None  # V1/CPU: `drafter.model`, V2: `speculator.model`
-        for name in ("drafter", "speculator"):
-            model = getattr(getattr(runner, name, None), "model", None)
-            if (
-                drafter is None
-                and model is not None
-                and hasattr(model, "register_forward_pre_hook")
-            ):
-                drafter = model
+        runner = self.model_runner  # V1/CPU: `drafter.model`, V2: `speculator.model`
+        models = [
+            getattr(getattr(runner, n, None), "model", None) for n in ("drafter", "speculator")
+        ]
+        drafter = next((m for m in models if hasattr(m, "register_forward_pre_hook")), None)
         counts = self._ch06_counts = {"verifier": 0, "drafter": 0}
         self._ch06_hooks = [
             module.register_forward_pre_hook(lambda *_, _k=key: counts.update({_k: counts[_k] + 1}))
@@ -186,10 +173,8 @@ def model_runner(runner: str | None) -> Iterator[None]:
 def start_failure(err: BaseException) -> str:
     """Why an engine did not start, in one line: the exception and vLLM's innermost frame."""
     frames = [f for f in traceback.extract_tb(err.__traceback__) if "vllm" in f.filename]
-    where = ""
-    if frames:
-        path = frames[-1].filename.replace(os.sep, "/")
-        where = f" at {path.split('/vllm/', 1)[-1]}:{frames[-1].name}"
+    path = frames[-1].filename.replace(os.sep, "/").split("/vllm/", 1)[-1] if frames else ""
+    where = f" at {path}:{frames[-1].name}" if frames else ""
     message = str(err).strip().splitlines()
     return f"{type(err).__name__}{where}" + (f": {message[-1][:160]}" if message else "")
 
