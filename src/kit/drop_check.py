@@ -177,7 +177,8 @@ def _failing_lines(output: str) -> list[str]:
 
 def _execute(step: _Step, tree: Path) -> subprocess.CompletedProcess[str] | None:
     """Run one step in tree with tree's src/ first on the path; None when it timed out."""
-    env = {**os.environ, "PYTHONPATH": str(tree / "src")}
+    # pytest cuts its summary lines to COLUMNS: wide enough for a failure's first words
+    env = {**os.environ, "PYTHONPATH": str(tree / "src"), "COLUMNS": str(2 * _WIDTH)}
     try:
         return subprocess.run(
             step.argv,

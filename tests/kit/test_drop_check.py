@@ -88,7 +88,10 @@ def test_the_chapter_the_trunk_names_is_red_the_other_green_and_nothing_is_left(
     gone = "ModuleNotFoundError: No module named 'chapters.ch01_first'"
     assert red.failures[0] == f"collect: ERROR tests/test_imports_01.py - {gone}"
     failed, error = red.failures[1:]  # the file it could not collect did not stop the others
-    assert failed.startswith("repo-wide: FAILED tests/test_trunk.py::test_the_first_notebook")
+    assert failed == (
+        "repo-wide: FAILED tests/test_trunk.py::test_the_first_notebook_is_there - "
+        "AssertionError: assert False"
+    )
     assert error == f"repo-wide: ERROR tests/test_imports_01.py - {gone}"
     assert green.green, green.failures
     assert list(scratch.iterdir()) == []
