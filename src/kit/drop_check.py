@@ -40,6 +40,8 @@ _CHAPTER_GLOBS = ("notebooks/{nn}_*.ipynb", "src/chapters/ch{nn}_*", "tests/chap
 #: The globs that find the chapters (the first two of _CHAPTER_GLOBS).
 _FOUND_BY = _CHAPTER_GLOBS[:2]
 _NN = re.compile(r"^(?:ch)?(\d\d)_")
+#: The head of pytest's section for a file it could not collect.
+_COLLECTING = re.compile(r"^_+ ERROR collecting (\S+) _+$")
 #: The layout doc whose "Dropping a chapter" table `--markdown` rewrites, between these lines.
 _DOC = REPO_ROOT / "docs" / "layout.md"
 _TABLE_START = "<!-- drop-check: computed by `python -m kit.drop_check --markdown`; do not edit -->"
@@ -108,7 +110,10 @@ def _check_steps(root: Path, python: str = sys.executable) -> list[_Step]:
         _Step("ruff", (python, "-m", "ruff", "check", "--output-format", "concise", ".")),
         _Step("imports", (python, "-c", _IMPORT_ALL)),
         _Step("collect", (*pytest, "--collect-only")),
-        _Step("repo-wide", (*pytest, "-m", "not vllm", *_repo_wide_tests(root))),
+        _Step(
+            "repo-wide",
+            (*pytest, "--continue-on-collection-errors", "-m", "not vllm", *_repo_wide_tests(root)),
+        ),
     ]
 
 
@@ -142,11 +147,27 @@ def _copy_tracked(root: Path, dest: Path) -> None:
         shutil.copy2(source, dest / name, follow_symlinks=False)
 
 
+def _collection_reasons(lines: Sequence[str]) -> dict[str, str]:
+    """pytest's reason per file it could not collect: the last `E   ` line of its section."""
+    reasons, current = {}, None
+    for line in lines:
+        if line.startswith(("___", "===")):  # a section's head ends the one before
+            current = match[1] if (match := _COLLECTING.match(line)) else None
+        elif current and line.startswith("E   "):
+            reasons[current] = line[4:].strip()
+    return reasons
+
+
 def _failing_lines(output: str) -> list[str]:
-    """The lines that say what failed: pytest's FAILED/ERROR summary, else a traceback's last
-    line, else the first lines."""
+    """The lines that say what failed: pytest's FAILED/ERROR summary (a file it could not collect
+    with its reason), else a traceback's last line, else the first lines."""
     lines = [line.rstrip() for line in output.splitlines() if line.strip()]
-    summary = [line for line in lines if line.startswith(("FAILED ", "ERROR "))]
+    reasons = _collection_reasons(lines)
+    summary = [
+        f"{line} - {reasons[line[6:]]}" if line[6:] in reasons else line
+        for line in lines
+        if line.startswith(("FAILED ", "ERROR "))
+    ]
     if summary:
         return summary
     if any(line.startswith("Traceback ") for line in lines):
@@ -156,7 +177,8 @@ def _failing_lines(output: str) -> list[str]:
 
 def _execute(step: _Step, tree: Path) -> subprocess.CompletedProcess[str] | None:
     """Run one step in tree with tree's src/ first on the path; None when it timed out."""
-    env = {**os.environ, "PYTHONPATH": str(tree / "src")}
+    # pytest cuts its summary lines to COLUMNS: wide enough for a failure's first words
+    env = {**os.environ, "PYTHONPATH": str(tree / "src"), "COLUMNS": str(2 * _WIDTH)}
     try:
         return subprocess.run(
             step.argv,

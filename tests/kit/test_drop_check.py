@@ -1,5 +1,5 @@
-"""kit.drop_check on a planted repo: dropping a chapter the trunk still names is red, dropping one
-nobody else names is green, the scratch copy is gone afterwards, and an unknown chapter is refused."""
+"""kit.drop_check on a planted repo: dropping a chapter the trunk still names is red (each failing
+test named, with why it failed), dropping one nobody else names is green, the scratch copy is gone afterwards, and an unknown chapter is refused."""
 
 from __future__ import annotations
 
@@ -21,6 +21,8 @@ TRUNK_TEST = (
     "def test_the_first_notebook_is_there() -> None:\n"
     '    assert Path("notebooks/01_first.ipynb").is_file()\n'
 )
+#: A trunk test that imports chapter 01: dropping 01 breaks its collection.
+IMPORT_TEST = "import chapters.ch01_first\n\n\ndef test_it() -> None:\n    assert chapters\n"
 #: The test of one script: not a repo-wide test, so its failure does not count.
 SCRIPT_TEST = "def test_the_script() -> None:\n    assert False\n"
 
@@ -33,7 +35,8 @@ def write(root: Path, name: str, text: str) -> None:
 
 @pytest.fixture
 def planted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A git repo with two chapters (01, 02), a trunk test naming 01 and a script with its test."""
+    """A git repo with two chapters (01, 02), two trunk tests naming 01 and a script with its
+    test."""
     root = tmp_path / "repo"
     files = {
         "pyproject.toml": PYPROJECT,
@@ -42,6 +45,7 @@ def planted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         "scripts/tool.py": '"""A script."""\n',
         "tests/__init__.py": "",
         "tests/test_trunk.py": TRUNK_TEST,
+        "tests/test_imports_01.py": IMPORT_TEST,
         "tests/test_tool.py": SCRIPT_TEST,
     }
     for nn, topic in (("01", "first"), ("02", "second")):
@@ -76,14 +80,19 @@ def test_the_chapter_the_trunk_names_is_red_the_other_green_and_nothing_is_left(
     monkeypatch.setattr(tempfile, "tempdir", str(scratch))
     checks = drop_check._check_steps(planted)
     assert [s.name for s in checks] == ["ruff", "imports", "collect", "repo-wide"]
-    assert checks[-1].argv[-1:] == ("tests/test_trunk.py",)  # the script's test is not repo-wide
+    # the script's test is not repo-wide
+    assert checks[-1].argv[-2:] == ("tests/test_imports_01.py", "tests/test_trunk.py")
     red = drop_check._check_drop(planted, ["01"], [], checks, "01")
     green = drop_check._check_drop(planted, ["02"], [], checks, "02")
     assert not red.green
-    assert any(
-        "FAILED tests/test_trunk.py::test_the_first_notebook_is_there" in f for f in red.failures
+    gone = "ModuleNotFoundError: No module named 'chapters.ch01_first'"
+    assert red.failures[0] == f"collect: ERROR tests/test_imports_01.py - {gone}"
+    failed, error = red.failures[1:]  # the file it could not collect did not stop the others
+    assert failed == (
+        "repo-wide: FAILED tests/test_trunk.py::test_the_first_notebook_is_there - "
+        "AssertionError: assert False"
     )
-    assert all(f.startswith("repo-wide: ") for f in red.failures), red.failures
+    assert error == f"repo-wide: ERROR tests/test_imports_01.py - {gone}"
     assert green.green, green.failures
     assert list(scratch.iterdir()) == []
     table = drop_check._table([red, green])
