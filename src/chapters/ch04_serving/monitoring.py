@@ -113,7 +113,7 @@ def wait_for_spec_log(
     """The log's SpecDecoding lines once they cover `counters` (raise with the gap at `timeout`)."""
     deadline = time.perf_counter() + timeout
     while True:
-        lines = _spec_log_lines(log_path.read_text(errors="replace"))
+        lines = _spec_log_lines(log_path.read_text(encoding="utf-8", errors="replace"))
         accepted, drafted = int(lines.accepted.sum()), int(lines.drafted.sum())
         if accepted >= counters.num_accepted_tokens and drafted >= counters.num_draft_tokens:
             return lines

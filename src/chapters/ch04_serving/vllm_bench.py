@@ -44,7 +44,7 @@ def run_bench_serve(argv: Sequence[str], timeout: float = 600) -> dict[str, Any]
     if done.returncode != 0 or not result.is_file():
         tail = (done.stdout + done.stderr).strip().splitlines()[-5:]
         raise RuntimeError("vllm bench serve failed: " + " | ".join(tail))
-    return json.loads(result.read_text())
+    return json.loads(result.read_text(encoding="utf-8"))
 
 
 def main(argv: Sequence[str] | None = None) -> None:
