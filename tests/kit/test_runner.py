@@ -6,9 +6,9 @@ import contextlib
 import io
 import json
 import os
-import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import nbformat
 import psutil
@@ -207,19 +207,15 @@ def test_tree_rss_counts_this_process() -> None:
     assert runner._tree_rss_bytes(2**22 + 12345) == 0
 
 
-def test_the_orphan_sweep_asks_every_chapter_with_a_server_module(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def test_the_orphan_sweep_runs_the_sweeps_the_chapters_declare(
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import chapters
-
-    for name, body in (("chA_x", "def sweep_orphans():\n    return ['a']\n"), ("chB_y", "")):
-        (tmp_path / name).mkdir()
-        (tmp_path / name / "__init__.py").write_text("", encoding="utf-8")
-        (tmp_path / name / "server.py").write_text(body, encoding="utf-8")
-    (tmp_path / "chC_z").mkdir()  # no server module: nothing to ask
-    (tmp_path / "chC_z" / "__init__.py").write_text("", encoding="utf-8")
-    monkeypatch.setattr(chapters, "__path__", [str(tmp_path)])
-    for name in ("chA_x", "chB_y", "chC_z"):
-        monkeypatch.delitem(sys.modules, f"chapters.{name}", raising=False)
-        monkeypatch.delitem(sys.modules, f"chapters.{name}.server", raising=False)
-    assert runner._sweep_orphans() == ["a"]
+    """A chapter that starts servers declares its sweep in chapter.json; one without declares none,
+    and the runner names no chapter."""
+    declared = [SimpleNamespace(sweeps=("chapters.ch98_planted.tidy",)), SimpleNamespace(sweeps=())]
+    sweeps = {"chapters.ch98_planted.tidy": lambda: ["stopped server 1 (its owner died)"]}
+    monkeypatch.setattr(runner.chapters, "discover", lambda: declared)
+    monkeypatch.setattr(runner.chapters, "load", sweeps.__getitem__)
+    assert runner._sweep_orphans() == ["stopped server 1 (its owner died)"]
+    monkeypatch.setattr(runner.chapters, "discover", lambda: declared[1:])
+    assert runner._sweep_orphans() == []
