@@ -101,7 +101,7 @@ def test_a_planted_name_is_caught(tmp_path: Path, planted: str) -> None:
     (notebooks / "NN_planted_topic.ipynb".replace("NN", "03")).write_text("{}")
     (tmp_path / "src" / "kit").mkdir(parents=True)
     (tmp_path / "src" / "kit" / "tool.py").write_text(f'"""A tool."""\n{planted}\n')
-    own = tmp_path / "src" / "chapters" / "ch03_x" / "tests"
+    own = tmp_path / "src" / "chapters" / "ch93_x" / "tests"
     own.mkdir(parents=True)
     (own / "test_own.py").write_text(planted)  # in a chapter's own folder: allowed
     (tmp_path / "Makefile").write_text("x:\n\ttrue  # 01_a.ipynb, ch98_planted: made up\n")

@@ -6,13 +6,13 @@
 
 For each chapter NN (found, never listed: a notebook `notebooks/NN_*.ipynb` or a package
 `src/chapters/chNN_*/`), a scratch copy of the tracked files (`git ls-files`, as they are in the
-working tree) loses the notebook, the chapter's package and `tests/chapters/chNN_*/`, and nothing
-else. What is derived from the tree is then rewritten (DERIVED: data/'s manifest, the instructors'
-agenda), and the checks run: `ruff check`, an import of every module under src/, `pytest
---collect-only`, and the repo-wide tests (`tests/test_*.py`, `-m "not vllm"`, less the tests of
-one script in scripts/: those hold that script's behaviour, which dropping a chapter cannot
-change). One row per chapter: green or red, seconds, the first failing lines. Two chapters run at
-a time; the scratch copies are removed afterwards.
+working tree) loses the notebook and the chapter's folder (its modules, tests/, tools/ and data/),
+and nothing else. What is derived from the tree is then rewritten (data/'s manifest, the
+instructors' agenda, the README's chapter rows), and the checks run: `ruff check`, an import of
+every module under src/, `pytest --collect-only`, and the repo-wide tests (`tests/test_*.py`,
+`-m "not vllm"`, less the tests of one script in scripts/: those hold that script's behaviour,
+which dropping a chapter cannot change). One row per chapter: green or red, seconds, the first
+failing lines. Two chapters run at a time; the scratch copies are removed afterwards.
 """
 
 from __future__ import annotations
@@ -36,9 +36,9 @@ from helpers.common.paths import REPO_ROOT
 __all__ = ["main"]
 
 #: Where a chapter lives, NN standing for its two digits: everything dropping it deletes.
-_CHAPTER_GLOBS = ("notebooks/{nn}_*.ipynb", "src/chapters/ch{nn}_*", "tests/chapters/ch{nn}_*")
-#: The globs that find the chapters (the first two of _CHAPTER_GLOBS).
-_FOUND_BY = _CHAPTER_GLOBS[:2]
+_CHAPTER_GLOBS = ("notebooks/{nn}_*.ipynb", "src/chapters/ch{nn}_*")
+#: The globs that find the chapters.
+_FOUND_BY = _CHAPTER_GLOBS
 _NN = re.compile(r"^(?:ch)?(\d\d)_")
 #: The head of pytest's section for a file it could not collect.
 _COLLECTING = re.compile(r"^_+ ERROR collecting (\S+) _+$")
@@ -93,6 +93,7 @@ def _derived_steps(python: str = sys.executable) -> list[_Step]:
     return [
         _Step("manifest", (python, "-m", "kit.manifest")),
         _Step("agenda", (python, "-m", "kit.agenda", "guide")),
+        _Step("readme", (python, "-m", "kit.chapters", "readme")),
     ]
 
 

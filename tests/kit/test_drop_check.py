@@ -15,14 +15,14 @@ from kit import drop_check
 
 NOTEBOOK = {"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
 PYPROJECT = '[tool.pytest.ini_options]\ntestpaths = ["tests"]\nmarkers = ["vllm: an engine"]\n'
-#: A trunk test that opens notebook 01 by name: dropping 01 breaks it.
+#: A trunk test that opens notebook 91 by name: dropping 91 breaks it.
 TRUNK_TEST = (
     "from pathlib import Path\n\n\n"
     "def test_the_first_notebook_is_there() -> None:\n"
-    '    assert Path("notebooks/01_first.ipynb").is_file()\n'
+    '    assert Path("notebooks/91_first.ipynb").is_file()\n'
 )
-#: A trunk test that imports chapter 01: dropping 01 breaks its collection.
-IMPORT_TEST = "import chapters.ch01_first\n\n\ndef test_it() -> None:\n    assert chapters\n"
+#: A trunk test that imports chapter 91: dropping 91 breaks its collection.
+IMPORT_TEST = "import chapters.ch91_first\n\n\ndef test_it() -> None:\n    assert chapters\n"
 #: The test of one script: not a repo-wide test, so its failure does not count.
 SCRIPT_TEST = "def test_the_script() -> None:\n    assert False\n"
 
@@ -35,7 +35,7 @@ def write(root: Path, name: str, text: str) -> None:
 
 @pytest.fixture
 def planted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A git repo with two chapters (01, 02), two trunk tests naming 01 and a script with its
+    """A git repo with two chapters (91, 92), two trunk tests naming 91 and a script with its
     test."""
     root = tmp_path / "repo"
     files = {
@@ -45,13 +45,12 @@ def planted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         "scripts/tool.py": '"""A script."""\n',
         "tests/__init__.py": "",
         "tests/test_trunk.py": TRUNK_TEST,
-        "tests/test_imports_01.py": IMPORT_TEST,
+        "tests/test_imports_91.py": IMPORT_TEST,
         "tests/test_tool.py": SCRIPT_TEST,
     }
-    for nn, topic in (("01", "first"), ("02", "second")):
+    for nn, topic in (("91", "first"), ("92", "second")):
         files[f"notebooks/{nn}_{topic}.ipynb"] = json.dumps(NOTEBOOK)
         files[f"src/chapters/ch{nn}_{topic}/__init__.py"] = f'"""Notebook {nn}."""\n'
-        files[f"tests/chapters/ch{nn}_{topic}/__init__.py"] = ""
     for name, text in files.items():
         write(root, name, text)
     # the planted repo's pytest needs no plugin (loading the venv's costs seconds a start)
@@ -62,13 +61,12 @@ def planted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return root
 
 
-def test_chapters_are_found_and_a_drop_deletes_the_chapters_three_places(planted: Path) -> None:
-    assert drop_check._chapters(planted) == ["01", "02"]
-    dropped = [p.relative_to(planted).as_posix() for p in drop_check._chapter_paths(planted, "01")]
+def test_chapters_are_found_and_a_drop_deletes_the_notebook_and_the_folder(planted: Path) -> None:
+    assert drop_check._chapters(planted) == ["91", "92"]
+    dropped = [p.relative_to(planted).as_posix() for p in drop_check._chapter_paths(planted, "91")]
     assert dropped == [
-        "notebooks/01_first.ipynb",
-        "src/chapters/ch01_first",
-        "tests/chapters/ch01_first",
+        "notebooks/91_first.ipynb",
+        "src/chapters/ch91_first",
     ]
 
 
@@ -81,29 +79,29 @@ def test_the_chapter_the_trunk_names_is_red_the_other_green_and_nothing_is_left(
     checks = drop_check._check_steps(planted)
     assert [s.name for s in checks] == ["ruff", "imports", "collect", "repo-wide"]
     # the script's test is not repo-wide
-    assert checks[-1].argv[-2:] == ("tests/test_imports_01.py", "tests/test_trunk.py")
-    red = drop_check._check_drop(planted, ["01"], [], checks, "01")
-    green = drop_check._check_drop(planted, ["02"], [], checks, "02")
+    assert checks[-1].argv[-2:] == ("tests/test_imports_91.py", "tests/test_trunk.py")
+    red = drop_check._check_drop(planted, ["91"], [], checks, "91")
+    green = drop_check._check_drop(planted, ["92"], [], checks, "92")
     assert not red.green
-    gone = "ModuleNotFoundError: No module named 'chapters.ch01_first'"
-    assert red.failures[0] == f"collect: ERROR tests/test_imports_01.py - {gone}"
+    gone = "ModuleNotFoundError: No module named 'chapters.ch91_first'"
+    assert red.failures[0] == f"collect: ERROR tests/test_imports_91.py - {gone}"
     failed, error = red.failures[1:]  # the file it could not collect did not stop the others
     assert failed == (
         "repo-wide: FAILED tests/test_trunk.py::test_the_first_notebook_is_there - "
         "AssertionError: assert False"
     )
-    assert error == f"repo-wide: ERROR tests/test_imports_01.py - {gone}"
+    assert error == f"repo-wide: ERROR tests/test_imports_91.py - {gone}"
     assert green.green, green.failures
     assert list(scratch.iterdir()) == []
     table = drop_check._table([red, green])
-    assert "01               red" in table and "02               green" in table
+    assert "91               red" in table and "92               green" in table
 
 
 def test_a_chapter_left_imported_is_red_at_the_import_step(planted: Path) -> None:
-    write(planted, "src/trunk/uses.py", "from chapters import ch02_second\n")
+    write(planted, "src/trunk/uses.py", "from chapters import ch92_second\n")
     subprocess.run(["git", "-C", str(planted), "add", "-A"], check=True)
     checks = drop_check._check_steps(planted)[1:2]
-    row = drop_check._check_drop(planted, ["02"], [], checks, "02")
+    row = drop_check._check_drop(planted, ["92"], [], checks, "92")
     (failure,) = row.failures
     assert failure.startswith("imports: ERROR import trunk.uses: ImportError: cannot import name")
 
@@ -111,12 +109,12 @@ def test_a_chapter_left_imported_is_red_at_the_import_step(planted: Path) -> Non
 def test_an_unknown_chapter_is_refused_in_one_line(
     planted: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert drop_check.main(["01", "99"], root=planted) == 2
-    assert drop_check.main(["--keep", "01,98"], root=planted) == 2
+    assert drop_check.main(["91", "99"], root=planted) == 2
+    assert drop_check.main(["--keep", "91,98"], root=planted) == 2
     err = capsys.readouterr().err.splitlines()
     assert err == [
-        "[drop_check] no chapter 99 here (chapters: 01 02)",
-        "[drop_check] no chapter 98 here (chapters: 01 02)",
+        "[drop_check] no chapter 99 here (chapters: 91 92)",
+        "[drop_check] no chapter 98 here (chapters: 91 92)",
     ]
 
 
@@ -133,16 +131,16 @@ def test_the_markdown_table_replaces_only_the_block_between_its_markers(tmp_path
     start, end = drop_check._TABLE_START, drop_check._TABLE_END
     doc.write_text(f"# Head\n\n{start}\nold table\n{end}\n\ntail\n", encoding="utf-8")
     rows = [
-        drop_check._Row("01", True, 12.4),
-        drop_check._Row("02", False, 30.0, tuple(f"repo-wide: FAILED t{i} | x" for i in range(5))),
+        drop_check._Row("91", True, 12.4),
+        drop_check._Row("92", False, 30.0, tuple(f"repo-wide: FAILED t{i} | x" for i in range(5))),
     ]
     drop_check._rewrite_doc(doc, drop_check._markdown(rows, 42.0, 2))
     text = doc.read_text(encoding="utf-8")
     assert text.startswith(f"# Head\n\n{start}\n`python -m kit.drop_check`, ")
     assert text.endswith(f"\n{end}\n\ntail\n") and "old table" not in text
     assert ": 1 of 2 green, 42 s in all (2 at a time on " in text
-    assert "| 01 | green | 12 |  |" in text
-    assert "| 02 | red | 30 | repo-wide: FAILED t0 \\| x<br>" in text and "(+2 more) |" in text
+    assert "| 91 | green | 12 |  |" in text
+    assert "| 92 | red | 30 | repo-wide: FAILED t0 \\| x<br>" in text and "(+2 more) |" in text
     doc.write_text("no markers\n", encoding="utf-8")
     with pytest.raises(ValueError, match="no drop-check table"):
         drop_check._rewrite_doc(doc, "table")
