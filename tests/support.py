@@ -16,6 +16,14 @@ import pytest
 from helpers.common.paths import DATA_DIR, NOTEBOOKS_DIR, REPO_ROOT
 
 
+def wait_until(check, within: float, what: str) -> None:
+    """Poll `check()` until true; fail naming `what` after `within` seconds."""
+    deadline = time.monotonic() + within
+    while not check():
+        assert time.monotonic() < deadline, f"{what} after {within:.0f} s"
+        time.sleep(0.05)
+
+
 def notebook_defs(notebook: str, *names: str) -> dict[str, Any]:
     """What a notebook's code cells define, d2l style, for a test to call: every import, function
     and class of its cells, its literal constants (`DTYPE_BYTES = {...}`) and the assignments to

@@ -16,7 +16,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -31,6 +30,7 @@ from helpers.common.prompts import load_prompts
 from helpers.eagle3.checkpoint import load_drafter
 from helpers.engine.pairing import validate_pair
 from kit import preflight, runner
+from tests.support import wait_until
 
 TINY_READY = all(
     (DATA_DIR / name / "model.safetensors").is_file()
@@ -39,14 +39,6 @@ TINY_READY = all(
 
 
 # --------------------------------------------------------------------------- helpers
-
-
-def wait_until(check, within: float, what: str) -> None:
-    """Poll `check()` until true; fail naming `what` after `within` seconds."""
-    deadline = time.monotonic() + within
-    while not check():
-        assert time.monotonic() < deadline, f"{what} after {within:.0f} s"
-        time.sleep(0.05)
 
 
 # --------------------------------------------------------------------------- damaged data

@@ -19,17 +19,10 @@ import pytest
 
 from chapters.ch04_serving import server as srv_mod
 from chapters.ch04_serving.server import VllmServer, _free_port
+from tests.support import wait_until
 
 #: Seconds a signalled stand-in may take to go on a loaded 2-core machine.
 GONE_WITHIN = 10.0
-
-
-def wait_until(check, within: float, what: str) -> None:
-    """Poll `check()` until true; fail naming `what` after `within` seconds."""
-    deadline = time.monotonic() + within
-    while not check():
-        assert time.monotonic() < deadline, f"{what} after {within:.0f} s"
-        time.sleep(0.05)
 
 
 def dead_owner() -> tuple[int, int]:

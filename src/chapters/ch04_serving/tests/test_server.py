@@ -47,7 +47,7 @@ from helpers.common.paths import DATA_DIR, REPO_ROOT
 from helpers.common.profiles import load_profile
 from helpers.engine import compat, lifecycle
 from helpers.engine.lifecycle import IN_PROCESS_ENV
-from tests.support import notebook_defs
+from tests.support import notebook_defs, wait_until
 
 DOCUMENTS_COMMAND = (
     "vllm serve Qwen/Qwen3-30B-A3B-Instruct-2507 -tp 1 --speculative-config "
@@ -398,14 +398,6 @@ def session_processes(sid: int) -> list[psutil.Process]:
         except (psutil.Error, OSError):
             continue
     return found
-
-
-def wait_until(check, within: float, what: str) -> None:
-    """Poll `check()` until true; fail naming `what` after `within` seconds."""
-    deadline = time.monotonic() + within
-    while not check():
-        assert time.monotonic() < deadline, f"{what} after {within:.0f} s"
-        time.sleep(0.1)
 
 
 def health_server(port: int, directory: Path, first: str = "pass") -> str:

@@ -25,6 +25,7 @@ from chapters.ch04_serving import server
 from helpers.common.envinfo import has_gpu
 from helpers.common.paths import DATA_DIR
 from kit import runner
+from tests.support import wait_until
 
 #: Seconds a server group may take to go once its owner is gone (guard poll + SIGTERM; a loaded
 #: 2-core machine). A stand-in dies on SIGTERM at once.
@@ -36,14 +37,6 @@ TINY_READY = all(
 
 
 # --------------------------------------------------------------------------- helpers
-
-
-def wait_until(check, within: float, what: str) -> None:
-    """Poll `check()` until true; fail naming `what` after `within` seconds."""
-    deadline = time.monotonic() + within
-    while not check():
-        assert time.monotonic() < deadline, f"{what} after {within:.0f} s"
-        time.sleep(0.05)
 
 
 def stand_in_argv(pgid_file: Path) -> list[str]:
