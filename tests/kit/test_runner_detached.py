@@ -44,15 +44,20 @@ def test_detached_processes_are_stopped(tmp_path: Path) -> None:
     kernel = tmp_path / "kernel.pid"
     cells = [
         f"import os\nopen({str(kernel)!r}, 'w').write(str(os.getpid()))",
-        # a shell's background job: the shell exits, the job is reparented, same session
-        f"import os\nos.system('sleep 300 & echo $! > {amp}')",
-        # a double fork (a daemon's first half, deaf to the SIGINT that jupyter_client sends the
-        # kernel's process group at shutdown): the grandchild is reparented, same session
+        # a shell's background job: the shell exits, the job is reparented, same session. Each job
+        # here leaves the kernel's process group: under load jupyter_client's shutdown signals that
+        # group (SIGTERM after 2.5 s) and would stop it first, so only the runner can, every run
+        "import os, shlex, sys\n"
+        "own_group = \"import os; os.setpgid(0, 0); os.execvp('sleep', ['sleep', '300'])\"\n"
+        f"os.system(f'{{shlex.quote(sys.executable)}} -c \"{{own_group}}\" & echo $! > {amp}')",
+        # a double fork (a daemon's first half: a process group of its own, deaf to SIGINT): the
+        # grandchild is reparented, same session
         "import signal\n"
         "pid = os.fork()\n"
         "if pid == 0:\n"
         "    if os.fork() == 0:\n"
         "        signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+        "        os.setpgid(0, 0)\n"
         f"        open({str(fork)!r}, 'w').write(str(os.getpid()))\n"
         "        os.execvp('sleep', ['sleep', '300'])\n"
         "    os._exit(0)\n"
