@@ -8,11 +8,14 @@ For each chapter NN (found, never listed: a notebook `notebooks/NN_*.ipynb` or a
 `src/chapters/chNN_*/`), a scratch copy of the tracked files (`git ls-files`, as they are in the
 working tree) loses the notebook and the chapter's folder (its modules, tests/, tools/ and data/),
 and nothing else. What is derived from the tree is then rewritten (data/'s manifest, the
-instructors' agenda, the README's chapter rows), and the checks run: `ruff check`, an import of
-every module under src/, `pytest --collect-only`, and the repo-wide tests (`tests/test_*.py`,
-`-m "not vllm"`, less the tests of one script in scripts/: those hold that script's behaviour,
-which dropping a chapter cannot change). One row per chapter: green or red, seconds, the first
-failing lines. Two chapters run at a time; the scratch copies are removed afterwards.
+instructors' agenda, the README's chapter rows), and the checks run: `ruff check`, then in one
+Python process (torch and vLLM imported once) an import of every module under src/, `pytest
+--collect-only`, and the repo-wide tests (`tests/test_*.py`, `-m "not vllm and not
+whole_workbook"`, less the tests of one script in scripts/: those hold that script's behaviour,
+which dropping a chapter cannot change). The `whole_workbook` tests (a name nothing uses any more)
+run last; what they find is the fork's trim list, noted and not failed. One row per chapter: green
+or red, seconds, the first failing lines. Two chapters run at a time; the scratch copies are
+removed afterwards.
 """
 
 from __future__ import annotations
@@ -51,22 +54,52 @@ _SHOWN = 3
 _WIDTH = 200
 #: A step that runs longer than this (seconds) fails.
 _STEP_TIMEOUT = 1800
-#: Imports every module under src/ of the tree it runs in; one line per module that fails.
-_IMPORT_ALL = r"""
-import importlib, pathlib, sys, traceback
-src, failed = pathlib.Path("src"), 0
-for path in sorted(src.rglob("*.py")):
-    parts = path.relative_to(src).with_suffix("").parts
-    if any(not (src.joinpath(*parts[:i]) / "__init__.py").is_file() for i in range(1, len(parts))):
-        continue
-    name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-    try:
-        importlib.import_module(name)
-    except BaseException as err:
-        failed += 1
-        print(f"ERROR import {name}: {type(err).__name__}: {err}".splitlines()[0])
-sys.exit(1 if failed else 0)
-"""
+#: The line that opens a phase of the checks' process, and the one that closes it with its status.
+_PHASE, _PHASE_END = "[drop_check phase]", "[drop_check phase done]"
+#: The phases whose failing lines are notes (the fork's trim list), not failures.
+_ADVISORY = ("trim",)
+#: The checks after ruff, in one process so torch and vLLM are imported once: an import of every
+#: module under src/ (one line per module that fails), `pytest --collect-only`, the repo-wide
+#: tests, then the `whole_workbook` ones (advisory). argv[1:]: the repo-wide test files.
+_CHECKS = r"""
+import importlib, pathlib, sys
+import pytest
+
+def phase(name, run):
+    print(f"PHASE {name}", flush=True)
+    status = int(run())
+    print(f"PHASE_END {name} {status}", flush=True)
+    return status
+
+def import_all():
+    src, failed = pathlib.Path("src"), 0
+    for path in sorted(src.rglob("*.py")):
+        parts = path.relative_to(src).with_suffix("").parts
+        packages = (src.joinpath(*parts[:i]) for i in range(1, len(parts)))
+        if any(not (folder / "__init__.py").is_file() for folder in packages):
+            continue
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        try:
+            importlib.import_module(name)
+        except BaseException as err:
+            failed += 1
+            print(f"ERROR import {name}: {type(err).__name__}: {err}".splitlines()[0])
+    return 1 if failed else 0
+
+quiet, tests = ["-p", "no:cacheprovider", "-q"], sys.argv[1:]
+statuses = [
+    phase("imports", import_all),
+    phase("collect", lambda: pytest.main([*quiet, "--collect-only"])),
+    phase("repo-wide", lambda: pytest.main(
+        [*quiet, "--continue-on-collection-errors", "-m", "not vllm and not whole_workbook", *tests]
+    ) if tests else 0),
+    # pytest's 5: no test selected (a repo without whole_workbook tests)
+    phase("trim", lambda: pytest.main(
+        [*quiet, "--continue-on-collection-errors", "-m", "whole_workbook", *tests]) % 5
+          if tests else 0),
+]
+sys.exit(1 if any(statuses[:3]) else 0)
+""".replace("PHASE_END", _PHASE_END).replace("PHASE", _PHASE)
 
 
 @dataclass(frozen=True)
@@ -106,16 +139,30 @@ def _repo_wide_tests(root: Path) -> list[str]:
 
 def _check_steps(root: Path, python: str = sys.executable) -> list[_Step]:
     """The checks run on a tree after a drop (root: that tree, for the repo-wide tests' names)."""
-    pytest = (python, "-m", "pytest", "-p", "no:cacheprovider", "-q")
     return [
         _Step("ruff", (python, "-m", "ruff", "check", "--output-format", "concise", ".")),
-        _Step("imports", (python, "-c", _IMPORT_ALL)),
-        _Step("collect", (*pytest, "--collect-only")),
-        _Step(
-            "repo-wide",
-            (*pytest, "--continue-on-collection-errors", "-m", "not vllm", *_repo_wide_tests(root)),
-        ),
+        _Step("checks", (python, "-c", _CHECKS, *_repo_wide_tests(root))),
     ]
+
+
+def _phases(output: str) -> list[tuple[str, int, str]]:
+    """The checks' output cut into its phases: (name, status, output) each; what came before the
+    first phase (an import that killed the process) is one phase named 'checks', status 1."""
+    phases, name, lines = [], "checks", []
+    for line in output.splitlines():
+        if line.startswith(f"{_PHASE_END} "):
+            phase, status = line.removeprefix(f"{_PHASE_END} ").rsplit(" ", 1)
+            phases.append((phase, int(status), "\n".join(lines)))
+            name, lines = "checks", []
+        elif line.startswith(f"{_PHASE} "):
+            if lines and any(x.strip() for x in lines):
+                phases.append((name, 1, "\n".join(lines)))
+            name, lines = line.removeprefix(f"{_PHASE} "), []
+        else:
+            lines.append(line)
+    if any(x.strip() for x in lines):  # a phase that never ended: the process died in it
+        phases.append((name, 1, "\n".join(lines)))
+    return phases
 
 
 def _chapters(root: Path) -> list[str]:
@@ -194,14 +241,27 @@ def _execute(step: _Step, tree: Path) -> subprocess.CompletedProcess[str] | None
         return None
 
 
-def _run_step(step: _Step, tree: Path) -> list[str]:
-    """Run one step in tree; its failing lines, empty when it passed."""
+def _run_step(step: _Step, tree: Path) -> tuple[list[str], list[str]]:
+    """Run one step in tree: its failing lines (empty when it passed) and its advisory lines."""
     done = _execute(step, tree)
     if done is None:
-        return [f"{step.name}: still running after {_STEP_TIMEOUT} s"]
-    if done.returncode == 0:
-        return []
-    return [f"{step.name}: {line[:_WIDTH]}" for line in _failing_lines(done.stdout + done.stderr)]
+        return [f"{step.name}: still running after {_STEP_TIMEOUT} s"], []
+    output = done.stdout + done.stderr
+    if _PHASE not in output:
+        lines = _failing_lines(output) if done.returncode else []
+        return [f"{step.name}: {line[:_WIDTH]}" for line in lines], []
+    failures: list[str] = []
+    advisory: list[str] = []
+    for name, status, text in _phases(done.stdout):
+        if status:
+            lines = _failing_lines(text)
+            if name in _ADVISORY:  # its failed tests (a file not collected: the collect phase)
+                advisory += [f"{name}: {x[:_WIDTH]}" for x in lines if x.startswith("FAILED ")]
+            else:
+                failures += [f"{name}: {x[:_WIDTH]}" for x in lines]
+    if done.returncode and not failures:
+        failures = [f"{step.name}: {line[:_WIDTH]}" for line in _failing_lines(output)]
+    return failures, advisory
 
 
 def _output(step: _Step, tree: Path) -> str:
@@ -234,8 +294,16 @@ def _check_drop(
                     shutil.rmtree(path)
                 else:
                     path.unlink()
-        failures = [line for step in (*derived, *checks) for line in _run_step(step, tree)]
+        failures, trim = [], []
+        for step in (*derived, *checks):
+            failed, advisory = _run_step(step, tree)
+            failures += failed
+            trim += advisory
         notes = [_output(step, tree) for step in report]
+        if trim:  # names this drop left unused: what a fork may make private
+            notes.insert(
+                0, f"{len(trim)} advisory lines (the fork's trim list):\n" + "\n".join(trim)
+            )
     row = _Row(
         label=label,
         green=not failures,

@@ -14,7 +14,10 @@ from helpers.common.paths import REPO_ROOT
 from kit import drop_check
 
 NOTEBOOK = {"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
-PYPROJECT = '[tool.pytest.ini_options]\ntestpaths = ["tests"]\nmarkers = ["vllm: an engine"]\n'
+PYPROJECT = (
+    '[tool.pytest.ini_options]\ntestpaths = ["tests"]\n'
+    'markers = ["vllm: an engine", "whole_workbook: the whole workbook"]\n'
+)
 #: A trunk test that opens notebook 91 by name: dropping 91 breaks it.
 TRUNK_TEST = (
     "from pathlib import Path\n\n\n"
@@ -23,6 +26,13 @@ TRUNK_TEST = (
 )
 #: A trunk test that imports chapter 91: dropping 91 breaks its collection.
 IMPORT_TEST = "import chapters.ch91_first\n\n\ndef test_it() -> None:\n    assert chapters\n"
+#: A whole-workbook test that names chapter 92: dropping 92 leaves it red, noted and not failed.
+WHOLE_TEST = (
+    "from pathlib import Path\n\nimport pytest\n\n\n"
+    "@pytest.mark.whole_workbook\n"
+    "def test_the_second_chapter_uses_the_name() -> None:\n"
+    '    assert Path("src/chapters/ch92_second").is_dir()\n'
+)
 #: The test of one script: not a repo-wide test, so its failure does not count.
 SCRIPT_TEST = "def test_the_script() -> None:\n    assert False\n"
 
@@ -47,6 +57,7 @@ def planted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         "tests/test_trunk.py": TRUNK_TEST,
         "tests/test_imports_91.py": IMPORT_TEST,
         "tests/test_tool.py": SCRIPT_TEST,
+        "tests/test_whole.py": WHOLE_TEST,
     }
     for nn, topic in (("91", "first"), ("92", "second")):
         files[f"notebooks/{nn}_{topic}.ipynb"] = json.dumps(NOTEBOOK)
@@ -77,9 +88,13 @@ def test_the_chapter_the_trunk_names_is_red_the_other_green_and_nothing_is_left(
     scratch.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(scratch))
     checks = drop_check._check_steps(planted)
-    assert [s.name for s in checks] == ["ruff", "imports", "collect", "repo-wide"]
+    assert [s.name for s in checks] == ["ruff", "checks"]
     # the script's test is not repo-wide
-    assert checks[-1].argv[-2:] == ("tests/test_imports_91.py", "tests/test_trunk.py")
+    assert checks[-1].argv[-3:] == (
+        "tests/test_imports_91.py",
+        "tests/test_trunk.py",
+        "tests/test_whole.py",
+    )
     red = drop_check._check_drop(planted, ["91"], [], checks, "91")
     green = drop_check._check_drop(planted, ["92"], [], checks, "92")
     assert not red.green
@@ -92,6 +107,11 @@ def test_the_chapter_the_trunk_names_is_red_the_other_green_and_nothing_is_left(
     )
     assert error == f"repo-wide: ERROR tests/test_imports_91.py - {gone}"
     assert green.green, green.failures
+    # the whole-workbook test is red without 92: the fork's trim list, a note
+    (trim,) = green.notes
+    assert trim.splitlines()[0] == "1 advisory lines (the fork's trim list):"
+    assert "trim: FAILED tests/test_whole.py::test_the_second_chapter_uses_the_name" in trim
+    assert red.notes == ()
     assert list(scratch.iterdir()) == []
     table = drop_check._table([red, green])
     assert "91               red" in table and "92               green" in table
@@ -104,6 +124,15 @@ def test_a_chapter_left_imported_is_red_at_the_import_step(planted: Path) -> Non
     row = drop_check._check_drop(planted, ["92"], [], checks, "92")
     (failure,) = row.failures
     assert failure.startswith("imports: ERROR import trunk.uses: ImportError: cannot import name")
+
+
+def test_a_process_that_dies_in_a_phase_fails_that_phase() -> None:
+    start, end = drop_check._PHASE, drop_check._PHASE_END
+    output = f"{start} imports\n{end} imports 0\n{start} collect\nSegmentation fault\n"
+    assert drop_check._phases(output) == [
+        ("imports", 0, ""),
+        ("collect", 1, "Segmentation fault"),
+    ]
 
 
 def test_an_unknown_chapter_is_refused_in_one_line(
