@@ -72,22 +72,23 @@ run: venv preflight ## execute all notebooks headless -> build/*.ipynb, build/*.
 
 # Two lanes at once (docs/commands.md has the measurements): the notebooks under nbval, one after
 # another | the tests that start vLLM, one at a time, then the light ones on TEST_JOBS workers
-# (pytest-xdist, one test file per worker). Each lane's process gets one OpenMP thread, and vLLM
+# (pytest-xdist, one test file per worker), then each chapter dropped (kit.drop_check). Each lane's process gets one OpenMP thread, and vLLM
 # does not pin its engines (its automatic binding puts every engine on the first core): two
 # lanes of spinning OpenMP threads on two cores stalled each other. make prints each command's
 # output whole, when the command ends.
 TEST_JOBS ?= 2
 LANE_ENV := OMP_NUM_THREADS=1 VLLM_CPU_OMP_THREADS_BIND=nobind
-test: venv preflight lint ## lint, then two lanes at once: the notebooks via nbval | the engine tests, the light tests
+test: venv preflight lint ## lint, then two lanes at once: the notebooks via nbval | the engine tests, the light tests, the drop check
 	@echo "make test: two lanes at once, the notebooks | the tests; each command's output is printed when it ends"
 	@$(LANE_ENV) $(MAKE) --no-print-directory -j 2 --output-sync=line test-notebooks test-tests
 
 test-notebooks: venv ## make test's first lane: every notebook via nbval, one after another
 	$(VPY) -m pytest --nbval-lax --nbval-current-env -p kit.nbval_watchdog notebooks
 
-test-tests: venv ## make test's second lane: the engine tests one at a time, then the light tests
+test-tests: venv ## make test's second lane: the engine tests one at a time, the light tests, each chapter dropped
 	$(VPY) -m pytest tests src/chapters -m vllm
 	$(VPY) -m pytest tests src/chapters -m "not vllm" -n $(TEST_JOBS) --dist loadfile
+	$(VPY) -m kit.drop_check --jobs $(TEST_JOBS)
 
 # Your files in exercises/ (or EXERCISES=folder), graded by the checks that hold the reference
 # solutions: one line per exercise, ok or a one-line hint. EXERCISES=reference grades the library's own.
@@ -99,7 +100,7 @@ check-exercises: venv ## grade the algorithm you wrote in exercises/ (EXERCISES=
 
 # Each chapter dropped in a scratch copy (its notebook and folder deleted, the manifest and agenda
 # rewritten), then ruff, an import of every module, pytest --collect-only and the repo-wide tests;
-# docs/layout.md, "Dropping a chapter". Not part of `make test` yet: not every chapter drops green.
+# docs/layout.md, "Dropping a chapter". `make test` runs it on every chapter (its tests lane).
 # DROP_CHECK_FLAGS reach it, e.g. DROP_CHECK_FLAGS="04 07" or "--keep 01,02,03" (the fork).
 DROP_CHECK_FLAGS ?=
 drop-check: venv ## drop each chapter in a scratch copy and check what is left (DROP_CHECK_FLAGS="04 07")

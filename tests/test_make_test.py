@@ -1,6 +1,6 @@
 """`make test` runs everything it ran one step at a time before, now in two lanes at once: every
 notebook under nbval, and every test in pytest's testpaths (tests/ and the chapters' own; the
-`vllm` selection and its complement), each lane's processes with one OpenMP thread and vLLM's
+`vllm` selection and its complement) and every chapter dropped (kit.drop_check), each lane's processes with one OpenMP thread and vLLM's
 engines left unpinned (docs/commands.md says why); the notebooks under the watchdog
 (kit.nbval_watchdog)."""
 
@@ -51,6 +51,14 @@ def test_each_lane_runs_alone_too() -> None:
         f"{TESTPATHS} -m vllm",
         f'{TESTPATHS} -m "not vllm"',
     ]
+
+
+def test_the_tests_lane_drops_every_chapter_last() -> None:
+    lane = dry_run("test-tests")
+    drops = [i for i, line in enumerate(lane) if " -m kit.drop_check" in line]
+    assert len(drops) == 1, lane
+    assert drops[0] == len(lane) - 1, lane  # no chapter named: every one, each on its own
+    assert lane[-1].split(" -m kit.drop_check ", 1)[1] == "--jobs 2", lane
 
 
 def test_the_notebooks_run_under_the_watchdog() -> None:
