@@ -40,15 +40,3 @@ def test_the_sentence_is_computed_from_its_inputs() -> None:
     assert f"at k={ref.k} (" in calibration_sentence(5.0, [0.9], 7, 2048, 4)
     with pytest.raises(ValueError, match="per-position"):
         calibration_sentence(3.0, [], 3, 2048, 4)
-
-
-def test_rates_side_by_side_add_up_to_each_tau() -> None:
-    from helpers.analytics.calibration import _reference_record, rates_side_by_side
-
-    ref = _reference_record()
-    df = rates_side_by_side([0.9, 0.8, 0.7])
-    assert list(df.index) == ["1", "2", "3", "τ at k=3"]
-    assert df.iloc[-1, 0] == pytest.approx(3.4)
-    assert df.iloc[-1, 1] == pytest.approx(ref.tau_at(3), abs=1e-3)
-    longer = rates_side_by_side([0.9] * (ref.k + 1))  # past the published k: no published τ
-    assert longer.iloc[-1, 1] != longer.iloc[-1, 1]  # NaN

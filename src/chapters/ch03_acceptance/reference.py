@@ -1,19 +1,23 @@
-"""Notebook 03's from-scratch decoder read against vLLM: the reference's counters summed, each
-counter side by side with vLLM's, and its tokens and rounds by how they were produced (the decoder
+"""Notebook 03's runs read against references: this run's acceptance rates beside a published
+chain's; the from-scratch decoder's counters summed, each counter side by side with vLLM's, and
+its tokens and rounds by how they were produced (the decoder
 itself is `helpers.eagle3.decode`, which the kit's grader and the twins test also use)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
 import pandas as pd
 
+from helpers.analytics import calibration
 from helpers.common import vllm_names
 from helpers.common.counters import SpecCounters
 from helpers.eagle3.decode import ReferenceOutput
 
 __all__ = [
+    "rates_side_by_side",
     "total_counters",
     "agreement_table",
     "label_table",
@@ -22,6 +26,22 @@ __all__ = [
 
 #: How each output token was produced (the first one by the prefill step, before any draft).
 _LABELS: tuple[str, ...] = ("prefill", "accepted", "correction", "bonus")
+
+
+def rates_side_by_side(rates: Sequence[float]) -> pd.DataFrame:
+    """Per draft position, this run's acceptance rate next to the published chain's (the one
+    calibration compares the toy with), and the τ both give at this run's k (NaN past the
+    published chain's k)."""
+    ref = calibration.reference_record()
+    published = list(ref.per_position or ())[: len(rates)]
+    published += [math.nan] * (len(rates) - len(published))
+    column = f"published: {ref.verifier}, T = {ref.temperature}"
+    df = pd.DataFrame(
+        {"this run": list(rates), column: published},
+        index=pd.Index([str(i + 1) for i in range(len(rates))], name="draft position"),
+    )
+    df.loc[f"τ at k={len(rates)}"] = 1 + df.sum(skipna=False)
+    return df.round(3)
 
 
 def total_counters(outputs: Sequence[ReferenceOutput]) -> SpecCounters:

@@ -49,10 +49,11 @@ import pandas as pd
 from helpers.analytics.intervals import METHOD, Interval, jackknife_ends
 from helpers.common import vllm_names
 from helpers.common.counters import SpecCounters, counters_of
-from helpers.common.paths import DATA_DIR, DFLASH_NAME
+from helpers.common.paths import DATA_DIR
 from helpers.engine.runs import CategoryRun, run_prompts
 
 __all__ = [
+    "DFLASH_NAME",
     "has_token_tree",
     "methods_table",
     "mtp_model_types",
@@ -66,6 +67,9 @@ __all__ = [
     "always_drafts",
     "truncation_bound",
 ]
+
+#: The tiny DFlash drafter's folder, beside its verifier (written by this chapter's DFlash recipe).
+DFLASH_NAME: str = "tiny-qwen3-moe-dflash"
 
 _METHODS_FILE = DATA_DIR / "published" / "drafting-methods.json"
 

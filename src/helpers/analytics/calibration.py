@@ -12,19 +12,16 @@ published chain's first k rates is τ of that drafter at k drafts: the compariso
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
 from helpers.common.paths import DATA_DIR
 
 __all__ = [
     "published_taus",
-    "rates_side_by_side",
+    "reference_record",
     "calibration_sentence",
 ]
 
@@ -86,26 +83,9 @@ def published_taus(path: Path = _PUBLISHED_TAU_FILE) -> list[_PublishedTau]:
     ]
 
 
-def _reference_record() -> _PublishedTau:
+def reference_record() -> _PublishedTau:
     """The published chain the toy is compared with (REFERENCE)."""
     return next(r for r in published_taus() if r.id == _REFERENCE)
-
-
-def rates_side_by_side(
-    rates: Sequence[float], reference: _PublishedTau | None = None
-) -> pd.DataFrame:
-    """Per draft position, this run's acceptance rate next to the published chain's, and the τ
-    both give at this run's k (NaN past the published chain's k)."""
-    ref = reference or _reference_record()
-    published = list(ref.per_position or ())[: len(rates)]
-    published += [math.nan] * (len(rates) - len(published))
-    column = f"published: {ref.verifier}, T = {ref.temperature}"
-    df = pd.DataFrame(
-        {"this run": list(rates), column: published},
-        index=pd.Index([str(i + 1) for i in range(len(rates))], name="draft position"),
-    )
-    df.loc[f"τ at k={len(rates)}"] = 1 + df.sum(skipna=False)
-    return df.round(3)
 
 
 def calibration_sentence(
@@ -118,7 +98,7 @@ def calibration_sentence(
 ) -> str:
     """One sentence: this run's τ and first-draft acceptance against a published real chain's at
     the same k, and what differs (a narrow synthetic corpus at T = 0 vs open chat)."""
-    ref = reference or _reference_record()
+    ref = reference or reference_record()
     real_k = min(k, ref.k)
     at_k = ref.tau_at(real_k)
     if at_k is None or ref.per_position is None or not rates:

@@ -11,7 +11,6 @@ __all__ = [
     "LOGS_DIR",
     "NOTEBOOKS_DIR",
     "RECIPE_LOG",
-    "DFLASH_NAME",
     "build_path",
     "is_local_ref",
     "local_dir",
@@ -36,8 +35,6 @@ LOGS_DIR: Path = BUILD_DIR / "logs"
 NOTEBOOKS_DIR: Path = REPO_ROOT / "notebooks"
 #: The tiny pair's training log, beside its verifier (written by kit.tiny_recipe).
 RECIPE_LOG: str = "tiny-pair-recipe.json"
-#: The tiny DFlash drafter's folder, beside its verifier (written by notebook 07's DFlash recipe).
-DFLASH_NAME: str = "tiny-qwen3-moe-dflash"
 
 
 def build_path(*parts: str) -> Path:

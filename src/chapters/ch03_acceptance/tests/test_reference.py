@@ -3,7 +3,10 @@ vLLM's."""
 
 from __future__ import annotations
 
+import pytest
+
 from chapters.ch03_acceptance import reference
+from helpers.analytics import calibration
 from helpers.common.counters import SpecCounters
 from helpers.eagle3.decode import ReferenceOutput, Round
 
@@ -38,3 +41,13 @@ def test_labels_and_rounds_tables() -> None:
 
     rounds = reference.rounds_table(output(), Chars())
     assert rounds.accepted.tolist() == [3, 2] and rounds.drafted.iloc[0] == ["5", "6", "7"]
+
+
+def test_rates_side_by_side_add_up_to_each_tau() -> None:
+    ref = calibration.reference_record()
+    df = reference.rates_side_by_side([0.9, 0.8, 0.7])
+    assert list(df.index) == ["1", "2", "3", "τ at k=3"]
+    assert df.iloc[-1, 0] == pytest.approx(3.4)
+    assert df.iloc[-1, 1] == pytest.approx(ref.tau_at(3), abs=1e-3)
+    longer = reference.rates_side_by_side([0.9] * (ref.k + 1))  # past the published k: no τ
+    assert longer.iloc[-1, 1] != longer.iloc[-1, 1]  # NaN

@@ -9,11 +9,12 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+from chapters.ch07_field import field
 from chapters.ch07_field.tools import dflash_recipe as recipe
-from helpers.common.paths import DATA_DIR, DFLASH_NAME
+from helpers.common.paths import DATA_DIR
 from kit.manifest import check_manifest
 
-SHIPPED = DATA_DIR / DFLASH_NAME
+SHIPPED = DATA_DIR / field.DFLASH_NAME
 LOG = DATA_DIR / recipe._DFLASH_LOG
 needs_shipped = pytest.mark.skipif(
     not (SHIPPED / "model.safetensors").is_file(), reason="needs the shipped DFlash drafter"
@@ -55,7 +56,7 @@ def test_smoke_recipe_writes_a_drafter_vllm_drafts_with(tmp_path) -> None:
     # a copy, not a link: a data folder ships plain files (kit.manifest refuses links)
     shutil.copytree(DATA_DIR / recipe.VERIFIER_NAME, tmp_path / recipe.VERIFIER_NAME)
     log = recipe.build_dflash(tmp_path, recipe.SMOKE)
-    out = tmp_path / DFLASH_NAME
+    out = tmp_path / field.DFLASH_NAME
     assert recipe._weights_sha256(out) == log["drafter"]["sha256"]
     assert check_manifest(tmp_path) == {}, "the recipe writes the manifest of what it wrote"
     spec = {"model": str(out), "method": "dflash", "num_speculative_tokens": recipe.SMOKE.k}

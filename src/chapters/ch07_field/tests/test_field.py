@@ -11,7 +11,7 @@ import pytest
 
 from chapters.ch07_field import field
 from helpers.common.counters import RequestAcceptance, SpecCounters
-from helpers.common.paths import DATA_DIR, DFLASH_NAME
+from helpers.common.paths import DATA_DIR
 from helpers.engine.runs import CategoryRun
 from kit.tiny_recipe import VERIFIER_NAME
 
@@ -125,7 +125,7 @@ def test_vllms_mtp_override_covers_qwen3_next_and_not_qwen3_moe() -> None:
 
 
 def test_the_dflash_drafter_is_found_beside_its_verifier_only(tmp_path: Path) -> None:
-    shipped = DATA_DIR / DFLASH_NAME
+    shipped = DATA_DIR / field.DFLASH_NAME
     expected = shipped if (shipped / "config.json").is_file() else None
     assert field.drafter_for(DATA_DIR / VERIFIER_NAME) == expected
     assert field.drafter_for(tmp_path / VERIFIER_NAME) is None

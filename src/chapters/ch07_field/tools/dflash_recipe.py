@@ -23,8 +23,9 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from chapters.ch07_field import field
 from chapters.ch07_field.tools import dflash
-from helpers.common.paths import DATA_DIR, DFLASH_NAME
+from helpers.common.paths import DATA_DIR
 from helpers.common.prompts import CATEGORIES
 from helpers.eagle3.checkpoint import load_verifier
 from helpers.eagle3.train import MixedSampler, drafter_shape_for
@@ -134,7 +135,7 @@ def build_dflash(out_dir: Path = DATA_DIR, cfg: DFlashRecipe = DFlashRecipe()) -
         cfg.batch, cfg.anchors_per_row, cfg.lr, cfg.seed,
     )  # fmt: skip
     tail = hist.agreement[-10:]
-    target = dflash.save_dflash(drafter, out_dir / DFLASH_NAME, config)
+    target = dflash.save_dflash(drafter, out_dir / field.DFLASH_NAME, config)
     log["drafter"] = {
         "seconds": round(time.time() - ts, 1),
         "params": sum(p.numel() for p in drafter.parameters()),
@@ -166,7 +167,7 @@ def _measure(out_dir: Path = DATA_DIR, n_per_category: int = 8, k: int = 3) -> d
     prompts = [p for items in load_prompts(n_per_category).values() for p in items]
     specs = {
         "dflash": {
-            "model": str(out_dir / DFLASH_NAME),
+            "model": str(out_dir / field.DFLASH_NAME),
             "method": "dflash",
             "num_speculative_tokens": k,
         },
@@ -201,7 +202,7 @@ def _card(log: dict[str, Any]) -> str:
         if m
         else "not measured by the recipe; notebook 07 measures it"
     )
-    return f"""# {DFLASH_NAME}: a DFlash drafter for {VERIFIER_NAME}
+    return f"""# {field.DFLASH_NAME}: a DFlash drafter for {VERIFIER_NAME}
 
 A {c["num_layers"]}-layer DFlash drafter ({d["params"] / 1e6:.2f} M parameters: `fc` {c["taps"]}H→H,
 `hidden_norm`, {c["num_layers"]} Qwen3 decoder layers with q/k norms, final norm; token embeddings
@@ -225,7 +226,7 @@ steps on this CPU it stayed at 10-16 % top-1 agreement on its first slot.
 
 **Use**
 ```
-vllm serve data/{VERIFIER_NAME} --speculative-config '{{"model": "data/{DFLASH_NAME}", "num_speculative_tokens": {c["block_size"] - 1}, "method": "dflash"}}'
+vllm serve data/{VERIFIER_NAME} --speculative-config '{{"model": "data/{field.DFLASH_NAME}", "num_speculative_tokens": {c["block_size"] - 1}, "method": "dflash"}}'
 ```
 
 **Measured**: {measured}.
