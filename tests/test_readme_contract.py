@@ -93,9 +93,18 @@ def broken_links(path: Path) -> list[str]:
 
 
 def records() -> list[Path]:
-    """README.md, data's JSON and markdown files, and the tests."""
+    """README.md, the JSON and markdown files of data/ and of each chapter's data/, and the tests
+    (tests/ and each chapter's tests/)."""
+    chapter_data = [
+        p for d in (REPO_ROOT / "src" / "chapters").glob("*/data") for p in d.rglob("*")
+    ]
     files = [README, *DATA_DIR.rglob("*.json"), *DATA_DIR.rglob("*.md")]
-    return files + sorted((REPO_ROOT / "tests").rglob("*.py"))
+    files += sorted(p for p in chapter_data if p.suffix in {".json", ".md"})
+    tests = [
+        *(REPO_ROOT / "tests").rglob("*.py"),
+        *(REPO_ROOT / "src" / "chapters").glob("*/tests/*.py"),
+    ]
+    return files + sorted(tests)
 
 
 def test_the_readme_is_a_five_minute_read() -> None:

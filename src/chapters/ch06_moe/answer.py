@@ -34,6 +34,8 @@ __all__ = [
 ]
 
 _PUBLISHED = DATA_DIR / "published"
+#: What only this chapter reads (published records too), in its own data/.
+_OWN = Path(__file__).parent / "data"
 #: The profiles' verifier release (Qwen3-30B-A3B-Instruct-2507): base-model heads are another's.
 _INSTRUCT = "Instruct-2507"
 _GEOMETRIC = "derived: one acceptance rate α for every position, fitted to τ(3)"
@@ -172,7 +174,7 @@ def outside_check(runs: pd.DataFrame, bands: pd.DataFrame, tolerance: float = 0.
     return pd.DataFrame(out)
 
 
-def k0_cost(concurrency: int, path: Path = _PUBLISHED / "dynamic-sd-k0.json") -> float:
+def k0_cost(concurrency: int, path: Path = _OWN / "dynamic-sd-k0.json") -> float:
     """A schedule's k = 0 step in plain steps (1 + its V1 TPOT tax), log-interpolated in C."""
     points = sorted((p["concurrency"], p["tax"]) for p in read_json(path)["points"])
     (c0, t0), (c1, t1) = points[0], points[-1]
@@ -286,6 +288,6 @@ def outside_lines(check: pd.DataFrame) -> list[str]:
     return out + [f"  not comparable, {n} run(s): {why}" for why, n in reasons.items()]
 
 
-def literature(path: Path = _PUBLISHED / "moe-speculation.json") -> pd.DataFrame:
+def literature(path: Path = _OWN / "moe-speculation.json") -> pd.DataFrame:
     """One row per published number on MoE speculation, with its source, conditions and role."""
     return pd.DataFrame(read_json(path)["records"])

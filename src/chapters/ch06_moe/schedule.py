@@ -15,7 +15,6 @@ import pandas as pd
 from helpers.common import vllm_names
 from helpers.common.configs import read_json
 from helpers.common.counters import Meter, SpecCounters
-from helpers.common.paths import DATA_DIR
 from helpers.common.prompts import as_messages
 
 __all__ = [
@@ -33,7 +32,7 @@ __all__ = [
     "trace_tau",
 ]
 
-_RECORDED: Path = DATA_DIR / "measurements" / "gpu-schedule-check.json"
+_RECORDED: Path = Path(__file__).parent / "data" / "gpu-schedule-check.json"
 #: vLLM's switch between its two GPU model runners ("0": V1, "1": V2; unset: vLLM's choice).
 _RUNNER_ENV = "VLLM_USE_V2_MODEL_RUNNER"
 #: What vLLM does with a schedule on each runner (`helpers.engine.compat.QUIRKS`).

@@ -5,8 +5,8 @@ A mismatch between how a drafter was trained and how the pair is served rarely f
 both models, every output is what the verifier writes, and only the acceptance length τ moves.
 This module builds the mismatched inputs (double templating, an unseen system prompt, a template
 with Qwen3's empty thinking block, a JSON schema), counts the drafts a grammar threw away, ranks
-the damage with intervals, and renders the symptom → cause → fix table
-(`data/acceptance-doctor.json`: reported cases with their sources, joined to this run's numbers).
+the damage with intervals, and renders the symptom → cause → fix table (the chapter's
+`data/acceptance-doctor.json`: reported cases with their sources, joined to this run's numbers).
 
 Interval method, the workbook's one (`intervals`): damage = τ(baseline) − τ(condition), with a
 95 % jackknife t-interval over requests. Where both runs answered the same prompts in the same
@@ -92,7 +92,7 @@ RECORDS_SCHEMA: dict[str, Any] = {
 #: The same fields in another order than the tiny pair writes them (it was trained on name first).
 OTHER_FIELD_ORDER: tuple[str, ...] = ("id", "name", "age", "city", "job", "pet", "active")
 #: Reported cases: symptom, cause, fix, source, and the condition of notebook 08 that shows it.
-_DOCTOR_FILE: Path = DATA_DIR / "acceptance-doctor.json"
+_DOCTOR_FILE: Path = Path(__file__).parent / "data" / "acceptance-doctor.json"
 #: speculators PR #684's acceptance against context length (and vLLM CI's rows).
 _REFERENCES_FILE: Path = DATA_DIR / "published" / "acceptance-references.json"
 

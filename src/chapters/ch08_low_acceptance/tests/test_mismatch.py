@@ -294,7 +294,7 @@ def test_load_cases_names_a_case_without_its_fields(tmp_path) -> None:
 def test_the_instructor_guide_holds_the_same_table() -> None:
     guide = (REPO_ROOT / "docs" / "instructors.md").read_text()
     assert mismatch.symptom_markdown(mismatch.load_cases()) in guide, (
-        "docs/instructors.md's symptom → cause → fix table differs from data/acceptance-doctor.json: "
+        "docs/instructors.md's symptom → cause → fix table differs from the chapter's data/acceptance-doctor.json: "
         "paste chapters.ch08_low_acceptance.mismatch.symptom_markdown(mismatch.load_cases()) there"
     )
 
