@@ -70,3 +70,9 @@ def test_the_pinned_vllm_has_what_the_table_says() -> None:
         lacks = any(compat._PINNED in v for v in compat.FEATURES[name].lacks)
         if has or lacks:
             assert compat.supports(name) is has, (name, compat.FEATURES[name])
+
+
+def test_speculative_config_fields_are_the_installed_vllms() -> None:
+    fields = compat.speculative_config_fields()
+    assert {"model", "method", "num_speculative_tokens"} <= fields
+    assert "num_speculative_token" not in fields

@@ -15,6 +15,7 @@ from chapters.ch06_moe import lab, moe, schedule
 from helpers.common.configs import read_json
 from helpers.common.paths import DATA_DIR
 from helpers.common.tables import COLUMNS
+from helpers.engine import lifecycle
 
 __all__ = [
     "published_taus",
@@ -24,8 +25,6 @@ __all__ = [
     "public_runs",
     "outside_check",
     "k0_cost",
-    "speculative_config",
-    "unknown_config_keys",
     "caveats",
     "measure",
     "summary_lines",
@@ -183,18 +182,6 @@ def k0_cost(concurrency: int, path: Path = _OWN / "dynamic-sd-k0.json") -> float
     return 1.0 + t0 + share * (t1 - t0)
 
 
-def speculative_config(drafter: str, k: int) -> dict[str, Any]:
-    """The `--speculative-config` of a static k on vLLM's default runner (empty for k = 0)."""
-    return {"model": drafter, "method": "eagle3", "num_speculative_tokens": k} if k else {}
-
-
-def unknown_config_keys(config: Mapping[str, Any]) -> list[str]:
-    """The keys of a config the installed vLLM's `SpeculativeConfig` has no field for."""
-    from vllm.config import SpeculativeConfig
-
-    return sorted(set(config) - set(SpeculativeConfig.__dataclass_fields__))
-
-
 def caveats(record: Mapping[str, Any], taus: pd.DataFrame, verifier: str) -> list[str]:
     """Everything that separates this prediction from a measurement of the real pair."""
     sources, settings = sorted(set(taus.source)), record["settings"]
@@ -218,7 +205,7 @@ def measure(
     from helpers.common import vllm_names
     from helpers.common.counters import Meter
     from helpers.common.prompts import as_messages
-    from helpers.engine import lifecycle, runs
+    from helpers.engine import runs
 
     if len(prompts) < max(levels):
         raise ValueError(f"{len(prompts)} prompts for concurrency {max(levels)}: give at least C")
@@ -265,7 +252,7 @@ def summary_lines(
         out.append(line + " (PREDICTED, not measured)")
     for k, levels in by_k.items():
         at = f"at C = {', '.join(map(str, levels))}"
-        said = json.dumps(speculative_config(drafter, k))
+        said = json.dumps(lifecycle.speculative_config(drafter, k))
         serve = f"--speculative-config '{said}'" if k else "  (no --speculative-config)"
         llm = f", speculative_config={said}" if k else ""
         out += [f"{at}: vllm serve {verifier} {serve}", f'{at}: LLM(model="{verifier}"{llm})']

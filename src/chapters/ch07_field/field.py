@@ -32,7 +32,6 @@ over whole requests of each ratio of sums.
 from __future__ import annotations
 
 import ast
-import dataclasses
 import inspect
 import json
 import math
@@ -50,6 +49,7 @@ from helpers.analytics.intervals import METHOD, Interval, jackknife_ends
 from helpers.common import vllm_names
 from helpers.common.counters import SpecCounters, counters_of
 from helpers.common.paths import DATA_DIR
+from helpers.engine import compat
 from helpers.engine.runs import CategoryRun, run_prompts
 
 __all__ = [
@@ -111,16 +111,9 @@ def _installed_methods() -> set[str]:
     return flatten(speculative.SpeculativeMethod)
 
 
-def _config_fields() -> set[str]:
-    """The fields of the installed vLLM's SpeculativeConfig (the options a row may set)."""
-    from vllm.config.speculative import SpeculativeConfig
-
-    return {f.name for f in dataclasses.fields(SpeculativeConfig)}
-
-
 def has_token_tree() -> bool:
     """True when the installed vLLM has `speculative_token_tree` (tree drafts for EAGLE)."""
-    return "speculative_token_tree" in _config_fields()
+    return "speculative_token_tree" in compat.speculative_config_fields()
 
 
 def _accepted_by_vllm(method: _Method, known: set[str], fields: set[str]) -> bool:
@@ -131,7 +124,7 @@ def _accepted_by_vllm(method: _Method, known: set[str], fields: set[str]) -> boo
 def methods_table(methods: Sequence[_Method] | None = None) -> pd.DataFrame:
     """The table, one row per method, with whether the installed vLLM accepts it."""
     methods = _load_methods() if methods is None else methods
-    known, fields = _installed_methods(), _config_fields()
+    known, fields = _installed_methods(), compat.speculative_config_fields()
     rows = []
     for m in methods:
         config = {"method": m.vllm_method, **m.vllm_options}

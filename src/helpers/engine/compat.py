@@ -30,6 +30,7 @@ __all__ = [
     "FEATURES",
     "QUIRKS",
     "supports",
+    "speculative_config_fields",
 ]
 
 #: The vLLM a learner installs (requirements/*.txt pin it; tests/engine/test_compat.py checks that).
@@ -251,6 +252,16 @@ _PROBES: Mapping[str, Callable[[], bool]] = {
 def _probed() -> tuple[str, ...]:
     """The FEATURES that `supports` can probe in the installed vLLM."""
     return tuple(_PROBES)
+
+
+def speculative_config_fields() -> frozenset[str]:
+    """The keys a `speculative_config` may set on the installed vLLM: its SpeculativeConfig's
+    fields (vllm/config/speculative.py), read, not listed (imports vLLM's config)."""
+    import dataclasses
+
+    from vllm.config.speculative import SpeculativeConfig
+
+    return frozenset(f.name for f in dataclasses.fields(SpeculativeConfig))
 
 
 def supports(name: str) -> bool:

@@ -15,6 +15,7 @@ from chapters.ch06_moe import answer, lab, moe
 from chapters.ch06_moe.tests.test_lab import format4
 from helpers.common.paths import DATA_DIR
 from helpers.common.tables import COLUMNS
+from helpers.engine import compat
 
 
 def records() -> dict[str, dict]:
@@ -176,12 +177,6 @@ def _prediction() -> pd.DataFrame:
 
 
 def test_the_config_to_paste_is_a_static_k_and_plain_says_so() -> None:
-    assert answer.speculative_config("d", 3) == {
-        "model": "d",
-        "method": "eagle3",
-        "num_speculative_tokens": 3,
-    }
-    assert answer.speculative_config("d", 0) == {}
     plain = answer.summary_lines(_prediction(), {64: {"k": 0, "cannot_tell": []}}, "v", "d")
     assert plain[-1] == 'at C = 64: LLM(model="v")'
     choice = {1: {"k": 3, "cannot_tell": [0]}, 64: {"k": 3, "cannot_tell": []}}
@@ -217,5 +212,7 @@ def test_literature_records_say_where_they_come_from() -> None:
 
 
 def test_vllms_own_config_names_every_key_the_answer_pastes() -> None:
-    assert answer.unknown_config_keys(answer.speculative_config("d", 3)) == []
-    assert answer.unknown_config_keys({"num_speculative_token": 3}) == ["num_speculative_token"]
+    said = answer.summary_lines(_prediction(), {1: {"k": 3, "cannot_tell": []}}, "v", "d")
+    pasted = json.loads(said[1].split("--speculative-config ", 1)[1].strip("'"))
+    assert set(pasted) <= compat.speculative_config_fields(), pasted
+    assert "num_speculative_token" not in compat.speculative_config_fields()  # a typo is not one

@@ -26,6 +26,7 @@ from chapters.ch06_moe.tests.test_schedule import (
 )
 from helpers.analytics import speedup
 from helpers.common.tables import COLUMNS
+from helpers.engine import lifecycle
 from tests.support import notebook_defs
 
 NOTEBOOK = "06_does_eagle3_pay_on_moe.ipynb"
@@ -221,5 +222,5 @@ def test_the_shipped_prediction_gives_every_concurrency_a_static_k() -> None:
     choice = ns["choose_k"](p)
     assert set(choice) == set(bands.concurrency)
     for ch in choice.values():
-        config = answer.speculative_config("d", ch["k"])
+        config = lifecycle.speculative_config("d", ch["k"]) if ch["k"] else {}
         assert "num_speculative_tokens_per_batch_size" not in config

@@ -12,6 +12,7 @@ import pytest
 from chapters.ch07_field import field
 from helpers.common.counters import RequestAcceptance, SpecCounters
 from helpers.common.paths import DATA_DIR
+from helpers.engine import compat
 from helpers.engine.runs import CategoryRun
 from kit.tiny_recipe import VERIFIER_NAME
 
@@ -107,7 +108,7 @@ def test_which_methods_draft_on_every_step() -> None:
 
 def test_every_row_is_checked_against_the_installed_vllm_and_cites_a_real_file() -> None:
     pytest.importorskip("vllm")
-    known, fields = field._installed_methods(), field._config_fields()
+    known, fields = field._installed_methods(), compat.speculative_config_fields()
     assert {"eagle3", "ngram", "draft_model", "medusa", "suffix", "mtp", "dflash"} <= known
     table = field.methods_table()
     assert table["in this vLLM"].all() and "DFlash" in table.index
