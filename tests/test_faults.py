@@ -32,6 +32,9 @@ from helpers.engine.pairing import validate_pair
 from kit import preflight, runner
 from tests.support import wait_until
 
+#: It runs programs (kit.drop_check leaves it out: not a static check of the tree).
+pytestmark = pytest.mark.process
+
 TINY_READY = all(
     (DATA_DIR / name / "model.safetensors").is_file()
     for name in ("tiny-qwen3-moe", "tiny-qwen3-moe-eagle3")

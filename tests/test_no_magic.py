@@ -16,7 +16,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from helpers.common.paths import REPO_ROOT
+
+#: It runs programs (kit.drop_check leaves it out: not a static check of the tree).
+pytestmark = pytest.mark.process
 
 #: Records every file opened under WATCHED_ROOT (an audit hook on "open"; Python sources, bytecode,
 #: the interpreter's own files and the package metadata pip writes into src/*.egg-info aside) while
@@ -63,6 +68,7 @@ engine_kwargs(load_profile("tiny"), k=3)  # asks whether there is a GPU
 import dataclasses
 from helpers.common import qwen_tokenizer
 from kit.qwen_tokenizer import PADDED_DIR
+
 PROFILES = [load_profile("tiny")]
 for name in ("qwen3-30b-a3b", "qwen3-30b-a3b-shape"):  # as a GPU machine builds them
     profile = load_profile(name)

@@ -10,12 +10,12 @@ working tree) loses the notebook and the chapter's folder (its modules, tests/, 
 and nothing else. What is derived from the tree is then rewritten (data/'s manifest, the
 instructors' agenda, the README's chapter rows), and the checks run: `ruff check`, then in one
 Python process (torch and vLLM imported once) an import of every module under src/, `pytest
---collect-only`, and the repo-wide tests (`tests/test_*.py`, `-m "not vllm and not
-whole_workbook"`, less the tests of one script in scripts/: those hold that script's behaviour,
-which dropping a chapter cannot change). The `whole_workbook` tests (a name nothing uses any more)
-run last; what they find is the fork's trim list, noted and not failed. One row per chapter: green
-or red, seconds, the first failing lines. Two chapters run at a time; the scratch copies are
-removed afterwards.
+--collect-only`, and the repo-wide static tests (`tests/test_*.py`, `-m "not vllm and not process
+and not whole_workbook"`, less the tests of one script in scripts/: those hold that script's
+behaviour, which dropping a chapter cannot change). The `whole_workbook` tests (a name nothing uses
+any more) run last; what they find is the fork's trim list, noted and not failed. One row per
+chapter: green or red, seconds, the first failing lines. Two chapters run at a time; the scratch
+copies are removed afterwards.
 """
 
 from __future__ import annotations
@@ -54,6 +54,9 @@ _SHOWN = 3
 _WIDTH = 200
 #: A step that runs longer than this (seconds) fails.
 _STEP_TIMEOUT = 1800
+#: The repo-wide tests a drop reruns: the static ones (no engine, no program started and
+#: watched) that hold in any fork.
+_STATIC = "not vllm and not process and not whole_workbook"
 #: The line that opens a phase of the checks' process, and the one that closes it with its status.
 _PHASE, _PHASE_END = "[drop_check phase]", "[drop_check phase done]"
 #: The phases whose failing lines are notes (the fork's trim list), not failures.
@@ -61,7 +64,8 @@ _ADVISORY = ("trim",)
 #: The checks after ruff, in one process so torch and vLLM are imported once: an import of every
 #: module under src/ (one line per module that fails), `pytest --collect-only`, the repo-wide
 #: tests, then the `whole_workbook` ones (advisory). argv[1:]: the repo-wide test files.
-_CHECKS = r"""
+_CHECKS = (
+    r"""
 import importlib, pathlib, sys
 import pytest
 
@@ -91,7 +95,7 @@ statuses = [
     phase("imports", import_all),
     phase("collect", lambda: pytest.main([*quiet, "--collect-only"])),
     phase("repo-wide", lambda: pytest.main(
-        [*quiet, "--continue-on-collection-errors", "-m", "not vllm and not whole_workbook", *tests]
+        [*quiet, "--continue-on-collection-errors", "-m", _STATIC, *tests]
     ) if tests else 0),
     # pytest's 5: no test selected (a repo without whole_workbook tests)
     phase("trim", lambda: pytest.main(
@@ -99,7 +103,10 @@ statuses = [
           if tests else 0),
 ]
 sys.exit(1 if any(statuses[:3]) else 0)
-""".replace("PHASE_END", _PHASE_END).replace("PHASE", _PHASE)
+""".replace("PHASE_END", _PHASE_END)
+    .replace("PHASE", _PHASE)
+    .replace("_STATIC", repr(_STATIC))
+)
 
 
 @dataclass(frozen=True)
