@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import re
 import subprocess
 import sys
 import time
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -109,3 +111,12 @@ needs_shipped = pytest.mark.skipif(
     not (DATA_DIR / "tiny-qwen3-moe-eagle3" / "model.safetensors").is_file(),
     reason="needs the shipped tiny pair",
 )
+
+
+def whole_chapters(root: Path = REPO_ROOT) -> int:
+    """How many chapters the whole workbook has (pyproject.toml's [tool.workbook] chapters)."""
+    text = (root / "pyproject.toml").read_text(encoding="utf-8")
+    found = re.search(r"^\[tool\.workbook\]\n(?:#.*\n)*chapters = (\d+)$", text, re.M)
+    if found is None:
+        raise ValueError(f"{root / 'pyproject.toml'} has no [tool.workbook] chapters = N")
+    return int(found[1])

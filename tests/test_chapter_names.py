@@ -107,3 +107,14 @@ def test_a_planted_name_is_caught(tmp_path: Path, planted: str) -> None:
     (tmp_path / "Makefile").write_text("x:\n\ttrue  # 01_a.ipynb, ch98_planted: made up\n")
     found = offenders(tmp_path, notebooks)
     assert list(found) == ["src/kit/tool.py"] and found["src/kit/tool.py"][0].startswith("2: ")
+
+
+@pytest.mark.whole_workbook
+def test_the_whole_workbooks_chapter_count_is_recorded() -> None:
+    from kit import chapters
+    from tests.support import whole_chapters
+
+    found = len(chapters.discover())
+    assert found == whole_chapters(), (
+        f"{found} chapters here: pyproject.toml's [tool.workbook] chapters says {whole_chapters()}"
+    )

@@ -132,6 +132,7 @@ def test_no_commit_hash_in_the_readme_data_or_tests() -> None:
     assert not found, hint + ":\n" + "\n".join(found)
 
 
+@pytest.mark.whole_workbook
 def test_other_projects_revisions_are_still_there() -> None:
     here = Path(__file__).resolve()
     texts = "".join(p.read_text() for p in records() if p.resolve() != here)

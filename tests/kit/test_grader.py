@@ -146,6 +146,7 @@ def test_the_command_line_exits_1_on_the_starters_and_0_on_the_reference(capsys)
     assert grader.main(["--only", "nope"]) == 2
 
 
+@pytest.mark.whole_workbook
 def test_the_notebooks_and_the_makefile_point_to_the_exercises() -> None:
     import nbformat
 
