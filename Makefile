@@ -83,11 +83,11 @@ test: venv preflight lint ## lint, then two lanes at once: the notebooks via nbv
 	@$(LANE_ENV) $(MAKE) --no-print-directory -j 2 --output-sync=line test-notebooks test-tests
 
 test-notebooks: venv ## make test's first lane: every notebook via nbval, one after another
-	$(VPY) -m pytest --nbval-lax --nbval-current-env -p kit.nbval_watchdog notebooks
+	$(VPY) -m pytest --nbval-lax --nbval-current-env -p kit.nbval_watchdog --durations=15 notebooks
 
 test-tests: venv ## make test's second lane: the engine tests one at a time, the light tests, each chapter dropped
-	$(VPY) -m pytest tests src/chapters -m vllm
-	$(VPY) -m pytest tests src/chapters -m "not vllm" -n $(TEST_JOBS) --dist loadfile
+	$(VPY) -m pytest tests src/chapters -m vllm --durations=10
+	$(VPY) -m pytest tests src/chapters -m "not vllm" -n $(TEST_JOBS) --dist loadfile --durations=15
 	$(VPY) -m kit.drop_check --jobs $(TEST_JOBS)
 
 # Your files in exercises/ (or EXERCISES=folder), graded by the checks that hold the reference
