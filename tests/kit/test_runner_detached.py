@@ -64,6 +64,17 @@ def test_detached_processes_are_stopped(tmp_path: Path) -> None:
         "os.waitpid(pid, 0)",
         # a new session: neither the kernel's tree nor its session
         f"os.system('setsid sleep 300 > /dev/null 2>&1 & echo $! > {setsid}')",
+        # the notebook ends only once each job leads its own group: before that, a loaded machine's
+        # shutdown could still reach it through the kernel's group
+        "import time\n"
+        "def leads_its_group(path, deadline=time.monotonic() + 60):\n"
+        "    while time.monotonic() < deadline:\n"
+        "        text = open(path).read().strip() if os.path.exists(path) else ''\n"
+        "        if text and os.getpgid(int(text)) == int(text):\n"
+        "            return\n"
+        "        time.sleep(0.05)\n"
+        "    raise TimeoutError(path)\n"
+        + "\n".join(f"leads_its_group({str(path)!r})" for path in (amp, fork, setsid)),
     ]
     nbformat.write(new_notebook(cells=[new_code_cell(src) for src in cells]), tmp_path / "d.ipynb")
     result = runner._run_notebook(tmp_path / "d.ipynb", build_dir=tmp_path / "build", timeout=120)
