@@ -171,6 +171,9 @@ def test_a_records_group_counts_whole_only_behind_its_proven_leader(tmp_path: Pa
     try:
         wait_until(lambda: pids.exists() and pids.read_text().strip(), 30, "no child started")
         child = int(pids.read_text())
+        # $! names the forked shell before it execs `env -u`: until then it still carries the token
+        comm = Path(f"/proc/{child}/comm")
+        wait_until(lambda: comm.read_text().strip() == "sleep", 30, "the child never became sleep")
         record = stale_record(leader.pid, server_id=token)
         assert {p.pid for p in srv_mod._owned_processes(record)} == {leader.pid, child}
         record["group_started_ticks"] -= 1
