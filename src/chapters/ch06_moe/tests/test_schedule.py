@@ -178,19 +178,6 @@ def test_forwards_by_batch_counts_what_the_drafter_computed(monkeypatch) -> None
     assert seen[1] == {"drafter_per_step": 5.0, "scheduled_per_step": 1.0}
 
 
-def test_the_runner_switch_is_set_inside_and_restored_after(monkeypatch) -> None:
-    import os
-
-    monkeypatch.delenv("VLLM_USE_V2_MODEL_RUNNER", raising=False)
-    with schedule.model_runner("V1"):
-        assert os.environ["VLLM_USE_V2_MODEL_RUNNER"] == "0"
-    assert "VLLM_USE_V2_MODEL_RUNNER" not in os.environ
-    monkeypatch.setenv("VLLM_USE_V2_MODEL_RUNNER", "1")
-    with schedule.model_runner(None):
-        assert "VLLM_USE_V2_MODEL_RUNNER" not in os.environ
-    assert os.environ["VLLM_USE_V2_MODEL_RUNNER"] == "1"
-
-
 def test_a_failed_start_is_named_by_where_vllm_raised_it() -> None:
     from vllm.v1.worker.gpu import input_batch
 

@@ -400,20 +400,19 @@ def engine_args(args: argparse.Namespace, engine: Engine) -> dict[str, Any]:
 
 #: Environment each engine starts with, by graph mode and runner (vLLM reads both at start).
 _GRAPHS_ENV = "VLLM_USE_BREAKABLE_CUDAGRAPH"
-_RUNNER_ENV = "VLLM_USE_V2_MODEL_RUNNER"
 
 
 def start(kwargs: dict[str, Any], engine: Engine, cpu: bool = False) -> Any:
     """Start an engine (lifecycle.start_engine) in vLLM's own processes on a GPU, so that its
     memory goes with them (in the process on a CPU); `breakable` sets VLLM_USE_BREAKABLE_CUDAGRAPH
     (CUDA graphs without torch.compile), `V1` sets VLLM_USE_V2_MODEL_RUNNER=0."""
-    from helpers.engine import lifecycle
+    from helpers.engine import compat, lifecycle
 
     os.environ[_GRAPHS_ENV] = "1" if engine.graphs == "breakable" else "0"
     if engine.runner == "V1":
-        os.environ[_RUNNER_ENV] = "0"
+        os.environ[compat.RUNNER_ENV] = "0"
     else:
-        os.environ.pop(_RUNNER_ENV, None)
+        os.environ.pop(compat.RUNNER_ENV, None)
     if cpu:
         os.environ.pop(lifecycle.ENGINE_PROCESS_ENV, None)
     else:
