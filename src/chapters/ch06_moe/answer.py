@@ -9,13 +9,18 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from chapters.ch06_moe import lab, moe, schedule
+from helpers.analytics import calibration
+from helpers.common import vllm_names
 from helpers.common.configs import read_json
+from helpers.common.counters import Meter
 from helpers.common.paths import DATA_DIR
+from helpers.common.prompts import as_messages
 from helpers.common.tables import COLUMNS
-from helpers.engine import lifecycle
+from helpers.engine import lifecycle, runs
 
 __all__ = [
     "published_taus",
@@ -46,21 +51,17 @@ _RELEASE = r"-(Instruct|Thinking|Base)(-\d+)?$|-FP8$"  # a verifier's release in
 def published_taus(release: str = _INSTRUCT) -> pd.DataFrame:
     """τ(k) of every published chain on one release: a row per source, dataset and k."""
     rows = []
-    for r in read_json(_PUBLISHED / "real-pair-tau.json")["records"]:
-        architecture = re.sub(_RELEASE, "", r["verifier"].split("/")[-1])
-        if (architecture, r["drafting"], r.get("release")) != ("Qwen3-30B-A3B", "chain", release):
+    for r in calibration.published_taus():
+        architecture = re.sub(_RELEASE, "", r.verifier.split("/")[-1])
+        if (architecture, r.drafting, r.release) != ("Qwen3-30B-A3B", "chain", release):
             continue
-        conditions = f"{r['drafter']}; {r['engine']}; batch {r.get('batch')}; "
-        conditions += f"T {r['temperature']}; {r['date']}"
-        per, subsets, how = r.get("per_position"), r.get("tau_by_subset"), "measured"
-        if per:
-            found = {(r["dataset"], k): 1 + sum(per[:k]) for k in range(1, len(per) + 1)}
+        conditions = f"{r.drafter}; {r.engine}; batch {r.batch}; T {r.temperature}; {r.date}"
+        subsets, how = r.tau_by_subset or {r.dataset: r.tau}, "measured"
+        found = {(name, r.k): tau for name, tau in subsets.items()}
+        if r.per_position:  # τ at every k up to the record's
+            found = {(r.dataset, k): r.tau_at(k) for k in range(1, len(r.per_position) + 1)}
             how = "per-position rates"
-        elif subsets:
-            found = {(name, r["k"]): tau for name, tau in subsets.items()}
-        else:
-            found = {(r["dataset"], r["k"]): r["tau"]}
-        source = re.sub(r"-k\d+$", "", r["id"])  # one study's records per k
+        source = re.sub(r"-k\d+$", "", r.id)  # one study's records per k
         rows += [
             {"source": source, "dataset": dataset, _K: k, "tau": float(tau), "how": how}
             | {"conditions": conditions}
@@ -70,12 +71,9 @@ def published_taus(release: str = _INSTRUCT) -> pd.DataFrame:
 
 
 def _geometric_tau(tau3: float, k: int) -> float:
-    """τ(k) with one acceptance rate α for every draft, α fitted to τ(3) by bisection."""
-    lo, hi = 0.0, 1.0
-    for _ in range(60):
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if 1 + mid + mid**2 + mid**3 < tau3 else (lo, mid)
-    alpha = (lo + hi) / 2
+    """τ(k) with one acceptance rate α for every draft, α fitted to τ(3)."""
+    # 1 + α + α² + α³ = τ(3) has one real root: the cubic rises everywhere
+    alpha = next(r.real for r in np.roots([1, 1, 1, 1 - tau3]) if abs(r.imag) < 1e-9)
     return sum(alpha**i for i in range(k + 1))
 
 
@@ -202,11 +200,6 @@ def measure(
     profile: Any, ks: Sequence[int], levels: Sequence[int], prompts: Sequence[str], tokens: int
 ) -> pd.DataFrame:
     """On the profile's own pair, per k and C: τ, per-position rates, decode speed-up and c."""
-    from helpers.common import vllm_names
-    from helpers.common.counters import Meter
-    from helpers.common.prompts import as_messages
-    from helpers.engine import runs
-
     if len(prompts) < max(levels):
         raise ValueError(f"{len(prompts)} prompts for concurrency {max(levels)}: give at least C")
     params = runs.sampling(tokens, ignore_eos=True)

@@ -17,7 +17,6 @@ from helpers.common.paths import REPO_ROOT
 from helpers.common.tables import COLUMNS
 
 __all__ = [
-    "AS_LOADED",
     "load_lab",
     "lab_shape",
     "cells",
@@ -36,11 +35,9 @@ __all__ = [
     "recorded_on",
 ]
 
-#: The routing of a record's rows measured on the weights as loaded (random).
-AS_LOADED = speedup.AS_LOADED
 #: Routings a trained router could be (the real router reads ρ ≈ 0.48); independent and ρ 0.75
 #: are the bounds, not candidates.
-REALISTIC: tuple[str, ...] = (AS_LOADED, "rho 0.25", "rho 0.5", "rho tiny", "zipf 1")
+REALISTIC: tuple[str, ...] = (speedup.AS_LOADED, "rho 0.25", "rho 0.5", "rho tiny", "zipf 1")
 _K = COLUMNS.k
 
 
@@ -83,7 +80,7 @@ def cells(record: Mapping[str, Any]) -> pd.DataFrame:
 def _as_loaded(record: Mapping[str, Any]) -> pd.DataFrame:
     """The main grid's cells on the weights as loaded."""
     df = cells(record)
-    return df[df.routing == AS_LOADED]
+    return df[df.routing == speedup.AS_LOADED]
 
 
 def plain_bandwidth(record: Mapping[str, Any]) -> pd.DataFrame:
@@ -139,7 +136,7 @@ def _versus(
     """Per (k, C) of another graph mode or runner: both steps, their ratio and c in each."""
     main, alt = (  # the median as-loaded step per (k, C) of the main grid, of the other
         speedup.lab_rows(record, g, r)
-        .loc[lambda df: df.routing == AS_LOADED]
+        .loc[lambda df: df.routing == speedup.AS_LOADED]
         .groupby([_K, "concurrency"])
         .step_ms.median()
         for g, r in (speedup.lab_mode(record), (graphs, runner))
@@ -176,10 +173,7 @@ def runner_check(record: Mapping[str, Any]) -> pd.DataFrame:
 
 def served_mix(record: Mapping[str, Any]) -> pd.DataFrame:
     """Served-mix cells per k: tok/s, τ, speed-up, c_served = τ / speed-up beside lockstep c."""
-    try:
-        df = speedup.lab_rows(record, cell="served mix")
-    except KeyError:
-        return pd.DataFrame()
+    df = speedup.lab_rows(record, cell="served mix")
     if df.empty or not (df[_K] == 0).any():
         return pd.DataFrame()
     plain = df[df[_K] == 0].iloc[0]
@@ -222,7 +216,7 @@ def union_effect(record: Mapping[str, Any], k: int) -> pd.DataFrame:
         return pd.DataFrame()
     designs = spec.groupby(["concurrency", "routing"])[["step_ms", "union"]].median()
     low, high = designs.groupby("concurrency").min(), designs.groupby("concurrency").max()
-    loaded = spec[spec.routing == AS_LOADED].groupby("concurrency").step_ms
+    loaded = spec[spec.routing == speedup.AS_LOADED].groupby("concurrency").step_ms
     out = pd.DataFrame({"step_ms_low": low.step_ms, "step_ms_high": high.step_ms})
     out["union_low"], out["union_high"] = low.union, high.union
     out["replicate_spread_ms"] = (loaded.max() - loaded.min()).where(loaded.size() > 1)

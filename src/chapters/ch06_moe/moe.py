@@ -184,8 +184,7 @@ def step_bytes(
     drafter_steps: int = 0,
     bytes_per_param: int = BYTES_BF16,
 ) -> float:
-    """Bytes one decode step reads: dense weights and lm_head once, `union` experts per layer,
-    the KV cache of `batch` sequences of `context` tokens, and `drafter_steps` drafter reads."""
+    """Bytes a decode step reads: dense, lm_head, `union` experts a layer, KV, the drafter's."""
     weights = shape.layers * (shape.dense_params_per_layer() + union * shape.expert_params())
     weights += shape.vocab * shape.hidden  # lm_head; embeddings are a gather, not a stream
     kv = batch * context * shape.layers * 2 * shape.kv_heads * shape.head_dim

@@ -82,10 +82,10 @@ def routing_record() -> dict:
     designed, k = 3 under each."""
     record = copy.deepcopy(shipped())
     rows = [
-        _row(0, lab.AS_LOADED, 4.0, batch_union_1=8.0, rho_4=0.6, effective_experts=20.0),
+        _row(0, speedup.AS_LOADED, 4.0, batch_union_1=8.0, rho_4=0.6, effective_experts=20.0),
         _row(0, "rho 0.5", 4.0, batch_union_1=8.0, rho_4=0.7, effective_experts=18.0),
-        _row(0, lab.AS_LOADED, 4.2, batch_union_1=8.0, rho_4=0.6, effective_experts=20.0),
-        _row(3, lab.AS_LOADED, 4.1 * 29 / 16, batch_union_4=29.0),
+        _row(0, speedup.AS_LOADED, 4.2, batch_union_1=8.0, rho_4=0.6, effective_experts=20.0),
+        _row(3, speedup.AS_LOADED, 4.1 * 29 / 16, batch_union_4=29.0),
         _row(3, "rho 0.5", 4.0 * 18 / 16, batch_union_4=18.0),
     ]
     record["rows"] = rows
@@ -94,7 +94,7 @@ def routing_record() -> dict:
 
 def test_routing_table_pools_plains_blocks_into_one_number() -> None:
     table = lab.routing_table(routing_record(), 3)
-    assert list(table.routing) == [lab.AS_LOADED, "rho 0.5"]
+    assert list(table.routing) == [speedup.AS_LOADED, "rho 0.5"]
     assert table.plain_step_ms.tolist() == pytest.approx([4.1, 4.0])  # the median of 4.0 and 4.2
     assert table.measured_c.tolist() == pytest.approx([29 / 16, 18 / 16])
     assert table.rho_4.tolist() == pytest.approx([0.6, 0.7])
@@ -117,7 +117,7 @@ def format4(record: dict | None = None) -> dict:
     graphs = record["settings"]["graphs"]
     grid = [r | {"runner": "V2", "cell": "lockstep", "graphs": graphs} for r in record["rows"]
             if r.get("graphs", graphs) == graphs]  # fmt: skip
-    loaded = [r for r in grid if r["routing"] == lab.AS_LOADED]
+    loaded = [r for r in grid if r["routing"] == speedup.AS_LOADED]
     other = "breakable" if graphs == "compiled" else "compiled"
     checks = [r | {"graphs": other, "step_ms": r["step_ms"] * 1.1} for r in loaded]
     checks += [
@@ -128,7 +128,7 @@ def format4(record: dict | None = None) -> dict:
         first = next(r for r in loaded if r["k"] == k and r["concurrency"] == 16)
         extras.append(first | {"cell": "one prompt", "step_ms": first["step_ms"] * 0.5})
         tau = 1.0 if k == 0 else 2.5
-        extras.append(_row(k, lab.AS_LOADED, 1.0) | {"cell": "served mix", "concurrency": 64,
+        extras.append(_row(k, speedup.AS_LOADED, 1.0) | {"cell": "served mix", "concurrency": 64,
                       "graphs": graphs, "runner": "V2", "requests": 192, "tau": tau,
                       "tok_s": 1000.0 * (1.8 if k else 1.0), "tpot_ms_median": 20.0 / (1.8 if k else 1.0)})  # fmt: skip
     record["rows"] = grid + checks + extras
@@ -189,7 +189,7 @@ def test_union_effect_separates_only_beyond_the_replicates() -> None:
     effect = lab.union_effect(shipped(), 3).set_index("concurrency")
     spread = effect.step_ms_high - effect.step_ms_low
     assert (effect.separate == (spread > effect.replicate_spread_ms)).all()
-    only_loaded = [r for r in routing_record()["rows"] if r["routing"] == lab.AS_LOADED]
+    only_loaded = [r for r in routing_record()["rows"] if r["routing"] == speedup.AS_LOADED]
     assert lab.union_effect({**shipped(), "rows": only_loaded}, 3).empty
 
 

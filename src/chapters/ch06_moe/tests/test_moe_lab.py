@@ -9,10 +9,10 @@ import pytest
 import torch
 from torch import nn
 
-from chapters.ch06_moe import lab
 from chapters.ch06_moe.moe import _window_union
 from chapters.ch06_moe.tests.test_lab import routing_record, shipped
 from chapters.ch06_moe.tools import moe_lab
+from helpers.analytics import speedup
 
 H, HEADS, KV, HD, E, A, V, L = 64, 4, 2, 16, 16, 2, 500, 3
 
@@ -196,7 +196,7 @@ def test_readme_rows_have_one_row_per_recorded_k() -> None:
 
 def test_routing_rows_list_every_design() -> None:
     text = moe_lab._routing_rows(routing_record())
-    assert f"| {lab.AS_LOADED} | 0.60 |" in text and "| rho 0.5 | 0.70 |" in text
+    assert f"| {speedup.AS_LOADED} | 0.60 |" in text and "| rho 0.5 | 0.70 |" in text
     assert "no routing designs" in moe_lab._routing_rows(
         shipped()
     ) or "| rho" in moe_lab._routing_rows(shipped())

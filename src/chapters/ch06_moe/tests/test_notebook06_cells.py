@@ -42,7 +42,7 @@ def fitted_model(record: dict) -> Callable[[int, int, float], float]:
     """Section 4's fitted step model on a record's as-loaded cells, as (k, C, GB) -> ms."""
     ns = defs()
     table = lab.cells(record)
-    coef = ns["fit_step_model"](table[table.routing == lab.AS_LOADED])
+    coef = ns["fit_step_model"](table[table.routing == speedup.AS_LOADED])
     return functools.partial(ns["step_ms"], coef)
 
 
@@ -104,7 +104,7 @@ def test_fit_on_the_shipped_record_reports_every_cell() -> None:
 def test_a_fit_bounded_by_the_peak_never_credits_more_bandwidth() -> None:
     ns = defs()
     table = lab.cells(lab.load_lab())
-    fit = ns["fit_step_model"](table[table.routing == lab.AS_LOADED], peak_tb_s=1.0)
+    fit = ns["fit_step_model"](table[table.routing == speedup.AS_LOADED], peak_tb_s=1.0)
     assert fit["ms_per_gb"] >= 1.0 - 1e-12
 
 
