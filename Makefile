@@ -88,7 +88,7 @@ test-notebooks: venv ## make test's first lane: every notebook via nbval, one af
 test-tests: venv ## make test's second lane: the engine tests one at a time, the light tests, each chapter dropped
 	$(VPY) -m pytest tests src/chapters -m vllm --durations=10
 	$(VPY) -m pytest tests src/chapters -m "not vllm" -n $(TEST_JOBS) --dist loadfile --durations=15
-	$(VPY) -m kit.drop_check --jobs $(TEST_JOBS)
+	$(VPY) -m kit.drop_check --jobs $(TEST_JOBS) --no-trim
 
 # Your files in exercises/ (or EXERCISES=folder), graded by the checks that hold the reference
 # solutions: one line per exercise, ok or a one-line hint. EXERCISES=reference grades the library's own.

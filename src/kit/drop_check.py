@@ -9,19 +9,21 @@ For each chapter NN (found, never listed: a notebook `notebooks/NN_*.ipynb` or a
 working tree) loses the notebook and the chapter's folder (its modules, tests/, tools/ and data/),
 and nothing else. What is derived from the tree is then rewritten (data/'s manifest, the
 instructors' agenda, the README's chapter rows), and the checks run: `ruff check`, then in one
-Python process (torch and vLLM imported once) an import of every module under src/, `pytest
---collect-only`, and the repo-wide static tests (`tests/test_*.py`, `-m "not vllm and not process
-and not whole_workbook"`, less the tests of one script in scripts/: those hold that script's
-behaviour, which dropping a chapter cannot change). The `whole_workbook` tests (a name nothing uses
-any more) run last; what they find is the fork's trim list, noted and not failed. One row per
-chapter: green or red, seconds, the first failing lines. Two chapters run at a time; the scratch
-copies are removed afterwards.
+Python process (a fork of a server that imported the tree once, so torch and vLLM are imported
+once for all the drops) an import of every module under src/, `pytest --collect-only`, and the
+repo-wide static tests (`tests/test_*.py`, `-m "not vllm and not process and not
+whole_workbook"`, less the tests of one script in scripts/: those hold that script's behaviour,
+which dropping a chapter cannot change). The `whole_workbook` tests (a name nothing uses any more)
+run last, unless --no-trim; what they find is the fork's trim list, noted and not failed. One row
+per chapter: green or red, seconds, the first failing lines. Two chapters run at a time; the
+scratch copies are removed afterwards.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
+import inspect
 import os
 import re
 import shutil
@@ -61,12 +63,26 @@ _STATIC = "not vllm and not process and not whole_workbook"
 _PHASE, _PHASE_END = "[drop_check phase]", "[drop_check phase done]"
 #: The phases whose failing lines are notes (the fork's trim list), not failures.
 _ADVISORY = ("trim",)
+
+
+def _module_names(root: Path) -> list[str]:
+    """The dotted names of the modules under root/src/ that sit in packages."""
+    src, names = root / "src", []
+    for path in sorted(src.rglob("*.py")):
+        parts = path.relative_to(src).with_suffix("").parts
+        if all((src.joinpath(*parts[:i]) / "__init__.py").is_file() for i in range(1, len(parts))):
+            names.append(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
+    return names
+
+
 #: The checks after ruff, in one process so torch and vLLM are imported once: an import of every
 #: module under src/ (one line per module that fails), `pytest --collect-only`, the repo-wide
-#: tests, then the `whole_workbook` ones (advisory). argv[1:]: the repo-wide test files.
+#: tests, then the `whole_workbook` ones (advisory). argv[1]: "trim" to run those, else
+#: "no-trim"; argv[2:]: the repo-wide test files.
 _CHECKS = (
     r"""
-import importlib, pathlib, sys
+import importlib, sys
+from pathlib import Path
 import pytest
 
 def phase(name, run):
@@ -75,14 +91,10 @@ def phase(name, run):
     print(f"PHASE_END {name} {status}", flush=True)
     return status
 
+MODULE_NAMES
 def import_all():
-    src, failed = pathlib.Path("src"), 0
-    for path in sorted(src.rglob("*.py")):
-        parts = path.relative_to(src).with_suffix("").parts
-        packages = (src.joinpath(*parts[:i]) for i in range(1, len(parts)))
-        if any(not (folder / "__init__.py").is_file() for folder in packages):
-            continue
-        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+    failed = 0
+    for name in _module_names(Path(".")):
         try:
             importlib.import_module(name)
         except BaseException as err:
@@ -90,7 +102,7 @@ def import_all():
             print(f"ERROR import {name}: {type(err).__name__}: {err}".splitlines()[0])
     return 1 if failed else 0
 
-quiet, tests = ["-p", "no:cacheprovider", "-q"], sys.argv[1:]
+quiet, trim, tests = ["-p", "no:cacheprovider", "-q"], sys.argv[1] == "trim", sys.argv[2:]
 statuses = [
     phase("imports", import_all),
     phase("collect", lambda: pytest.main([*quiet, "--collect-only"])),
@@ -100,10 +112,11 @@ statuses = [
     # pytest's 5: no test selected (a repo without whole_workbook tests)
     phase("trim", lambda: pytest.main(
         [*quiet, "--continue-on-collection-errors", "-m", "whole_workbook", *tests]) % 5
-          if tests else 0),
+          if tests and trim else 0),
 ]
 sys.exit(1 if any(statuses[:3]) else 0)
-""".replace("PHASE_END", _PHASE_END)
+""".replace("MODULE_NAMES", inspect.getsource(_module_names))
+    .replace("PHASE_END", _PHASE_END)
     .replace("PHASE", _PHASE)
     .replace("_STATIC", repr(_STATIC))
 )
@@ -144,11 +157,15 @@ def _repo_wide_tests(root: Path) -> list[str]:
     return [str(p.relative_to(root)) for p in tests if p.stem.removeprefix("test_") not in scripts]
 
 
-def _check_steps(root: Path, python: str = sys.executable) -> list[_Step]:
-    """The checks run on a tree after a drop (root: that tree, for the repo-wide tests' names)."""
+def _check_steps(root: Path, python: str = sys.executable, trim: bool = True) -> list[_Step]:
+    """The checks run on a tree after a drop (root: that tree, for the repo-wide tests' names);
+    trim: also the whole_workbook tests, the fork's trim list."""
     return [
         _Step("ruff", (python, "-m", "ruff", "check", "--output-format", "concise", ".")),
-        _Step("checks", (python, "-c", _CHECKS, *_repo_wide_tests(root))),
+        _Step(
+            "checks",
+            (python, "-c", _CHECKS, "trim" if trim else "no-trim", *_repo_wide_tests(root)),
+        ),
     ]
 
 
@@ -230,10 +247,72 @@ def _failing_lines(output: str) -> list[str]:
     return lines[:_SHOWN] or ["(no output)"]
 
 
-def _execute(step: _Step, tree: Path) -> subprocess.CompletedProcess[str] | None:
-    """Run one step in tree with tree's src/ first on the path; None when it timed out."""
+def _in_fork(tree: str, code: str, argv: Sequence[str], env: dict[str, str], out: str) -> None:
+    """In a child of the fork server: forget every module from outside the Python installation
+    (the repo's, imported by the preload), put tree first, run code as `python -c` would there."""
+    fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    installed = tuple({sys.prefix, sys.base_prefix, sys.exec_prefix})
+    for name, module in list(sys.modules.items()):
+        own = getattr(module, "__dict__", {})  # never getattr: a lazy module imports on it
+        paths = [own.get("__file__"), *(own.get("__path__") or ())]
+        if any(isinstance(p, str) and not p.startswith(installed) for p in paths):
+            del sys.modules[name]
+    sys.path[:] = ["", str(Path(tree) / "src")] + [p for p in sys.path if p.startswith(installed)]
+    os.chdir(tree)
+    os.environ.clear()  # the caller's environment now, not the server's when it started
+    os.environ.update(env | _step_env(Path(tree)))
+    sys.argv = ["-c", *argv]
+    exec(compile(code, "<string>", "exec"), {"__name__": "__main__"})
+
+
+class _Forks:
+    """A fork server that has imported every module of the repo (so torch, vLLM and the rest are
+    imported once): the checks' process of each drop is a fork of it, not a new interpreter."""
+
+    def __init__(self, root: Path) -> None:
+        import multiprocessing
+
+        self._context = multiprocessing.get_context("forkserver")
+        self._context.set_forkserver_preload(["pytest", *_module_names(root)])
+
+    def run(self, step: _Step, tree: Path) -> subprocess.CompletedProcess[str] | None:
+        """Run a `python -c CODE ARGS` step in a fork; None when it timed out."""
+        handle, name = tempfile.mkstemp(prefix="drop-check-", suffix=".out")
+        os.close(handle)
+        out = Path(name)
+        child = self._context.Process(
+            target=_in_fork,
+            args=(str(tree), step.argv[2], step.argv[3:], dict(os.environ), str(out)),
+        )
+        try:
+            child.start()
+            child.join(_STEP_TIMEOUT)
+            if child.exitcode is None:
+                child.kill()
+                child.join()
+                return None
+            text = out.read_text(encoding="utf-8", errors="replace")
+        finally:
+            out.unlink()
+        return subprocess.CompletedProcess(step.argv, child.exitcode, text, "")
+
+
+def _step_env(tree: Path) -> dict[str, str]:
+    """What a step's environment changes: tree's src/ first on the path, wide pytest lines."""
     # pytest cuts its summary lines to COLUMNS: wide enough for a failure's first words
-    env = {**os.environ, "PYTHONPATH": str(tree / "src"), "COLUMNS": str(2 * _WIDTH)}
+    return {"PYTHONPATH": str(tree / "src"), "COLUMNS": str(2 * _WIDTH)}
+
+
+def _execute(
+    step: _Step, tree: Path, forks: _Forks | None = None
+) -> subprocess.CompletedProcess[str] | None:
+    """Run one step in tree with tree's src/ first on the path (a `python -c` step in a fork
+    when given forks); None when it timed out."""
+    if forks is not None and step.argv[1:2] == ("-c",):
+        return forks.run(step, tree)
+    env = {**os.environ, **_step_env(tree)}
     try:
         return subprocess.run(
             step.argv,
@@ -248,9 +327,9 @@ def _execute(step: _Step, tree: Path) -> subprocess.CompletedProcess[str] | None
         return None
 
 
-def _run_step(step: _Step, tree: Path) -> tuple[list[str], list[str]]:
+def _run_step(step: _Step, tree: Path, forks: _Forks | None = None) -> tuple[list[str], list[str]]:
     """Run one step in tree: its failing lines (empty when it passed) and its advisory lines."""
-    done = _execute(step, tree)
+    done = _execute(step, tree, forks)
     if done is None:
         return [f"{step.name}: still running after {_STEP_TIMEOUT} s"], []
     output = done.stdout + done.stderr
@@ -286,10 +365,12 @@ def _check_drop(
     label: str,
     report: Sequence[_Step] = (),
     into: Path | None = None,
+    forks: _Forks | None = None,
 ) -> _Row:
     """Drop chapters from a scratch copy of root, rewrite what is derived, run the checks; the
     row. Every step runs, so the row names each failing one; report's outputs become its notes.
-    into: build the tree there and keep it (it must not exist), instead of a removed scratch."""
+    into: build the tree there and keep it (it must not exist), instead of a removed scratch;
+    forks: run the checks' process as a fork of that server."""
     start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="drop-check-") as scratch:
         tree = into if into is not None else Path(scratch) / "tree"
@@ -303,7 +384,7 @@ def _check_drop(
                     path.unlink()
         failures, trim = [], []
         for step in (*derived, *checks):
-            failed, advisory = _run_step(step, tree)
+            failed, advisory = _run_step(step, tree, forks)
             failures += failed
             trim += advisory
         notes = [_output(step, tree) for step in report]
@@ -383,6 +464,9 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--into", type=Path, help="with --keep: build the fork there and keep it")
     parser.add_argument("--jobs", type=int, default=2, help="chapters at a time (default 2)")
     parser.add_argument("--markdown", action="store_true", help=f"rewrite the table in {_DOC}")
+    parser.add_argument(
+        "--no-trim", action="store_true", help="skip the whole_workbook tests (the trim list)"
+    )
     return parser.parse_args(argv)
 
 
@@ -411,19 +495,20 @@ def main(argv: Sequence[str] | None = None, root: Path = REPO_ROOT) -> int:
     if refusal:
         print(f"[drop_check] {refusal}", file=sys.stderr)
         return 2
-    derived, checks = _derived_steps(), _check_steps(root)
+    derived, checks = _derived_steps(), _check_steps(root, trim=not args.no_trim)
+    forks = _Forks(root)
     start = time.monotonic()
     if args.keep:
         keep = sorted(set(args.keep.split(",")))
         drop = [nn for nn in known if nn not in keep]
         homes = [_Step("homes", (sys.executable, "-m", "kit.homes"))]
         label = "all but " + ",".join(keep)
-        rows = [_check_drop(root, drop, derived, checks, label, report=homes, into=args.into)]
+        rows = [_check_drop(root, drop, derived, checks, label, homes, args.into, forks)]
     else:
         with ThreadPoolExecutor(max_workers=args.jobs) as pool:
             rows = list(
                 pool.map(
-                    lambda nn: _check_drop(root, [nn], derived, checks, nn),
+                    lambda nn: _check_drop(root, [nn], derived, checks, nn, forks=forks),
                     args.chapters or known,
                 )
             )

@@ -4,6 +4,7 @@ test named, with why it failed), dropping one nobody else names is green, the sc
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import tempfile
 from pathlib import Path
@@ -90,7 +91,8 @@ def test_the_chapter_the_trunk_names_is_red_the_other_green_and_nothing_is_left(
     checks = drop_check._check_steps(planted)
     assert [s.name for s in checks] == ["ruff", "checks"]
     # the script's test is not repo-wide
-    assert checks[-1].argv[-3:] == (
+    assert checks[-1].argv[-4:] == (
+        "trim",
         "tests/test_imports_91.py",
         "tests/test_trunk.py",
         "tests/test_whole.py",
@@ -124,6 +126,24 @@ def test_a_chapter_left_imported_is_red_at_the_import_step(planted: Path) -> Non
     row = drop_check._check_drop(planted, ["92"], [], checks, "92")
     (failure,) = row.failures
     assert failure.startswith("imports: ERROR import trunk.uses: ImportError: cannot import name")
+
+
+def test_a_fork_of_the_preloaded_server_finds_what_a_new_process_finds(planted: Path) -> None:
+    write(planted, "src/trunk/uses.py", "from chapters import ch92_second\n")
+    subprocess.run(["git", "-C", str(planted), "add", "src/trunk/uses.py"], check=True)
+    checks, forks = drop_check._check_steps(planted), drop_check._Forks(planted)
+
+    def seen(row: drop_check._Row) -> list[str]:
+        """The row's lines, each scratch copy's path made one."""
+        return [re.sub(r"/\S*drop-check-\w+/tree", "TREE", x) for x in row.failures + row.notes]
+
+    for nn in ("91", "92"):
+        alone = drop_check._check_drop(planted, [nn], [], checks, nn)
+        forked = drop_check._check_drop(planted, [nn], [], checks, nn, forks=forks)
+        assert seen(forked) == seen(alone)
+        assert forked.failures  # 91: the trunk test names it; 92: trunk.uses imports it
+    quiet = drop_check._check_steps(planted, trim=False)
+    assert drop_check._check_drop(planted, ["92"], [], quiet, "92", forks=forks).notes == ()
 
 
 def test_a_process_that_dies_in_a_phase_fails_that_phase() -> None:
