@@ -173,7 +173,7 @@ QUIRKS: Mapping[str, _Quirk] = {
         "`InputBatch.make_dummy`'s `0 < num_reqs <= num_tokens` assert fails (vLLM #48494)",
         seen_in=("vLLM 0.31.0 on an H100 (2026-12-06)", "vLLM 0.31.0 on an H200 (2026-12-02)"),
         instead="the workbook's answer is a static num_speculative_tokens; a schedule is shown "
-        "only on the V1 runner (VLLM_USE_V2_MODEL_RUNNER=0), priced in its PIECEWISE graphs",
+        f"only on the V1 runner ({RUNNER_ENV}=0), priced in its PIECEWISE graphs",
     ),
     "mrv2_schedule_ignored": _Quirk(
         "on Model Runner V2 without CUDA graphs the drafter ignores a schedule: "
@@ -187,7 +187,7 @@ QUIRKS: Mapping[str, _Quirk] = {
         "schedule only on the V1 runner",
     ),
     "v1_schedule_piecewise": _Quirk(
-        "on the V1 runner (VLLM_USE_V2_MODEL_RUNNER=0, called deprecated in "
+        f"on the V1 runner ({RUNNER_ENV}=0, called deprecated in "
         "`_get_v1_model_runner_unsupported_features`) a schedule is honoured but full CUDA graphs "
         "are downgraded to PIECEWISE (`_maybe_override_dynamic_sd_cudagraph_mode`, "
         "vllm/config/vllm.py)",

@@ -405,25 +405,16 @@ _GRAPHS_ENV = "VLLM_USE_BREAKABLE_CUDAGRAPH"
 def start(kwargs: dict[str, Any], engine: Engine, cpu: bool = False) -> Any:
     """Start an engine (lifecycle.start_engine) in vLLM's own processes on a GPU, so that its
     memory goes with them (in the process on a CPU); `breakable` sets VLLM_USE_BREAKABLE_CUDAGRAPH
-    (CUDA graphs without torch.compile), `V1` sets VLLM_USE_V2_MODEL_RUNNER=0."""
+    (CUDA graphs without torch.compile), `V1` starts it on that runner (compat.model_runner)."""
     from helpers.engine import compat, lifecycle
 
     os.environ[_GRAPHS_ENV] = "1" if engine.graphs == "breakable" else "0"
-    if engine.runner == "V1":
-        os.environ[compat.RUNNER_ENV] = "0"
-    else:
-        os.environ.pop(compat.RUNNER_ENV, None)
     if cpu:
         os.environ.pop(lifecycle.ENGINE_PROCESS_ENV, None)
     else:
         os.environ[lifecycle.ENGINE_PROCESS_ENV] = "separate"
-    try:
-        from vllm import envs
-
-        getattr(envs, "disable_envs_cache", lambda: None)()
-    except ImportError:
-        pass
-    return lifecycle.start_engine(**kwargs)
+    with compat.model_runner("V1" if engine.runner == "V1" else None):  # clears vLLM's env cache
+        return lifecycle.start_engine(**kwargs)
 
 
 def engine_label(llm: Any) -> dict[str, Any]:
