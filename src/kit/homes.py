@@ -313,10 +313,16 @@ def _exports_report(exports: Sequence[_Export]) -> list[str]:
         lines.append(f"{e.module + '.' + e.name:56s} {' '.join(sorted(e.readers)) or '-'}")
     one, alone = _one_chapter(exports)
     no_chapter = [e for e in exports if not e.chapters()]
+    trunk = sum("trunk" in e.readers for e in one)
+    tools = sum("trunk" not in e.readers and bool(e.readers & {"kit", "scripts"}) for e in one)
     lines.append(
         f"trunk exports: {len(exports)}; read by one chapter: {len(one)}, of them by nothing else: "
         f"{len(alone)}; read by no chapter: {len(no_chapter)}, by nothing: "
         f"{sum(not e.readers for e in exports)}"
+    )
+    lines.append(
+        f"of the {len(one)} read by one chapter, the trunk reads {trunk} itself and the kit or the "
+        f"scripts {tools} more (neither may import a chapter, so those stay in the trunk)"
     )
     return lines
 
