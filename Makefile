@@ -72,23 +72,28 @@ run: venv preflight ## execute all notebooks headless -> build/*.ipynb, build/*.
 
 # Two lanes at once (docs/commands.md has the measurements): the notebooks under nbval, one after
 # another | the tests that start vLLM, one at a time, then the light ones on TEST_JOBS workers
-# (pytest-xdist, one test file per worker), then each chapter dropped (kit.drop_check). Each lane's process gets one OpenMP thread, and vLLM
-# does not pin its engines (its automatic binding puts every engine on the first core): two
-# lanes of spinning OpenMP threads on two cores stalled each other. make prints each command's
-# output whole, when the command ends.
+# (pytest-xdist, one test file per worker), then each chapter dropped (kit.drop_check). Each
+# lane's process gets one OpenMP thread, and vLLM does not pin its engines (its automatic binding
+# puts every engine on the first core): two lanes of spinning OpenMP threads on two cores stalled
+# each other. Under `make test` (LANE_TAGS=1) each lane's lines come as they are written, each
+# named by its lane ([test-notebooks] / [test-tests]): a lane is never silent for a whole
+# command, and a failing exit status still stops make (pipefail).
 TEST_JOBS ?= 2
 LANE_ENV := OMP_NUM_THREADS=1 VLLM_CPU_OMP_THREADS_BIND=nobind
+LANE_TAGS ?=
+test-notebooks test-tests: SHELL := /bin/bash
+lane = $(if $(LANE_TAGS),set -o pipefail; $(1) 2>&1 | sed -u 's/^/[$@] /',$(1))
 test: venv preflight lint ## lint, then two lanes at once: the notebooks via nbval | the engine tests, the light tests, the drop check
-	@echo "make test: two lanes at once, the notebooks | the tests; each command's output is printed when it ends"
-	@$(LANE_ENV) $(MAKE) --no-print-directory -j 2 --output-sync=line test-notebooks test-tests
+	@echo "make test: two lanes at once, the notebooks | the tests; each line is named by its lane"
+	@$(LANE_ENV) $(MAKE) --no-print-directory -j 2 LANE_TAGS=1 test-notebooks test-tests
 
 test-notebooks: venv ## make test's first lane: every notebook via nbval, one after another
-	$(VPY) -m pytest --nbval-lax --nbval-current-env -p kit.nbval_watchdog --durations=15 notebooks
+	$(call lane,$(VPY) -m pytest --nbval-lax --nbval-current-env -p kit.nbval_watchdog --durations=15 notebooks)
 
 test-tests: venv ## make test's second lane: the engine tests one at a time, the light tests, each chapter dropped
-	$(VPY) -m pytest tests src/chapters -m vllm --durations=10
-	$(VPY) -m pytest tests src/chapters -m "not vllm" -n $(TEST_JOBS) --dist loadfile --durations=15
-	$(VPY) -m kit.drop_check --jobs $(TEST_JOBS) --no-trim
+	$(call lane,$(VPY) -m pytest tests src/chapters -m vllm --durations=10)
+	$(call lane,$(VPY) -m pytest tests src/chapters -m "not vllm" -n $(TEST_JOBS) --dist loadfile --durations=15)
+	$(call lane,$(VPY) -m kit.drop_check --jobs $(TEST_JOBS) --no-trim)
 
 # Your files in exercises/ (or EXERCISES=folder), graded by the checks that hold the reference
 # solutions: one line per exercise, ok or a one-line hint. EXERCISES=reference grades the library's own.

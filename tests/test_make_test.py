@@ -6,6 +6,7 @@ engines left unpinned (docs/commands.md says why); the notebooks under the watch
 
 from __future__ import annotations
 
+import re
 import subprocess
 
 from helpers.common.paths import REPO_ROOT
@@ -14,13 +15,41 @@ from helpers.common.paths import REPO_ROOT
 TESTPATHS = "tests src/chapters"
 
 
+#: How `make test` wraps each lane's command (LANE_TAGS=1): pipefail before, its lane's tag after.
+LANE_WRAP = re.compile(r"^set -o pipefail; (.*) 2>&1 \| sed -u 's/\^/\[(test-\w+)\] /'$")
+
+
 def dry_run(*goals: str) -> list[str]:
-    """The commands `make -n GOALS` would run (recursive makes print theirs too)."""
+    """The commands `make -n GOALS` would run (recursive makes print theirs too), each lane's
+    command without the wrapping that names its lines."""
     done = subprocess.run(
         ["make", "-n", *goals], cwd=REPO_ROOT, capture_output=True, text=True, timeout=60
     )
     assert done.returncode == 0, done.stderr
-    return done.stdout.splitlines()
+    return [m[1] if (m := LANE_WRAP.match(line)) else line for line in done.stdout.splitlines()]
+
+
+def test_under_make_test_each_lane_names_its_lines_and_keeps_its_failures() -> None:
+    wrapped = [LANE_WRAP.match(line) for line in run_make("-n", "test").stdout.splitlines()]
+    assert sorted({m[2] for m in wrapped if m}) == ["test-notebooks", "test-tests"]
+    assert sum(bool(m) for m in wrapped) == 4  # the notebooks, and the tests lane's three
+    # a lane alone is not wrapped; wrapped, a failing command still fails make (pipefail)
+    ok = run_make("-o", "venv", "test-notebooks", "VPY=echo", "LANE_TAGS=1")
+    assert ok.returncode == 0 and "[test-notebooks] -m pytest --nbval-lax" in ok.stdout, ok
+    failed = run_make("-o", "venv", "test-notebooks", "VPY=false", "LANE_TAGS=1")
+    assert failed.returncode != 0, failed
+    assert run_make("-o", "venv", "test-notebooks", "VPY=echo").stdout.startswith("echo -m pytest")
+
+
+def run_make(*args: str) -> subprocess.CompletedProcess[str]:
+    """make ARGS in the repo, its output captured."""
+    return subprocess.run(
+        ["make", "--no-print-directory", *args],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def test_the_two_lanes_run_at_once_with_one_thread_each() -> None:
