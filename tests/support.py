@@ -107,9 +107,15 @@ def accepted(kind: str, value: Any) -> bool:
 
 
 #: Skips a test where the shipped tiny pair's weights are missing (a checkout without data/).
+def tiny_pair_present(data: Path = DATA_DIR) -> bool:
+    """Whether the tiny pair's weights are in data/ (`make tiny-models` writes them)."""
+    pair = ("tiny-qwen3-moe", "tiny-qwen3-moe-eagle3")
+    return all((data / name / "model.safetensors").is_file() for name in pair)
+
+
+#: The skip of a test that needs the tiny pair's weights, where they are not in data/.
 needs_shipped = pytest.mark.skipif(
-    not (DATA_DIR / "tiny-qwen3-moe-eagle3" / "model.safetensors").is_file(),
-    reason="needs the shipped tiny pair",
+    not tiny_pair_present(), reason="the tiny pair is not in data/: run `make tiny-models`"
 )
 
 

@@ -30,15 +30,10 @@ from helpers.common.prompts import load_prompts
 from helpers.eagle3.checkpoint import load_drafter
 from helpers.engine.pairing import validate_pair
 from kit import preflight, runner
-from tests.support import wait_until
+from tests.support import needs_shipped, wait_until
 
 #: It runs programs (kit.drop_check leaves it out: not a static check of the tree).
 pytestmark = pytest.mark.process
-
-TINY_READY = all(
-    (DATA_DIR / name / "model.safetensors").is_file()
-    for name in ("tiny-qwen3-moe", "tiny-qwen3-moe-eagle3")
-)
 
 
 # --------------------------------------------------------------------------- helpers
@@ -85,7 +80,7 @@ def one_line(result: preflight._PreflightResult, relative: str) -> str:
     return lines[0]
 
 
-@pytest.mark.skipif(not TINY_READY, reason="the tiny pair is not in data/: run `make tiny-models`")
+@needs_shipped
 @pytest.mark.parametrize("keep", [1024**2, 100, 0], ids=["1MB", "100B", "0B"])
 @pytest.mark.parametrize("model", ["tiny-qwen3-moe-eagle3", "tiny-qwen3-moe"])
 def test_truncated_weights_stop_at_preflight(repo_copy: Path, model: str, keep: int) -> None:

@@ -34,7 +34,6 @@ __all__ = [
     "QUIRKS",
     "supports",
     "speculative_config_fields",
-    "RUNNER_ENV",
     "model_runner",
 ]
 
@@ -42,7 +41,7 @@ __all__ = [
 _PINNED = "0.31.0"
 #: vLLM's switch between its two GPU model runners, read at engine start (vllm/envs.py: "0" V1,
 #: "1" V2, unset: vLLM's choice, V2 on CUDA in 0.31.0).
-RUNNER_ENV = "VLLM_USE_V2_MODEL_RUNNER"
+_RUNNER_ENV = "VLLM_USE_V2_MODEL_RUNNER"
 #: vLLM PR #26485 gave Qwen3-MoE its EAGLE-3 hooks; it was first released in EAGLE3_QWEN3_MOE_SINCE.
 _EAGLE3_QWEN3_MOE_PR = "https://github.com/vllm-project/vllm/pull/26485"
 _EAGLE3_QWEN3_MOE_SINCE = "0.11.1"
@@ -173,7 +172,7 @@ QUIRKS: Mapping[str, _Quirk] = {
         "`InputBatch.make_dummy`'s `0 < num_reqs <= num_tokens` assert fails (vLLM #48494)",
         seen_in=("vLLM 0.31.0 on an H100 (2026-12-06)", "vLLM 0.31.0 on an H200 (2026-12-02)"),
         instead="the workbook's answer is a static num_speculative_tokens; a schedule is shown "
-        f"only on the V1 runner ({RUNNER_ENV}=0), priced in its PIECEWISE graphs",
+        f"only on the V1 runner ({_RUNNER_ENV}=0), priced in its PIECEWISE graphs",
     ),
     "mrv2_schedule_ignored": _Quirk(
         "on Model Runner V2 without CUDA graphs the drafter ignores a schedule: "
@@ -187,7 +186,7 @@ QUIRKS: Mapping[str, _Quirk] = {
         "schedule only on the V1 runner",
     ),
     "v1_schedule_piecewise": _Quirk(
-        f"on the V1 runner ({RUNNER_ENV}=0, called deprecated in "
+        f"on the V1 runner ({_RUNNER_ENV}=0, called deprecated in "
         "`_get_v1_model_runner_unsupported_features`) a schedule is honoured but full CUDA graphs "
         "are downgraded to PIECEWISE (`_maybe_override_dynamic_sd_cudagraph_mode`, "
         "vllm/config/vllm.py)",
@@ -298,14 +297,14 @@ def model_runner(runner: str | None) -> Iterator[None]:
     """Engines started inside run on vLLM's "V1" or "V2" runner, or vLLM's choice (None)."""
     from vllm import envs  # its cache of the environment is cleared on each change
 
-    before = os.environ.pop(RUNNER_ENV, None)
+    before = os.environ.pop(_RUNNER_ENV, None)
     if runner is not None:
-        os.environ[RUNNER_ENV] = {"V1": "0", "V2": "1"}[runner]
+        os.environ[_RUNNER_ENV] = {"V1": "0", "V2": "1"}[runner]
     envs.disable_envs_cache()
     try:
         yield
     finally:
-        os.environ.pop(RUNNER_ENV, None)
+        os.environ.pop(_RUNNER_ENV, None)
         if before is not None:
-            os.environ[RUNNER_ENV] = before
+            os.environ[_RUNNER_ENV] = before
         envs.disable_envs_cache()

@@ -43,22 +43,16 @@ from chapters.ch04_serving.server import (
     serve_command_text,
     stop_all,
 )
-from helpers.common.paths import DATA_DIR, REPO_ROOT
+from helpers.common.paths import REPO_ROOT
 from helpers.common.profiles import load_profile
 from helpers.engine import compat, lifecycle
 from helpers.engine.lifecycle import IN_PROCESS_ENV
-from tests.support import notebook_defs, wait_until
+from tests.support import needs_shipped, notebook_defs, tiny_pair_present, wait_until
 
 DOCUMENTS_COMMAND = (
     "vllm serve Qwen/Qwen3-30B-A3B-Instruct-2507 -tp 1 --speculative-config "
     '\'{"model": "RedHatAI/Qwen3-30B-A3B-Instruct-2507-speculator.eagle3", "num_speculative_tokens": 3, '
     '"method": "eagle3"}\''
-)
-TINY_READY = (DATA_DIR / "tiny-qwen3-moe" / "config.json").is_file() and (
-    DATA_DIR / "tiny-qwen3-moe-eagle3" / "model.safetensors"
-).is_file()
-needs_tiny = pytest.mark.skipif(
-    not TINY_READY, reason="the tiny pair is not in data/: run `make tiny-models`"
 )
 MESSAGES = [
     {"role": "system", "content": "You are a helpful assistant."},
@@ -108,7 +102,7 @@ def test_short_form_hub_profile() -> None:
         _serve_command(load_profile("qwen3-30b-a3b"), k=0, short_form=True)
 
 
-@needs_tiny
+@needs_shipped
 def test_short_form_tiny_overrides_only_a_k_other_than_the_profiles() -> None:
     tiny = load_profile("tiny")
     assert _serve_command(tiny, short_form=True) == [
@@ -584,7 +578,7 @@ def test_a_stopped_server_reports_no_failure(tmp_path: Path) -> None:
 @pytest.fixture(scope="module")
 def spec_server() -> Iterator[VllmServer]:
     """The tiny profile's speculative server (long form), started once for this module."""
-    if not TINY_READY:
+    if not tiny_pair_present():
         pytest.skip("the tiny pair is not in data/: run `make tiny-models`")
     server = make_server(load_profile("tiny"), name="test-spec").start(progress=False)
     yield server

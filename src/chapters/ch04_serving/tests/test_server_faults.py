@@ -23,17 +23,12 @@ from jupyter_client.manager import KernelManager
 
 from chapters.ch04_serving import server
 from helpers.common.envinfo import has_gpu
-from helpers.common.paths import DATA_DIR
 from kit import runner
-from tests.support import wait_until
+from tests.support import needs_shipped, wait_until
 
 #: Seconds a server group may take to go once its owner is gone (guard poll + SIGTERM; a loaded
 #: 2-core machine). A stand-in dies on SIGTERM at once.
 GONE_WITHIN = 10.0
-TINY_READY = all(
-    (DATA_DIR / name / "model.safetensors").is_file()
-    for name in ("tiny-qwen3-moe", "tiny-qwen3-moe-eagle3")
-)
 
 
 # --------------------------------------------------------------------------- helpers
@@ -147,7 +142,7 @@ def test_a_kernel_ended_while_its_servers_start_leaves_nothing(
 
 
 @pytest.mark.vllm
-@pytest.mark.skipif(not TINY_READY, reason="the tiny pair is not in data/: run `make tiny-models`")
+@needs_shipped
 def test_an_owner_killed_right_after_launching_the_tiny_server_leaves_nothing(
     tmp_path: Path,
 ) -> None:
@@ -193,7 +188,7 @@ def gpu_pids() -> set[int]:
 
 
 @pytest.mark.vllm
-@pytest.mark.skipif(not TINY_READY, reason="the tiny pair is not in data/: run `make tiny-models`")
+@needs_shipped
 @pytest.mark.skipif(
     not has_gpu(), reason="needs an NVIDIA GPU: nvidia-smi says who holds GPU memory"
 )
