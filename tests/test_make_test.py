@@ -6,6 +6,7 @@ engines left unpinned (docs/commands.md says why); the notebooks under the watch
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 
@@ -22,9 +23,7 @@ LANE_WRAP = re.compile(r"^set -o pipefail; (.*) 2>&1 \| sed -u 's/\^/\[(test-\w+
 def dry_run(*goals: str) -> list[str]:
     """The commands `make -n GOALS` would run (recursive makes print theirs too), each lane's
     command without the wrapping that names its lines."""
-    done = subprocess.run(
-        ["make", "-n", *goals], cwd=REPO_ROOT, capture_output=True, text=True, timeout=60
-    )
+    done = run_make("-n", *goals)
     assert done.returncode == 0, done.stderr
     return [m[1] if (m := LANE_WRAP.match(line)) else line for line in done.stdout.splitlines()]
 
@@ -42,13 +41,16 @@ def test_under_make_test_each_lane_names_its_lines_and_keeps_its_failures() -> N
 
 
 def run_make(*args: str) -> subprocess.CompletedProcess[str]:
-    """make ARGS in the repo, its output captured."""
+    """make ARGS in the repo, its output captured; never as a sub-make of the make running these
+    tests (that one's MAKEFLAGS would pass it LANE_TAGS=1 and its jobserver)."""
+    outer = ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES", "LANE_TAGS")
     return subprocess.run(
         ["make", "--no-print-directory", *args],
         cwd=REPO_ROOT,
         capture_output=True,
         text=True,
         timeout=60,
+        env={k: v for k, v in os.environ.items() if k not in outer},
     )
 
 
