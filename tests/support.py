@@ -106,7 +106,6 @@ def accepted(kind: str, value: Any) -> bool:
     return _kind(kind.removesuffix(" or null"))[1](value)
 
 
-#: Skips a test where the shipped tiny pair's weights are missing (a checkout without data/).
 def tiny_pair_present(data: Path = DATA_DIR) -> bool:
     """Whether the tiny pair's weights are in data/ (`make tiny-models` writes them)."""
     pair = ("tiny-qwen3-moe", "tiny-qwen3-moe-eagle3")

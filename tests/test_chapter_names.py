@@ -114,7 +114,7 @@ def test_the_whole_workbooks_chapter_count_is_recorded() -> None:
     from kit import chapters
     from tests.support import whole_chapters
 
-    found = len(chapters.discover())
-    assert found == whole_chapters(), (
-        f"{found} chapters here: pyproject.toml's [tool.workbook] chapters says {whole_chapters()}"
+    found, whole = len(chapters.discover()), whole_chapters()
+    assert found == whole, (
+        f"{found} chapters here: pyproject.toml's [tool.workbook] chapters says {whole}"
     )

@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import inspect
+import multiprocessing
 import os
 import re
 import shutil
@@ -272,8 +273,6 @@ class _Forks:
     imported once): the checks' process of each drop is a fork of it, not a new interpreter."""
 
     def __init__(self, root: Path) -> None:
-        import multiprocessing
-
         self._context = multiprocessing.get_context("forkserver")
         self._context.set_forkserver_preload(["pytest", *_module_names(root)])
 

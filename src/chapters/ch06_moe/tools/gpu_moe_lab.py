@@ -398,7 +398,8 @@ def engine_args(args: argparse.Namespace, engine: Engine) -> dict[str, Any]:
     return kw
 
 
-#: Environment each engine starts with, by graph mode and runner (vLLM reads both at start).
+#: Environment each engine starts with, by graph mode (vLLM reads it at start; the runner is set
+#: through compat.model_runner).
 _GRAPHS_ENV = "VLLM_USE_BREAKABLE_CUDAGRAPH"
 
 
