@@ -77,23 +77,30 @@ run: venv preflight ## execute all notebooks headless -> build/*.ipynb, build/*.
 # puts every engine on the first core): two lanes of spinning OpenMP threads on two cores stalled
 # each other. Under `make test` (LANE_TAGS=1) each lane's lines come as they are written, each
 # named by its lane ([test-notebooks] / [test-tests]): a lane is never silent for a whole
-# command, and a failing exit status still stops make (pipefail).
+# command, and a failing exit status still stops make (pipefail). Under `make test` the last
+# notebook runs at the end of the tests lane instead, so that the two lanes end together (alone,
+# each lane runs all of its own: `make test-notebooks` every notebook).
 TEST_JOBS ?= 2
 LANE_ENV := OMP_NUM_THREADS=1 VLLM_CPU_OMP_THREADS_BIND=nobind
 LANE_TAGS ?=
 test-notebooks test-tests: SHELL := /bin/bash
 lane = $(if $(LANE_TAGS),set -o pipefail; $(1) 2>&1 | sed -u 's/^/[$@] /',$(1))
-test: venv preflight lint ## lint, then two lanes at once: the notebooks via nbval | the engine tests, the light tests, the drop check
+NBVAL := -m pytest --nbval-lax --nbval-current-env -p kit.nbval_watchdog
+NOTEBOOK_FILES := $(sort $(wildcard notebooks/*.ipynb))
+# The notebook the tests lane runs last under `make test` (none when there is only one notebook).
+TAIL_NOTEBOOK := $(if $(and $(LANE_TAGS),$(word 2,$(NOTEBOOK_FILES))),$(lastword $(NOTEBOOK_FILES)))
+test: venv preflight lint ## lint, then two lanes at once: the notebooks via nbval | the engine tests, the light tests, the drop check, the last notebook
 	@echo "make test: two lanes at once, the notebooks | the tests; each line is named by its lane"
 	@$(LANE_ENV) $(MAKE) --no-print-directory -j 2 LANE_TAGS=1 test-notebooks test-tests
 
 test-notebooks: venv ## make test's first lane: every notebook via nbval, one after another
-	$(call lane,$(VPY) -m pytest --nbval-lax --nbval-current-env -p kit.nbval_watchdog --durations=15 notebooks)
+	$(call lane,$(VPY) $(NBVAL) --durations=15 $(if $(TAIL_NOTEBOOK),$(filter-out $(TAIL_NOTEBOOK),$(NOTEBOOK_FILES)),notebooks))
 
-test-tests: venv ## make test's second lane: the engine tests one at a time, the light tests, each chapter dropped
+test-tests: venv ## make test's second lane: the engine tests one at a time, the light tests, each chapter dropped (then, under make test, the last notebook)
 	$(call lane,$(VPY) -m pytest tests src/chapters -m vllm --durations=10)
 	$(call lane,$(VPY) -m pytest tests src/chapters -m "not vllm" -n $(TEST_JOBS) --dist loadfile --durations=15)
 	$(call lane,$(VPY) -m kit.drop_check --jobs $(TEST_JOBS) --no-trim)
+	$(if $(TAIL_NOTEBOOK),$(call lane,$(VPY) $(NBVAL) --durations=5 $(TAIL_NOTEBOOK)))
 
 # Your files in exercises/ (or EXERCISES=folder), graded by the checks that hold the reference
 # solutions: one line per exercise, ok or a one-line hint. EXERCISES=reference grades the library's own.
