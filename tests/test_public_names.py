@@ -125,22 +125,34 @@ def users() -> dict[str, str]:
     return texts
 
 
+@cache
+def _module_in(key: str, package: str, module: str) -> tuple[frozenset[str], bool, bool]:
+    """How users()[key] can reach <package>.<module>: the names it calls the module by, whether it
+    names the module (a helpers module reaching it through a variable), whether it imports from it."""
+    text = users()[key]
+    renamed = re.findall(rf"\b{module} as (\w+)", text) if f"{module} as " in text else []
+    aliases = frozenset({module, *renamed})
+    named = key.startswith("src:") and re.search(rf"\b{module}\b", text) is not None
+    return aliases, named, re.search(rf"{re.escape(package)}\.{module} import", text) is not None
+
+
 def used_outside(package: str, module: str, name: str) -> list[str]:
     """Where `name` of <package>.<module> (package dotted: helpers.common, kit) is used outside
     that module."""
     own, found = f"src:{package}.{module}", []
     word = re.compile(rf"\b{re.escape(name)}\b")
-    imports = re.compile(rf"{re.escape(package)}\.{module} import")
     for key, text in users().items():
         if key == own or name not in text:  # each way of using it spells the name
             continue
-        aliases = {module} | set(re.findall(rf"\b{module} as (\w+)", text))
-        dotted = any(re.search(rf"\b{a}\.{re.escape(name)}\b", text) for a in aliases)
+        aliases, named, imports = _module_in(key, package, module)
+        dotted = any(
+            f"{a}.{name}" in text and re.search(rf"\b{a}\.{re.escape(name)}\b", text)
+            for a in aliases
+        )
         # a module reached through a variable (doctor's `info = _envinfo()`): `.name` next to
         # the module's name in a helpers module
-        reached = key.startswith("src:") and re.search(rf"\b{module}\b", text)
-        via_variable = bool(reached) and re.search(rf"\.{re.escape(name)}\b", text) is not None
-        if dotted or (imports.search(text) and word.search(text)) or via_variable:
+        via_variable = named and re.search(rf"\.{re.escape(name)}\b", text) is not None
+        if dotted or (imports and word.search(text)) or via_variable:
             found.append(key)
     return found
 
