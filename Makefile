@@ -77,9 +77,11 @@ run: venv preflight ## execute all notebooks headless -> build/*.ipynb, build/*.
 # puts every engine on the first core): two lanes of spinning OpenMP threads on two cores stalled
 # each other. Under `make test` (LANE_TAGS=1) each lane's lines come as they are written, each
 # named by its lane ([test-notebooks] / [test-tests]): a lane is never silent for a whole
-# command, and a failing exit status still stops make (pipefail). Under `make test` the last
-# notebook runs at the end of the tests lane instead, so that the two lanes end together (alone,
-# each lane runs all of its own: `make test-notebooks` every notebook).
+# command, and a failing exit status still stops make (pipefail). Under `make test` the two lanes
+# share the notebooks (kit.nbval_queue): the notebooks lane takes them from the first, the tests
+# lane from the last once its tests are done, each notebook run once by whichever lane claims it,
+# so the lanes end together; then every notebook is checked to have run and passed. Alone, a lane
+# runs all of its own (`make test-notebooks`: every notebook).
 TEST_JOBS ?= 2
 LANE_ENV := OMP_NUM_THREADS=1 VLLM_CPU_OMP_THREADS_BIND=nobind
 LANE_TAGS ?=
@@ -87,20 +89,25 @@ test-notebooks test-tests: SHELL := /bin/bash
 lane = $(if $(LANE_TAGS),set -o pipefail; $(1) 2>&1 | sed -u 's/^/[$@] /',$(1))
 NBVAL := -m pytest --nbval-lax --nbval-current-env -p kit.nbval_watchdog
 NOTEBOOK_FILES := $(sort $(wildcard notebooks/*.ipynb))
-# The notebook the tests lane runs last under `make test` (none when there is only one notebook).
-TAIL_NOTEBOOK := $(if $(and $(LANE_TAGS),$(word 2,$(NOTEBOOK_FILES))),$(lastword $(NOTEBOOK_FILES)))
-test: venv preflight lint ## lint, then two lanes at once: the notebooks via nbval | the engine tests, the light tests, the drop check, the last notebook
-	@echo "make test: two lanes at once, the notebooks | the tests; each line is named by its lane"
-	@$(LANE_ENV) $(MAKE) --no-print-directory -j 2 LANE_TAGS=1 test-notebooks test-tests
+# The folder in which the lanes claim notebooks (none: each lane alone runs all of its own);
+# `make test` empties TEST_CLAIMS and passes it.
+NBVAL_CLAIMS ?=
+TEST_CLAIMS := build/nbval-claims
+queue = $(VPY) -m kit.nbval_queue --claims $(NBVAL_CLAIMS) $(1) $(NOTEBOOK_FILES)
+test: venv preflight lint ## lint, then two lanes at once: the notebooks via nbval | the engine tests, the light tests, the drop check, the notebooks from the end
+	@echo "make test: two lanes at once, the notebooks | the tests, then the notebooks from the end; each line is named by its lane"
+	@rm -rf $(TEST_CLAIMS) && mkdir -p $(TEST_CLAIMS)
+	@$(LANE_ENV) $(MAKE) --no-print-directory -j 2 LANE_TAGS=1 NBVAL_CLAIMS=$(TEST_CLAIMS) test-notebooks test-tests
+	$(VPY) -m kit.nbval_queue --claims $(TEST_CLAIMS) --verify $(NOTEBOOK_FILES)
 
-test-notebooks: venv ## make test's first lane: every notebook via nbval, one after another
-	$(call lane,$(VPY) $(NBVAL) --durations=15 $(if $(TAIL_NOTEBOOK),$(filter-out $(TAIL_NOTEBOOK),$(NOTEBOOK_FILES)),notebooks))
+test-notebooks: venv ## make test's first lane: every notebook via nbval, one after another (under make test, those the tests lane has not taken)
+	$(call lane,$(if $(NBVAL_CLAIMS),$(call queue),$(VPY) $(NBVAL) --durations=15 notebooks))
 
-test-tests: venv ## make test's second lane: the engine tests one at a time, the light tests, each chapter dropped (then, under make test, the last notebook)
+test-tests: venv ## make test's second lane: the engine tests one at a time, the light tests, each chapter dropped (then, under make test, the notebooks from the end)
 	$(call lane,$(VPY) -m pytest tests src/chapters -m vllm --durations=10)
 	$(call lane,$(VPY) -m pytest tests src/chapters -m "not vllm" -n $(TEST_JOBS) --dist loadfile --durations=15)
 	$(call lane,$(VPY) -m kit.drop_check --jobs $(TEST_JOBS) --no-trim)
-	$(if $(TAIL_NOTEBOOK),$(call lane,$(VPY) $(NBVAL) --durations=5 $(TAIL_NOTEBOOK)))
+	$(if $(NBVAL_CLAIMS),$(call lane,$(call queue,--from-end)))
 
 # Your files in exercises/ (or EXERCISES=folder), graded by the checks that hold the reference
 # solutions: one line per exercise, ok or a one-line hint. EXERCISES=reference grades the library's own.

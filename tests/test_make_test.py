@@ -2,8 +2,8 @@
 notebook under nbval, and every test in pytest's testpaths (tests/ and the chapters' own; the
 `vllm` selection and its complement) and every chapter dropped (kit.drop_check), each lane's processes with one OpenMP thread and vLLM's
 engines left unpinned (docs/commands.md says why); the notebooks under the watchdog
-(kit.nbval_watchdog). Under `make test` the last notebook runs at the end of the tests lane, so the
-lanes end together."""
+(kit.nbval_watchdog). Under `make test` the two lanes share the notebooks (kit.nbval_queue): the
+tests lane takes them from the end once its tests are done, so the lanes end together."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def dry_run(*goals: str) -> list[str]:
 def test_under_make_test_each_lane_names_its_lines_and_keeps_its_failures() -> None:
     wrapped = [LANE_WRAP.match(line) for line in run_make("-n", "test").stdout.splitlines()]
     assert sorted({m[2] for m in wrapped if m}) == ["test-notebooks", "test-tests"]
-    # the notebooks, and the tests lane's four (its three, then the last notebook)
+    # the notebooks, and the tests lane's four (its three, then the notebooks from the end)
     assert sum(bool(m) for m in wrapped) == 5
     # a lane alone is not wrapped; wrapped, a failing command still fails make (pipefail)
     ok = run_make("-o", "venv", "test-notebooks", "VPY=echo", "LANE_TAGS=1")
@@ -68,27 +68,29 @@ def test_the_two_lanes_run_at_once_with_one_thread_each() -> None:
 def test_every_notebook_and_every_test_is_run() -> None:
     lines = dry_run("test")
     pytest_runs = [line.split(" -m pytest ", 1)[1] for line in lines if " -m pytest " in line]
-    nbval = [run.split() for run in pytest_runs if run.startswith("--nbval-lax")]
-    executed = sorted(arg for run in nbval for arg in run if arg.endswith(".ipynb"))
-    on_disk = sorted(str(p.relative_to(REPO_ROOT)) for p in REPO_ROOT.glob("notebooks/*.ipynb"))
-    assert executed == on_disk and len(nbval) == 2, nbval  # each once, in two runs
     selections = {run for run in pytest_runs if run.startswith(f"{TESTPATHS} ")}
     assert any(run.startswith(f"{TESTPATHS} -m vllm") for run in selections), selections
     assert any(run.startswith(f'{TESTPATHS} -m "not vllm"') for run in selections), selections
-    assert len(pytest_runs) == 4, pytest_runs
-
-
-def test_under_make_test_the_tests_lane_runs_the_last_notebook_after_the_drop_check() -> None:
-    lines = dry_run("test")
-    drop = next(i for i, line in enumerate(lines) if " -m kit.drop_check " in line)
-    last = sorted(p.name for p in REPO_ROOT.glob("notebooks/*.ipynb"))[-1]
-    tail = [i for i, line in enumerate(lines) if line.endswith(f" notebooks/{last}")]
-    assert tail and tail[0] > drop and "-p kit.nbval_watchdog" in lines[tail[0]], lines
-    # one notebook: nothing moves, the notebooks lane runs it
-    alone = run_make("-n", "test-notebooks", "test-tests", "LANE_TAGS=1", "NOTEBOOK_FILES=x.ipynb")
-    assert alone.stdout.count(".ipynb") == 0 and "--durations=15 notebooks" in alone.stdout, alone
+    assert len(pytest_runs) == 2, pytest_runs  # the notebooks: through kit.nbval_queue, below
     listed = '", "'.join(TESTPATHS.split())
     assert f'testpaths = ["{listed}"]' in (REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8")
+
+
+def test_under_make_test_the_lanes_share_the_notebooks_and_every_one_is_verified() -> None:
+    lines = dry_run("test")
+    on_disk = [f"notebooks/{p.name}" for p in sorted(REPO_ROOT.glob("notebooks/*.ipynb"))]
+    queues = [
+        line.split(" -m kit.nbval_queue ", 1)[1].split() for line in lines if "nbval_queue" in line
+    ]
+    claims = [q[q.index("--claims") + 1] for q in queues]
+    assert len(queues) == 3 and len(set(claims)) == 1, queues  # both lanes, then --verify
+    assert all(q[-len(on_disk) :] == on_disk for q in queues), queues
+    (first, from_end, check) = (["--from-end" in q, "--verify" in q] for q in queues)
+    assert first == [False, False] and from_end == [True, False] and check == [False, True]
+    drop = next(i for i, line in enumerate(lines) if " -m kit.drop_check " in line)
+    shared = [i for i, line in enumerate(lines) if "nbval_queue" in line]
+    assert shared[1] > drop and shared[2] == max(shared), lines  # the tests lane's, after its drop
+    assert lines.index(f"rm -rf {claims[0]} && mkdir -p {claims[0]}") < shared[0], lines  # emptied
 
 
 def test_each_lane_runs_alone_too() -> None:
