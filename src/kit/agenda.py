@@ -304,6 +304,11 @@ def _load_record(path: Path = _RECORD) -> dict[str, Any]:
     return record
 
 
+def run_seconds(path: Path = _RECORD) -> dict[str, float]:
+    """Each notebook's measured run time in the record (`make run`, learner sizes), by file name."""
+    return {row["notebook"]: float(row["seconds"]) for row in _load_record(path)["notebooks"]}
+
+
 def _load_notebooks(
     folder: Path = NOTEBOOKS_DIR, record: Mapping[str, Any] | None = None
 ) -> list[_Notebook]:

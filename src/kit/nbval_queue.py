@@ -4,22 +4,28 @@ claims it first.
     python -m kit.nbval_queue --claims DIR [--from-end] NOTEBOOK ...
     python -m kit.nbval_queue --claims DIR --verify NOTEBOOK ...
 
-The notebooks lane takes the notebooks from the first, the tests lane (once its tests are done)
-from the last; a lane claims a notebook by creating DIR/<notebook> (one `mkdir`, which only one
+The notebooks are queued longest first, by their run times in the agenda's record
+(data/measurements/cpu-notebook-runs.json; a notebook it lacks counts as the longest). The
+notebooks lane takes them from the front, the tests lane (once its tests are done) from the back,
+the shortest first; a lane claims a notebook by creating DIR/<notebook> (one `mkdir`, which only one
 process can win), runs it under nbval and the watchdog (`pytest --nbval-lax --nbval-current-env -p
 kit.nbval_watchdog NOTEBOOK`), and stops at the first notebook the other lane has claimed: the lanes
-end together, whichever turns out slower on the day. A notebook that fails stops its lane with
-pytest's status. --verify (after both lanes) fails unless every notebook was claimed once and
-passed.
+end close together, whichever turns out slower on the day. A notebook that fails stops its lane
+with pytest's status. --verify (after both lanes) fails unless every notebook was claimed once and
+passed. The notebooks are independent of each other (`make run NOTEBOOKS=...` runs any one alone),
+so their order does not matter.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import subprocess
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+
+from kit import agenda
 
 __all__ = ["main"]
 
@@ -27,6 +33,11 @@ __all__ = ["main"]
 _STATUS = "status"
 #: nbval as make test runs it (the Makefile's NBVAL), for one notebook.
 _NBVAL = ("--nbval-lax", "--nbval-current-env", "-p", "kit.nbval_watchdog", "--durations=5")
+
+
+def _queue(notebooks: Sequence[str], seconds: Mapping[str, float]) -> list[str]:
+    """The notebooks longest first by `seconds` (by file name; one missing counts as longest)."""
+    return sorted(notebooks, key=lambda n: -seconds.get(Path(n).name, math.inf))
 
 
 def _claim(claims: Path, notebook: str) -> Path | None:
@@ -50,8 +61,8 @@ def _run_queue(
     from_end: bool = False,
     run: Callable[[str], int] = _nbval,
 ) -> tuple[int, list[str]]:
-    """Claim and run notebooks in order (from the last with from_end) until the other lane's first
-    claim or a failure: (the exit status, the notebooks this lane ran)."""
+    """Claim and run the queued notebooks from the front (from the back with from_end) until the
+    other lane's first claim or a failure: (the exit status, the notebooks this lane ran)."""
     ran: list[str] = []
     for notebook in reversed(notebooks) if from_end else notebooks:
         folder = _claim(claims, notebook)
@@ -83,7 +94,7 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--claims", type=Path, required=True, help="the folder both lanes share")
     parser.add_argument("--from-end", action="store_true", help="take the notebooks from the last")
     parser.add_argument("--verify", action="store_true", help="check every notebook ran and passed")
-    parser.add_argument("notebooks", nargs="+", help="the notebooks, in order")
+    parser.add_argument("notebooks", nargs="+", help="the notebooks")
     return parser.parse_args(argv)
 
 
@@ -98,7 +109,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"nbval_queue: every notebook ran once and passed ({len(args.notebooks)})")
         return 1 if problems else 0
     args.claims.mkdir(parents=True, exist_ok=True)
-    status, ran = _run_queue(args.claims, args.notebooks, args.from_end)
+    queue = _queue(args.notebooks, agenda.run_seconds())
+    status, ran = _run_queue(args.claims, queue, args.from_end)
     names = ", ".join(Path(n).stem for n in ran) or "none (the other lane had them all)"
     print(f"nbval_queue: this lane ran {names}")
     return status

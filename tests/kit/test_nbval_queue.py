@@ -1,5 +1,6 @@
-"""kit.nbval_queue: make test's two lanes share the notebooks, each run once by the lane that
-claims it first, from either end; a failure stops its lane, and --verify catches what never ran."""
+"""kit.nbval_queue: make test's two lanes share the notebooks, queued longest first, each run once
+by the lane that claims it first, from either end; a failure stops its lane, and --verify catches
+what never ran."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from pathlib import Path
 import nbformat
 
 from helpers.common.paths import REPO_ROOT
+from kit import agenda
 from kit import nbval_queue as q
 
 NOTEBOOKS = [f"notebooks/0{i}_x.ipynb" for i in range(1, 9)]
@@ -59,6 +61,18 @@ def test_a_lane_stops_at_the_first_notebook_the_other_lane_claimed(tmp_path: Pat
     (tmp_path / Path(NOTEBOOKS[5]).name).mkdir()  # the other lane holds 06
     _, ran = q._run_queue(tmp_path, NOTEBOOKS, from_end=True, run=lambda n: 0)
     assert ran == NOTEBOOKS[6:][::-1]
+
+
+def test_the_queue_puts_the_longest_first_and_an_unmeasured_one_before_all() -> None:
+    seconds = {"01_x.ipynb": 9.0, "02_x.ipynb": 36.0, "03_x.ipynb": 119.0}
+    queue = q._queue(
+        ["notebooks/01_x.ipynb", "notebooks/02_x.ipynb", "n/03_x.ipynb", "new.ipynb"], seconds
+    )
+    assert queue == ["new.ipynb", "n/03_x.ipynb", "notebooks/02_x.ipynb", "notebooks/01_x.ipynb"]
+    shipped = agenda.run_seconds()
+    on_disk = sorted(p.name for p in (REPO_ROOT / "notebooks").glob("*.ipynb"))
+    # keyed by the notebooks' file names (a fork's record may list notebooks it dropped)
+    assert set(shipped) & set(on_disk) and all(s > 0 for s in shipped.values()), shipped
 
 
 def test_the_command_runs_nbval_as_the_makefile_does(tmp_path: Path) -> None:
