@@ -45,7 +45,7 @@ def test_under_make_test_each_lane_names_its_lines_and_keeps_its_failures() -> N
 def run_make(*args: str) -> subprocess.CompletedProcess[str]:
     """make ARGS in the repo, its output captured; never as a sub-make of the make running these
     tests (that one's MAKEFLAGS would pass it LANE_TAGS=1 and its jobserver)."""
-    outer = ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES", "LANE_TAGS")
+    outer = ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES", "LANE_TAGS", "NBVAL_CLAIMS")
     return subprocess.run(
         ["make", "--no-print-directory", *args],
         cwd=REPO_ROOT,
