@@ -110,7 +110,7 @@ def test_the_tests_lane_drops_every_chapter_last() -> None:
     drops = [i for i, line in enumerate(lane) if " -m kit.drop_check" in line]
     assert len(drops) == 1, lane
     assert drops[0] == len(lane) - 1, lane  # no chapter named: every one, each on its own
-    assert lane[-1].split(" -m kit.drop_check ", 1)[1] == "--jobs 2 --no-trim", lane
+    assert lane[-1].split(" -m kit.drop_check ", 1)[1] == "--jobs 1 --no-trim", lane
 
 
 def test_the_notebooks_run_under_the_watchdog() -> None:
