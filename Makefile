@@ -78,9 +78,10 @@ run: venv preflight ## execute all notebooks headless -> build/*.ipynb, build/*.
 # each other. Under `make test` (LANE_TAGS=1) each lane's lines come as they are written, each
 # named by its lane ([test-notebooks] / [test-tests]): a lane is never silent for a whole
 # command, and a failing exit status still stops make (pipefail). Under `make test` the two lanes
-# share the notebooks (kit.nbval_queue): the notebooks lane takes them from the first, the tests
-# lane from the last once its tests are done, each notebook run once by whichever lane claims it,
-# so the lanes end together; then every notebook is checked to have run and passed. Alone, a lane
+# share the notebooks (kit.nbval_queue, longest first by the agenda's record): the notebooks lane
+# takes them from the front, the tests lane from the back once its tests are done, each notebook
+# run once by whichever lane claims it, so the lanes end close together; then every notebook is
+# checked to have run and passed. Alone, a lane
 # runs all of its own (`make test-notebooks`: every notebook).
 TEST_JOBS ?= 2
 # The drop check's chapters at a time: one, so that the lanes keep to one busy process each
