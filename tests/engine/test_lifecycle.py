@@ -186,6 +186,24 @@ def test_one_device_engine_runs_in_process_and_leaves_torch_threads_settable() -
     assert "\n" not in str(err.value) and engine._is_shut_down(llm)
 
 
+@pytest.mark.vllm
+def test_an_ngram_engine_gives_torchs_threads_back_as_it_found_them() -> None:
+    import torch
+
+    before = torch.get_num_threads()
+    ngram = {"model": None, "method": "ngram", "num_speculative_tokens": 3}
+    ngram |= {"prompt_lookup_min": 2, "prompt_lookup_max": 4}
+    torch.set_num_threads(1)
+    try:
+        kwargs = engine_kwargs(load_profile("tiny"), k=3, speculative_config=ngram)
+        with open_engine(**kwargs) as llm:
+            llm.generate(["one two three, one two three, one two"], sampling(8), use_tqdm=False)
+        # vLLM's n-gram proposer left numba's default (every core) in OpenMP; the end put 1 back.
+        assert torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(before)
+
+
 class FakeCore:
     """Stands in for vLLM's engine-core client: counts shutdowns."""
 

@@ -87,6 +87,12 @@ _PER_REQUEST_METRICS = {vllm_names.PER_REQUEST.arg: vllm_names.PER_REQUEST.summa
 _JOURNAL_NAME = "engine-starts.jsonl"
 
 _current: Any = None
+#: torch's intra-op threads when the current engine started, put back when it is shut down. vLLM's
+#: n-gram proposer sets the process's OpenMP threads through numba, back to numba's default of
+#: every core after each proposal (vllm/v1/spec_decode/ngram_proposer.py), and torch reads that
+#: count: every later torch op in the process ran on every core (measured: notebook 07 on 2 cores
+#: under OMP_NUM_THREADS=1 used 240 CPU-seconds in 159 s, a second OpenMP thread spinning).
+_threads_at_start: int | None = None
 
 
 def device_defaults(gpu: bool, small_model: bool = False) -> dict[str, Any]:
@@ -237,7 +243,8 @@ def _is_shut_down(llm: Any) -> bool:
 
 def shutdown_engine(llm: Any | None = None, how: str = "by lifecycle.shutdown_engine") -> None:
     """Shut an engine down (default: the current one) and free its process and memory; the `LLM`
-    object then raises EngineShutDownError when used (`how` says what stopped it)."""
+    object then raises EngineShutDownError when used (`how` says what stopped it). The current
+    engine also gives torch's threads back as it found them (`_threads_at_start`)."""
     global _current
     llm = llm if llm is not None else _current
     if llm is None or _is_shut_down(llm):
@@ -247,6 +254,7 @@ def shutdown_engine(llm: Any | None = None, how: str = "by lifecycle.shutdown_en
     in_process = type(getattr(llm.llm_engine, "engine_core", None)).__name__ == "InprocClient"
     if llm is _current:
         _current = None
+        _put_back_threads()
     # Drop the engine (and with it the model) from the object the caller still holds.
     with contextlib.suppress(AttributeError, TypeError):
         llm.llm_engine = _ShutDownEngine(how)
@@ -254,6 +262,18 @@ def shutdown_engine(llm: Any | None = None, how: str = "by lifecycle.shutdown_en
     gc.collect()
     if in_process and has_gpu():
         _release_gpu()
+
+
+def _put_back_threads() -> None:
+    """torch's intra-op threads as they were when the engine that just ended started."""
+    global _threads_at_start
+    if _threads_at_start is None:
+        return
+    import torch
+
+    if torch.get_num_threads() != _threads_at_start:
+        torch.set_num_threads(_threads_at_start)
+    _threads_at_start = None
 
 
 def _end_engine_processes(grace: float = 1.0) -> list[str]:
@@ -358,8 +378,9 @@ def start_engine(**kwargs: Any) -> Any:
     and a worker process that each import vLLM, and decodes 25-35 % faster on this process's two
     torch threads; on a GPU it skips the same two interpreter starts (the README has the table).
     """
-    global _current
+    global _current, _threads_at_start
     _validate_speculative_pair(kwargs)
+    import torch
     from vllm import LLM
 
     kwargs, notes = compat.dropped_args(kwargs)
@@ -367,7 +388,9 @@ def start_engine(**kwargs: Any) -> Any:
         print(f"start_engine: {note}")
     t0 = time.perf_counter()
     with engine_process(kwargs) as kwargs:
+        threads = torch.get_num_threads()  # after engine_process ended any earlier engine
         _current = LLM(**kwargs)
+    _threads_at_start = threads
     in_process = kwargs.get("distributed_executor_backend") == "uni"
     spec = kwargs.get("speculative_config") or {}
     journal_start(
