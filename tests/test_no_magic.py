@@ -23,9 +23,10 @@ from helpers.common.paths import REPO_ROOT
 #: It runs programs (kit.drop_check leaves it out: not a static check of the tree).
 pytestmark = pytest.mark.process
 
-#: Records every file opened under WATCHED_ROOT (an audit hook on "open"; Python sources, bytecode,
-#: the interpreter's own files and the package metadata pip writes into src/*.egg-info aside) while
-#: WATCH[0] is set, in OPENED.
+#: Records every file opened under WATCHED_ROOT (an audit hook on "open"; Python sources, bytecode
+#: and what Python writes into __pycache__/ (a .pyc goes through a temporary file when bytecode may
+#: be written, as under make test), the interpreter's own files and the package metadata pip writes
+#: into src/*.egg-info aside) while WATCH[0] is set, in OPENED.
 OPEN_WATCH = r"""
 import os, sys
 OPENED, WATCH = [], [False]
@@ -33,7 +34,7 @@ def _watch(event, args, root=os.path.abspath(WATCHED_ROOT) + os.sep, skip=(sys.p
     if not WATCH[0] or event != "open" or not isinstance(args[0], (str, bytes, os.PathLike)):
         return
     path = os.path.abspath(os.fsdecode(args[0]))
-    metadata = ".egg-info" + os.sep in path
+    metadata = ".egg-info" + os.sep in path or os.sep + "__pycache__" + os.sep in path
     if path.startswith(root) and not path.startswith(skip) and not path.endswith((".py", ".pyc")) \
             and not metadata:
         OPENED.append(os.path.relpath(path, root))
