@@ -81,8 +81,8 @@ run: venv preflight ## execute all notebooks headless -> build/*.ipynb, build/*.
 # share the notebooks (kit.nbval_queue, longest first by the agenda's record): the notebooks lane
 # takes them from the front, the tests lane from the back once its tests are done, each notebook
 # run once by whichever lane claims it, so the lanes end close together; then every notebook is
-# checked to have run and passed. Alone, a lane
-# runs all of its own (`make test-notebooks`: every notebook).
+# checked to have run and passed. Alone, a lane runs all of its own (`make test-notebooks`: every
+# notebook).
 TEST_JOBS ?= 2
 # The drop check's chapters at a time: one, so that the lanes keep to one busy process each
 # (beside its two jobs a notebook's drafter training ran 2-5 times slower).
