@@ -286,9 +286,15 @@ def test_the_import_check_names_the_first_statement_that_fails(capsys) -> None:
     assert "ok: import json" in out and "ok: import os" not in out
 
 
-def test_bytecode_is_written_and_a_file_that_does_not_compile_is_left(tmp_path: Path) -> None:
-    (tmp_path / "good.py").write_text("x = 1\n")
-    (tmp_path / "bad.py").write_text("print 'python 2'\n")
-    se.compile_bytecode(Path(sys.executable), tmp_path)
+def test_the_import_check_writes_the_bytecode_of_what_it_imports(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")  # as CI sets it: no import writes bytecode
+    (tmp_path / "imported.py").write_text("x = 1\n")
+    (tmp_path / "never_imported.py").write_text("y = 2\n")
+    se.verify_imports(
+        Path(sys.executable),
+        (f"import sys; sys.path.insert(0, {str(tmp_path)!r})", "import imported"),
+    )
     compiled = sorted(p.name.split(".")[0] for p in (tmp_path / "__pycache__").glob("*.pyc"))
-    assert compiled == ["good"]
+    assert compiled == ["imported"]
