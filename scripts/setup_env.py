@@ -19,6 +19,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 REPO_ROOT: Path = Path(__file__).resolve().parent.parent
@@ -168,10 +169,20 @@ def run(cmd: Sequence[str], what: str, quiet: bool = True) -> None:
         raise SetupError(f"{what} failed (exit {done.returncode}): {' '.join(cmd)}")
 
 
+def writing_bytecode(environ: Mapping[str, str]) -> dict[str, str]:
+    """environ without PYTHONDONTWRITEBYTECODE: a process started with it writes the bytecode of
+    what it imports (pip installs with --no-compile, so the venv's first imports compile)."""
+    return {name: value for name, value in environ.items() if name != "PYTHONDONTWRITEBYTECODE"}
+
+
 def try_import(python: Path, statement: str) -> tuple[bool, str]:
-    """Run `statement` in a fresh `python`; (ok, key error line or '')."""
+    """Run `statement` in a fresh `python`, writing bytecode; (ok, key error line or '')."""
     done = subprocess.run(
-        [str(python), "-c", statement], capture_output=True, text=True, stdin=subprocess.DEVNULL
+        [str(python), "-c", statement],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        env=writing_bytecode(os.environ),
     )
     if done.returncode == 0:
         return True, ""
@@ -264,13 +275,12 @@ def verify_imports(
 ) -> None:
     """Fail with one clear line unless every statement works in the venv. The check writes the
     bytecode of what it imports, even where PYTHONDONTWRITEBYTECODE says not to (no import would)."""
-    env = {name: value for name, value in os.environ.items() if name != "PYTHONDONTWRITEBYTECODE"}
     done = subprocess.run(
         [str(python), "-c", _IMPORT_CHECK, *statements],
         capture_output=True,
         text=True,
         stdin=subprocess.DEVNULL,
-        env=env,
+        env=writing_bytecode(os.environ),
     )
     passed = [line for line in done.stdout.splitlines() if line in statements]
     for statement in passed:
@@ -345,11 +355,14 @@ def main(argv: Sequence[str] = ()) -> int:
             create_venv(VENV_DIR)
         stamp_path.unlink(missing_ok=True)
         install(python, device, REPO_ROOT, verbose)
-        remove_broken_extensions(python)
-        log("checking the imports, writing their bytecode")
-        verify_imports(python)
-        stamp_path.write_text(expected + "\n")
-        build_qwen_tokenizer(python)
+        # The tokenizer's build needs none of what follows: it takes the other core meanwhile.
+        with ThreadPoolExecutor(max_workers=1) as beside:
+            tokenizer = beside.submit(build_qwen_tokenizer, python)
+            remove_broken_extensions(python)
+            log("checking the imports, writing their bytecode")
+            verify_imports(python)
+            stamp_path.write_text(expected + "\n")
+            tokenizer.result()
         log(f"environment ready: {python}")
         return 0
     except SetupError as err:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -249,6 +250,31 @@ def test_main_is_a_no_op_when_stamp_matches(
     assert "falls back to the toy tokenizer" in line
 
 
+def test_the_tokenizer_builds_beside_the_import_check(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root, venv = _fake_tree(tmp_path / "repo"), tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "python").write_text("#!/bin/false\n")
+    monkeypatch.setattr(se, "REPO_ROOT", root)
+    monkeypatch.setattr(se, "VENV_DIR", venv)
+    monkeypatch.setenv("WORKBOOK_DEVICE", "cpu")
+    monkeypatch.setattr(se, "install", lambda *args: None)
+    monkeypatch.setattr(se, "remove_broken_extensions", lambda python: [])
+    started = {"tokenizer": threading.Event(), "check": threading.Event()}
+    saw = {}
+
+    def step(mine: str, other: str) -> None:  # each waits to see the other one under way
+        started[mine].set()
+        saw[mine] = started[other].wait(timeout=10)
+
+    monkeypatch.setattr(se, "build_qwen_tokenizer", lambda python: step("tokenizer", "check"))
+    monkeypatch.setattr(se, "verify_imports", lambda python: step("check", "tokenizer"))
+    assert se.main([]) == 0
+    assert saw == {"tokenizer": True, "check": True}, "one step waited for the other to end"
+    assert (venv / se.STAMP_NAME).read_text().strip() == se.compute_stamp(root, "cpu")
+
+
 def test_tokenizer_step_reports_one_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
 ) -> None:
@@ -286,15 +312,14 @@ def test_the_import_check_names_the_first_statement_that_fails(capsys) -> None:
     assert "ok: import json" in out and "ok: import os" not in out
 
 
-def test_the_import_check_writes_the_bytecode_of_what_it_imports(
+def test_the_import_checks_write_the_bytecode_of_what_they_import(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")  # as CI sets it: no import writes bytecode
-    (tmp_path / "imported.py").write_text("x = 1\n")
-    (tmp_path / "never_imported.py").write_text("y = 2\n")
-    se.verify_imports(
-        Path(sys.executable),
-        (f"import sys; sys.path.insert(0, {str(tmp_path)!r})", "import imported"),
-    )
+    for name in ("checked", "tried", "never_imported"):
+        (tmp_path / f"{name}.py").write_text("x = 1\n")
+    on_path = f"import sys; sys.path.insert(0, {str(tmp_path)!r})"
+    se.verify_imports(Path(sys.executable), (on_path, "import checked"))
+    assert se.try_import(Path(sys.executable), f"{on_path}; import tried") == (True, "")
     compiled = sorted(p.name.split(".")[0] for p in (tmp_path / "__pycache__").glob("*.pyc"))
-    assert compiled == ["imported"]
+    assert compiled == ["checked", "tried"]
