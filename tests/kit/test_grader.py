@@ -179,9 +179,11 @@ def accept_greedy(drafts, targets):
 
 
 def hang(pid_file: Path) -> str:
-    """A learner's file that records its process id, then loops for ever at import."""
+    """A learner's file that records its process id, then never returns from its import (asleep:
+    a spinning loop hangs the same way and burned a core of make test for the whole limit)."""
     return (
-        f"import os\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))\nwhile True:\n    pass\n"
+        f"import os, time\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
+        "while True:\n    time.sleep(1)\n"
     )
 
 
