@@ -228,7 +228,8 @@ def install(python: Path, device: str, root: Path, verbose: bool) -> None:
     req = requirements_file(device, root)
     # --no-compile: pip compiles all ~25.7k Python files, one at a time; verify_imports writes
     # the bytecode of the ~5.9k that the workbook imports (compiling all, 65 s on 2 cores, was
-    # a third of a fresh `make venv`), and the rest is compiled where it is first imported
+    # a third of a fresh `make venv`); the rest is compiled when imported, and written to
+    # __pycache__/ only where bytecode may be written (make test's lanes allow it)
     install_flags = [*quiet_flags, "--progress-bar", "off", "--no-compile"]
     run(
         [*pip, "install", *install_flags, "-r", str(req), "-e", str(root)],
