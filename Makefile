@@ -73,9 +73,10 @@ run: venv preflight ## execute all notebooks headless -> build/*.ipynb, build/*.
 # Two lanes at once (docs/commands.md has the measurements): the notebooks under nbval, one after
 # another | the tests that start vLLM, one at a time, then the light ones on TEST_JOBS workers
 # (pytest-xdist, one test file per worker), then each chapter dropped (kit.drop_check). Each
-# lane's process gets one OpenMP thread, and vLLM does not pin its engines (its automatic binding
-# puts every engine on the first core): two lanes of spinning OpenMP threads on two cores stalled
-# each other. Under `make test` (LANE_TAGS=1) each lane's lines come as they are written, each
+# lane's process gets one OpenMP thread (numba's default too: vLLM's n-gram proposer hands torch
+# numba's thread count after each proposal), and vLLM does not pin its engines (its automatic
+# binding puts every engine on the first core): two lanes of spinning OpenMP threads on two cores
+# stalled each other. Under `make test` (LANE_TAGS=1) each lane's lines come as they are written, each
 # named by its lane ([test-notebooks] / [test-tests]): a lane is never silent for a whole
 # command, and a failing exit status still stops make (pipefail). Under `make test` the two lanes
 # share the notebooks (kit.nbval_queue, longest first by the agenda's record): the notebooks lane
@@ -91,7 +92,7 @@ DROP_JOBS ?= 1
 # bytecode of the workbook's own modules nor pytest's rewritten test files, so each of the lanes'
 # pytest processes compiled and rewrote all of them again (7 s of a 31 s collection here); the
 # first process of the lanes now writes them into __pycache__/ (git ignores it) for the rest.
-LANE_ENV := OMP_NUM_THREADS=1 VLLM_CPU_OMP_THREADS_BIND=nobind PYTHONDONTWRITEBYTECODE=
+LANE_ENV := OMP_NUM_THREADS=1 NUMBA_NUM_THREADS=1 VLLM_CPU_OMP_THREADS_BIND=nobind PYTHONDONTWRITEBYTECODE=
 LANE_TAGS ?=
 test-notebooks test-tests: SHELL := /bin/bash
 lane = $(if $(LANE_TAGS),set -o pipefail; $(1) 2>&1 | sed -u 's/^/[$@] /',$(1))

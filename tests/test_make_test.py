@@ -60,7 +60,7 @@ def test_the_two_lanes_run_at_once_with_one_thread_each() -> None:
     lines = dry_run("test")
     lanes = [line for line in lines if "test-notebooks test-tests" in line]
     assert len(lanes) == 1, lines
-    assert "-j 2" in lanes[0] and "OMP_NUM_THREADS=1" in lanes[0], lanes
+    assert "-j 2" in lanes[0] and "OMP_NUM_THREADS=1 NUMBA_NUM_THREADS=1" in lanes[0], lanes
     assert "VLLM_CPU_OMP_THREADS_BIND=nobind" in lanes[0], lanes
     assert "PYTHONDONTWRITEBYTECODE= " in lanes[0], lanes  # the lanes write bytecode
     assert lines.index(lanes[0]) > max(i for i, line in enumerate(lines) if "ruff" in line)

@@ -32,7 +32,12 @@ def _keep_sigterm() -> Iterator[None]:
 def test_sets_prints_and_keeps_user_values(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    for name in [*_NOTEBOOK_ENV, "VLLM_LOGGING_CONFIG_PATH", "OMP_NUM_THREADS"]:
+    for name in [
+        *_NOTEBOOK_ENV,
+        "VLLM_LOGGING_CONFIG_PATH",
+        "OMP_NUM_THREADS",
+        "NUMBA_NUM_THREADS",
+    ]:
         monkeypatch.setenv(name, "")  # recorded, so the test leaves the environment as it found it
         monkeypatch.delenv(name)
     monkeypatch.setenv("VLLM_LOGGING_LEVEL", "DEBUG")
@@ -49,11 +54,27 @@ def test_torch_threads_follow_envinfos_core_count(
     monkeypatch: pytest.MonkeyPatch, cores: int, threads: int | None
 ) -> None:
     monkeypatch.setattr(envinfo, "cpu_cores", lambda: cores)
-    for name in [*_NOTEBOOK_ENV, "VLLM_LOGGING_CONFIG_PATH", "OMP_NUM_THREADS"]:
+    for name in [
+        *_NOTEBOOK_ENV,
+        "VLLM_LOGGING_CONFIG_PATH",
+        "OMP_NUM_THREADS",
+        "NUMBA_NUM_THREADS",
+    ]:
         monkeypatch.setenv(name, "")  # recorded, so the test leaves the environment as it found it
         monkeypatch.delenv(name)
     applied = setup_notebook(verbose=False)
     assert int(applied["OMP_NUM_THREADS"]) == (threads or _MAX_CPU_THREADS)
+    assert applied["NUMBA_NUM_THREADS"] == applied["OMP_NUM_THREADS"]  # numba's default follows
+
+
+def test_a_users_thread_counts_are_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in [*_NOTEBOOK_ENV, "VLLM_LOGGING_CONFIG_PATH"]:
+        monkeypatch.setenv(name, "")  # recorded, so the test leaves the environment as it found it
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    monkeypatch.setenv("NUMBA_NUM_THREADS", "2")
+    applied = setup_notebook(verbose=False)
+    assert (applied["OMP_NUM_THREADS"], applied["NUMBA_NUM_THREADS"]) == ("3", "2")
 
 
 def test_vllm_log_goes_to_a_file_and_errors_still_show(

@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import psutil
@@ -15,6 +17,7 @@ from helpers.common import qwen_tokenizer
 from helpers.common.configs import read_config
 from helpers.common.counters import acceptance_stats
 from helpers.common.envinfo import has_gpu
+from helpers.common.paths import REPO_ROOT
 from helpers.common.profiles import Profile, load_profile
 from helpers.common.prompts import as_messages, load_prompts
 from helpers.engine import lifecycle as engine
@@ -186,19 +189,48 @@ def test_one_device_engine_runs_in_process_and_leaves_torch_threads_settable() -
     assert "\n" not in str(err.value) and engine._is_shut_down(llm)
 
 
+#: Run in a fresh interpreter (numba reads NUMBA_NUM_THREADS once, when vLLM's n-gram proposer
+#: first imports it): torch's threads while an n-gram engine runs, then after it ended.
+_NGRAM_THREADS = """
+import torch
+from helpers.common.notebook import setup_notebook
+from helpers.common.profiles import load_profile
+from helpers.engine.lifecycle import engine_kwargs, open_engine
+from helpers.engine.runs import sampling
+
+setup_notebook(verbose=False)
+torch.set_num_threads(1)
+ngram = {"model": None, "method": "ngram", "num_speculative_tokens": 3}
+ngram |= {"prompt_lookup_min": 2, "prompt_lookup_max": 4}
+with open_engine(**engine_kwargs(load_profile("tiny"), k=3, speculative_config=ngram)) as llm:
+    llm.generate(["one two three, one two three, one two"], sampling(8), use_tqdm=False)
+    print("threads", torch.get_num_threads(), end=" ")
+print(torch.get_num_threads())
+"""
+
+
 @pytest.mark.vllm
-def test_an_ngram_engine_gives_torchs_threads_back_as_it_found_them() -> None:
+def test_an_ngram_engine_in_a_notebook_keeps_torchs_one_thread() -> None:
+    """vLLM's n-gram proposer hands torch numba's default thread count (every core, 2 here, unset);
+    setup_notebook's default follows OMP_NUM_THREADS, so torch keeps its one thread throughout."""
+    env = {k: v for k, v in os.environ.items() if k not in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS")}
+    env |= {"OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO_ROOT / "src")}
+    run = subprocess.run(
+        [sys.executable, "-c", _NGRAM_THREADS], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.split()[-3:] == ["threads", "1", "1"], run.stdout[-500:]
+
+
+@pytest.mark.vllm
+def test_the_end_of_an_engine_gives_torchs_threads_back() -> None:
     import torch
 
     before = torch.get_num_threads()
-    ngram = {"model": None, "method": "ngram", "num_speculative_tokens": 3}
-    ngram |= {"prompt_lookup_min": 2, "prompt_lookup_max": 4}
     torch.set_num_threads(1)
     try:
-        kwargs = engine_kwargs(load_profile("tiny"), k=3, speculative_config=ngram)
-        with open_engine(**kwargs) as llm:
-            llm.generate(["one two three, one two three, one two"], sampling(8), use_tqdm=False)
-        # vLLM's n-gram proposer left numba's default (every core) in OpenMP; the end put 1 back.
+        with open_engine(**engine_kwargs(load_profile("tiny"), k=0)):
+            torch.set_num_threads(2)  # as vLLM's n-gram proposer does under numba's default of 2
         assert torch.get_num_threads() == 1
     finally:
         torch.set_num_threads(before)
@@ -230,9 +262,6 @@ def test_a_shut_down_engine_says_so_when_used() -> None:
 
 
 def test_the_sigterm_hook_ends_engine_processes(monkeypatch: pytest.MonkeyPatch) -> None:
-    import subprocess
-    import sys
-
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     monkeypatch.setattr(engine, "_engine_processes", lambda: [psutil.Process(child.pid)])
     ended = engine._end_engine_processes(grace=5)

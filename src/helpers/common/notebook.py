@@ -35,6 +35,8 @@ _NOTEBOOK_ENV: dict[str, str] = {
 #: At most this many OpenMP threads for torch in the kernel (a GPU box's 16+ cores gain a tiny
 #: model nothing, and notebooks or servers sharing the box would fight over them).
 _MAX_CPU_THREADS = 8
+#: numba's thread count (read when numba is first imported: vLLM's n-gram proposer imports it).
+_NUMBA_THREADS = "NUMBA_NUM_THREADS"
 #: Where the in-process engines' vLLM log goes (every process the kernel starts appends to it).
 _VLLM_LOG: Path = LOGS_DIR / "vllm.log"
 #: Where the caches go when HOME cannot be written.
@@ -169,6 +171,10 @@ def setup_notebook(verbose: bool = True) -> dict[str, str]:
     threads = {"OMP_NUM_THREADS": str(min(envinfo.cpu_cores(), _MAX_CPU_THREADS))}
     for name, value in (_NOTEBOOK_ENV | threads | cache_env()).items():
         applied[name] = os.environ.setdefault(name, value)
+    # vLLM's n-gram proposer sets OpenMP's threads back to numba's default after each proposal
+    # (vllm/v1/spec_decode/ngram_proposer.py), every core unless NUMBA_NUM_THREADS says otherwise,
+    # and torch then runs on that many: numba's default follows this kernel's OpenMP threads.
+    applied[_NUMBA_THREADS] = os.environ.setdefault(_NUMBA_THREADS, applied["OMP_NUM_THREADS"])
     if "VLLM_LOGGING_CONFIG_PATH" not in os.environ:
         LOGS_DIR.mkdir(parents=True, exist_ok=True)
         config = LOGS_DIR / "vllm-logging.json"
