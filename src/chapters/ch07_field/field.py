@@ -47,6 +47,7 @@ import pandas as pd
 
 from helpers.analytics.intervals import METHOD, Interval, jackknife_ends
 from helpers.common import vllm_names
+from helpers.common.ci import ci_scaled
 from helpers.common.counters import SpecCounters, counters_of
 from helpers.common.paths import DATA_DIR
 from helpers.engine import compat
@@ -54,6 +55,7 @@ from helpers.engine.runs import CategoryRun, run_prompts
 
 __all__ = [
     "DFLASH_NAME",
+    "run_sizes",
     "has_token_tree",
     "methods_table",
     "mtp_model_types",
@@ -72,6 +74,13 @@ __all__ = [
 DFLASH_NAME: str = "tiny-qwen3-moe-dflash"
 
 _METHODS_FILE = DATA_DIR / "published" / "drafting-methods.json"
+
+
+def run_sizes(n_prompts: int, max_tokens: int, vocab_steps: int) -> tuple[int, int, int]:
+    """Held-out prompts per category, tokens per answer and draft-vocabulary training steps: as
+    given, under CI (helpers.common.ci) at most 2 prompts and 32 tokens, and half the steps."""
+    steps = ci_scaled(vocab_steps, vocab_steps // 2)
+    return ci_scaled(n_prompts, 2), ci_scaled(max_tokens, 32), steps
 
 
 @dataclass(frozen=True)

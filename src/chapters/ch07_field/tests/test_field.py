@@ -130,3 +130,10 @@ def test_the_dflash_drafter_is_found_beside_its_verifier_only(tmp_path: Path) ->
     expected = shipped if (shipped / "config.json").is_file() else None
     assert field.drafter_for(DATA_DIR / VERIFIER_NAME) == expected
     assert field.drafter_for(tmp_path / VERIFIER_NAME) is None
+
+
+@pytest.mark.parametrize("ci, sizes", [("", (4, 64, 60)), ("true", (2, 32, 30))])
+def test_run_sizes_shrink_only_under_ci(monkeypatch: pytest.MonkeyPatch, ci: str, sizes) -> None:
+    monkeypatch.setenv("CI", ci)
+    assert field.run_sizes(4, 64, 60) == sizes
+    assert field.run_sizes(1, 16, 60)[:2] == (1, 16)  # never more than asked
