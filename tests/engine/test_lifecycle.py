@@ -214,7 +214,8 @@ def test_an_ngram_engine_in_a_notebook_keeps_torchs_one_thread() -> None:
     """vLLM's n-gram proposer hands torch numba's default thread count (every core, 2 here, unset);
     setup_notebook's default follows OMP_NUM_THREADS, so torch keeps its one thread throughout."""
     env = {k: v for k, v in os.environ.items() if k not in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS")}
-    env |= {"OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO_ROOT / "src")}
+    paths = [str(REPO_ROOT / "src"), *filter(None, [os.environ.get("PYTHONPATH")])]
+    env |= {"OMP_NUM_THREADS": "1", "PYTHONPATH": os.pathsep.join(paths)}
     run = subprocess.run(
         [sys.executable, "-c", _NGRAM_THREADS], env=env, capture_output=True, text=True, timeout=300
     )
