@@ -76,8 +76,8 @@ run: venv preflight ## execute all notebooks headless -> build/*.ipynb, build/*.
 # lane's process gets one OpenMP thread (numba's default too: vLLM's n-gram proposer hands torch
 # numba's thread count after each proposal), and vLLM does not pin its engines (its automatic
 # binding puts every engine on the first core): two lanes of spinning OpenMP threads on two cores
-# stalled each other. Under `make test` (LANE_TAGS=1) each lane's lines come as they are written, each
-# named by its lane ([test-notebooks] / [test-tests]): a lane is never silent for a whole
+# stalled each other. Under `make test` (LANE_TAGS=1) each lane's lines come as they are written,
+# each named by its lane ([test-notebooks] / [test-tests]): a lane is never silent for a whole
 # command, and a failing exit status still stops make (pipefail). Under `make test` the two lanes
 # share the notebooks (kit.nbval_queue, longest first by the agenda's record): the notebooks lane
 # takes them from the front, the tests lane from the back once its tests are done, each notebook
