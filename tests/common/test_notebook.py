@@ -29,17 +29,18 @@ def _keep_sigterm() -> Iterator[None]:
     notebook._previous_sigterm = previous
 
 
+def _unset_what_it_sets(monkeypatch: pytest.MonkeyPatch, *names: str) -> None:
+    """Unset what setup_notebook sets (and `names`), recorded so the test leaves the environment
+    as it found it."""
+    for name in [*_NOTEBOOK_ENV, "VLLM_LOGGING_CONFIG_PATH", *names]:
+        monkeypatch.setenv(name, "")
+        monkeypatch.delenv(name)
+
+
 def test_sets_prints_and_keeps_user_values(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    for name in [
-        *_NOTEBOOK_ENV,
-        "VLLM_LOGGING_CONFIG_PATH",
-        "OMP_NUM_THREADS",
-        "NUMBA_NUM_THREADS",
-    ]:
-        monkeypatch.setenv(name, "")  # recorded, so the test leaves the environment as it found it
-        monkeypatch.delenv(name)
+    _unset_what_it_sets(monkeypatch, "OMP_NUM_THREADS", "NUMBA_NUM_THREADS")
     monkeypatch.setenv("VLLM_LOGGING_LEVEL", "DEBUG")
     applied = setup_notebook()
     assert applied["VLLM_LOGGING_LEVEL"] == "DEBUG"  # the user's choice wins
@@ -54,23 +55,14 @@ def test_torch_threads_follow_envinfos_core_count(
     monkeypatch: pytest.MonkeyPatch, cores: int, threads: int | None
 ) -> None:
     monkeypatch.setattr(envinfo, "cpu_cores", lambda: cores)
-    for name in [
-        *_NOTEBOOK_ENV,
-        "VLLM_LOGGING_CONFIG_PATH",
-        "OMP_NUM_THREADS",
-        "NUMBA_NUM_THREADS",
-    ]:
-        monkeypatch.setenv(name, "")  # recorded, so the test leaves the environment as it found it
-        monkeypatch.delenv(name)
+    _unset_what_it_sets(monkeypatch, "OMP_NUM_THREADS", "NUMBA_NUM_THREADS")
     applied = setup_notebook(verbose=False)
     assert int(applied["OMP_NUM_THREADS"]) == (threads or _MAX_CPU_THREADS)
     assert applied["NUMBA_NUM_THREADS"] == applied["OMP_NUM_THREADS"]  # numba's default follows
 
 
 def test_a_users_thread_counts_are_kept(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in [*_NOTEBOOK_ENV, "VLLM_LOGGING_CONFIG_PATH"]:
-        monkeypatch.setenv(name, "")  # recorded, so the test leaves the environment as it found it
-        monkeypatch.delenv(name)
+    _unset_what_it_sets(monkeypatch)
     monkeypatch.setenv("OMP_NUM_THREADS", "3")
     monkeypatch.setenv("NUMBA_NUM_THREADS", "2")
     applied = setup_notebook(verbose=False)
