@@ -531,8 +531,10 @@ class VllmServer:
         # Local model folders never need the hub; hub models keep the caller's setting.
         local = any(_is_model_folder(arg) for arg in self.argv if not arg.startswith("-"))
         offline = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"} if local else {}
-        # A server keeps vLLM's own processes even when this process runs its engines in-process.
+        # A server's engine core runs in a process of its own; on a CPU its model runs inside it
+        # (IN_PROCESS_ENV=0, else vllm/platforms/cpu.py spawns a worker process), as on one GPU.
         inherited = {k: v for k, v in os.environ.items() if k != IN_PROCESS_ENV}
+        inherited |= {} if has_gpu() else {IN_PROCESS_ENV: "0"}
         quiet = {"VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"}
         # vLLM's default logging, at INFO, into the server's own log (its SpecDecoding lines).
         logging = {"VLLM_LOGGING_CONFIG_PATH": "", "VLLM_LOGGING_LEVEL": "INFO", **_KEEP_ENVIRON}

@@ -320,10 +320,18 @@ def test_an_interrupt_while_starting_together_stops_them_all() -> None:
     assert all(s._members() == [] and s not in srv_mod.running_servers() for s in never)
 
 
-def test_a_server_keeps_its_processes_when_the_notebook_engine_is_in_process(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(("gpu", "expected"), [(False, "0"), (True, "unset")])
+@pytest.mark.parametrize("caller", ["0", "1", None])
+def test_where_a_servers_model_runs_is_the_devices_choice_not_the_callers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, gpu: bool, expected: str, caller: str | None
 ) -> None:
-    monkeypatch.setenv(IN_PROCESS_ENV, "0")  # what start_engine sets on a CPU
+    """On a CPU the model runs inside the engine core (IN_PROCESS_ENV=0), on a GPU vLLM's default,
+    whatever the notebook's in-process engines set (start_engine sets "0" on one device)."""
+    monkeypatch.setattr(srv_mod, "has_gpu", lambda: gpu)
+    if caller is None:
+        monkeypatch.delenv(IN_PROCESS_ENV, raising=False)
+    else:
+        monkeypatch.setenv(IN_PROCESS_ENV, caller)
     (tmp_path / "health").write_text("ok")
     port = _free_port()
     code = (
@@ -335,7 +343,7 @@ def test_a_server_keeps_its_processes_when_the_notebook_engine_is_in_process(
     argv = [sys.executable, "-c", code, str(port), str(tmp_path)]
     server = VllmServer(argv, port, "stand-in-env", "m").start(timeout=30, progress=False)
     try:
-        assert (tmp_path / "env").read_text() == "unset"
+        assert (tmp_path / "env").read_text() == expected
     finally:
         server.stop()
 
@@ -618,6 +626,14 @@ def test_server_answers_a_chat_request(spec_server: VllmServer) -> None:
     reply = chat(spec_server.base_url, spec_server.model, MESSAGES, max_tokens=32, temperature=0.0)
     assert reply["choices"][0]["message"]["role"] == "assistant" and answer_text(reply)
     assert 0 < reply["usage"]["completion_tokens"] <= 32
+
+
+@pytest.mark.vllm
+def test_the_model_runs_inside_the_servers_one_engine_core(spec_server: VllmServer) -> None:
+    """No worker process of its own: on a CPU (IN_PROCESS_ENV=0, `VllmServer.start`) as on one GPU."""
+    titles = [" ".join(p.cmdline()) for p in spec_server.group_processes()]
+    assert sum(t.startswith("VLLM::EngineCore") for t in titles) == 1, titles
+    assert not any(t.startswith("VLLM::Worker") for t in titles), titles
 
 
 @pytest.mark.vllm
