@@ -30,6 +30,12 @@ DEVICES = ("cpu", "gpu")
 MIN_PYTHON: tuple[int, int] = (3, 10)
 #: Pulled in by vllm(-cpu) from PyPI, often built against another torch; removed if they fail to import.
 TORCH_EXTENSIONS = ("torchvision", "torchaudio", "torchcodec")
+#: Installed with JupyterLab (jsonschema's format-nongpl extra), then uninstalled: jsonschema imports
+#: it whenever it is imported (nbformat: every pytest and notebook-runner process), and it builds a
+#: Lark grammar there, 3.6-4.8 s a process on 2 busy cores against 0.5 s for the rest of `import
+#: nbformat` (python-jsonschema/jsonschema issue #1428); it only checks the `iri` formats, which
+#: nothing here validates. The GPU test stack never packs it (scripts/gpu_stack/resolve.py).
+SLOW_TO_IMPORT = ("rfc3987-syntax",)
 #: What the workbook needs to import; checked in the venv after every install.
 REQUIRED_IMPORTS = (
     "from transformers import Qwen3MoeForCausalLM",
@@ -115,8 +121,8 @@ def stamp_inputs(root: Path = REPO_ROOT) -> list[Path]:
 
 
 def compute_stamp(root: Path, device: str) -> str:
-    """A sha256 over the device and the names + contents of stamp_inputs(root)."""
-    digest = hashlib.sha256(f"device={device}\n".encode())
+    """A sha256 over the device, SLOW_TO_IMPORT and the names + contents of stamp_inputs(root)."""
+    digest = hashlib.sha256(f"device={device}\nremoved={','.join(SLOW_TO_IMPORT)}\n".encode())
     for path in stamp_inputs(root):
         digest.update(path.relative_to(root).as_posix().encode() + b"\0")
         digest.update(path.read_bytes() + b"\0")
@@ -240,6 +246,11 @@ def install(python: Path, device: str, root: Path, verbose: bool) -> None:
     run(
         [*pip, "install", *install_flags, "--no-deps", "-r", str(no_deps)],
         f"installing {no_deps.relative_to(root)} with --no-deps (speculators and what it imports)",
+        quiet=not verbose,
+    )
+    run(
+        [*pip, "uninstall", "-y", *quiet_flags, *SLOW_TO_IMPORT],
+        f"uninstalling {' '.join(SLOW_TO_IMPORT)} (jsonschema imports it, building a grammar each time)",
         quiet=not verbose,
     )
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from helpers.common.paths import REPO_ROOT
+from tests.support import load_script
 
 REQ_DIR = REPO_ROOT / "requirements"
 ENV_YML = REPO_ROOT / "environment.yml"
@@ -142,6 +143,12 @@ def test_installed_version_matches_pin(name: str) -> None:
     assert installed.split("+")[0] == pinned, (
         f"{name} {installed} installed, {pinned} pinned: run `make venv`"
     )
+
+
+def test_nothing_slow_to_import_is_installed() -> None:
+    """scripts/setup_env.py uninstalls them: jsonschema would import each in every process."""
+    for name in load_script("setup_env").SLOW_TO_IMPORT:
+        assert _installed(name) is None, f"{name} is installed: run `make venv`"
 
 
 def test_installed_engine_matches_a_pin() -> None:

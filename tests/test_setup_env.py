@@ -172,6 +172,33 @@ def test_stamp_ignores_other_files_but_not_device(tmp_path: Path) -> None:
     assert se.compute_stamp(root, "gpu") != before
 
 
+def test_what_the_install_removes_is_in_the_stamp(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = _fake_tree(tmp_path)
+    before = se.compute_stamp(root, "cpu")
+    monkeypatch.setattr(se, "SLOW_TO_IMPORT", ())
+    assert se.compute_stamp(root, "cpu") != before, "a venv set up before would keep it"
+
+
+def test_the_install_ends_by_uninstalling_what_is_slow_to_import(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = _fake_tree(tmp_path)
+    (root / "requirements" / "no-deps.txt").write_text("speculators==0.9.0\n")
+    commands: list[list[str]] = []
+    monkeypatch.setattr(se, "run", lambda cmd, what, quiet=True: commands.append(list(cmd)))
+    se.install(tmp_path / "python", "cpu", root, verbose=False)
+    assert [c[c.index("pip") + 2] for c in commands] == [
+        "install",
+        "install",
+        "install",
+        "uninstall",
+    ]
+    assert commands[-1][-len(se.SLOW_TO_IMPORT) :] == list(se.SLOW_TO_IMPORT)
+    assert "rfc3987-syntax" in se.SLOW_TO_IMPORT
+
+
 def test_stamp_is_current(tmp_path: Path) -> None:
     stamp = tmp_path / ".workbook-stamp"
     assert not se.stamp_is_current(stamp, "abc")
