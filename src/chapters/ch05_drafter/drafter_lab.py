@@ -53,8 +53,8 @@ __all__ = [
 
 
 def training_plan(steps: int, eval_at: Sequence[int]) -> tuple[int, tuple[int, ...]]:
-    """Training steps and checkpoint steps; under CI both halved (helpers.common.ci)."""
-    scaled = ci_scaled(steps, steps // 2)
+    """Training steps and checkpoint steps; under CI a third of each (helpers.common.ci)."""
+    scaled = ci_scaled(steps, steps // 3)
     factor = scaled / steps if steps else 1.0
     return scaled, tuple(sorted({round(s * factor) for s in eval_at}))
 

@@ -58,11 +58,11 @@ def test_checkpoints_never_go_into_data() -> None:
         CheckpointSaver([1], DATA_DIR / "my-drafter", {})
 
 
-def test_training_plan_halves_under_ci(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_training_plan_takes_a_third_under_ci(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("CI", raising=False)
-    assert drafter_lab.training_plan(160, (0, 40, 160)) == (160, (0, 40, 160))
+    assert drafter_lab.training_plan(120, (0, 30, 120)) == (120, (0, 30, 120))
     monkeypatch.setenv("CI", "true")
-    assert drafter_lab.training_plan(160, (0, 40, 160)) == (80, (0, 20, 80))
+    assert drafter_lab.training_plan(120, (0, 30, 120)) == (40, (0, 10, 40))
 
 
 def test_shape_table_reads_real_tensors(tiny_pair) -> None:
